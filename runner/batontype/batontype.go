@@ -1,0 +1,273 @@
+// Package batontype holds the lowest-level types of Baton — statuses, triggers, modes, ledger
+// states and the records the store returns — so that the runner, its store and the API can all
+// share them without import cycles.
+package batontype
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RunStatus is the lifecycle state of one run.
+type RunStatus string
+
+// Run statuses. STARTING and RUNNING are active: at most one active run exists per job.
+const (
+	StatusStarting  RunStatus = "STARTING"
+	StatusRunning   RunStatus = "RUNNING"
+	StatusSucceeded RunStatus = "SUCCEEDED"
+	StatusFailed    RunStatus = "FAILED"
+	StatusCancelled RunStatus = "CANCELLED"
+	StatusPaused    RunStatus = "PAUSED"
+)
+
+// Active reports whether s holds the job's lease.
+func (s RunStatus) Active() bool { return s == StatusStarting || s == StatusRunning }
+
+// Trigger says why a run was started.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerScheduled Trigger = "SCHEDULED"
+	TriggerManual    Trigger = "MANUAL"
+	TriggerReplay    Trigger = "REPLAY"
+	TriggerReconcile Trigger = "RECONCILE"
+)
+
+// Mode chooses where a run begins.
+type Mode string
+
+// Modes. RESUME continues the job's current generation from its last committed checkpoint;
+// RESTART opens a new generation with no checkpoint and an empty ledger scope.
+const (
+	ModeResume  Mode = "RESUME"
+	ModeRestart Mode = "RESTART"
+)
+
+// RiskLevel says how careful replays of a job must be.
+type RiskLevel string
+
+// Risk levels. HIGH is for money, permissions, customer notifications and external sends.
+const (
+	RiskLow    RiskLevel = "LOW"
+	RiskMedium RiskLevel = "MEDIUM"
+	RiskHigh   RiskLevel = "HIGH"
+)
+
+// StopReason records why a run stopped before finishing its work.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopCancelled     StopReason = "CANCELLED"
+	StopPaused        StopReason = "PAUSED"
+	StopMaintenance   StopReason = "MAINTENANCE"
+	StopShutdown      StopReason = "SHUTDOWN"
+	StopLeaseExpired  StopReason = "LEASE_EXPIRED"
+	StopError         StopReason = "ERROR"
+	StopPanic         StopReason = "PANIC"
+	StopCondition     StopReason = "STOP_CONDITION"
+	StopShutdownTimer StopReason = "SHUTDOWN_TIMEOUT"
+)
+
+// LedgerState is the state of one target's step in the result ledger.
+type LedgerState string
+
+// Ledger states.
+const (
+	LedgerInFlight           LedgerState = "IN_FLIGHT"
+	LedgerConfirmed          LedgerState = "CONFIRMED"
+	LedgerTransient          LedgerState = "TRANSIENT"
+	LedgerValidationRejected LedgerState = "VALIDATION_REJECTED"
+	LedgerConflict           LedgerState = "CONFLICT"
+	LedgerAmbiguous          LedgerState = "AMBIGUOUS_EFFECT"
+	LedgerPolicyBlocked      LedgerState = "POLICY_BLOCKED"
+	LedgerBugSuspected       LedgerState = "BUG_SUSPECTED"
+	LedgerNotApplied         LedgerState = "NOT_APPLIED"
+	LedgerSkipped            LedgerState = "SKIPPED"
+)
+
+// Failed reports whether s is a failure state (not confirmed, not in doubt, not skipped).
+func (s LedgerState) Failed() bool {
+	switch s {
+	case LedgerTransient, LedgerValidationRejected, LedgerConflict, LedgerPolicyBlocked, LedgerBugSuspected:
+		return true
+	}
+	return false
+}
+
+// Code classifies an error for callers: the API maps each to a user error code.
+type Code string
+
+// Error codes.
+const (
+	CodeNotFound         Code = "NOT_FOUND"
+	CodeAlreadyRunning   Code = "ALREADY_RUNNING"
+	CodeCapacityExceeded Code = "CAPACITY_EXCEEDED"
+	CodeInvalidCron      Code = "INVALID_CRON"
+	CodeInvalidTimezone  Code = "INVALID_TIMEZONE"
+	CodeInvalidInput     Code = "INVALID_INPUT"
+	CodeJobPaused        Code = "JOB_PAUSED"
+	CodeMaintenance      Code = "MAINTENANCE"
+	CodeNotActive        Code = "NOT_ACTIVE"
+	CodeLeaseLost        Code = "LEASE_LOST"
+	CodeStopped          Code = "STOPPED"
+	CodeShuttingDown     Code = "SHUTTING_DOWN"
+	CodeDuplicateJob     Code = "DUPLICATE_JOB"
+	CodeConflict         Code = "CONFLICT"
+	CodeApprovalRequired Code = "APPROVAL_REQUIRED"
+	CodeReplayBlocked    Code = "REPLAY_BLOCKED"
+	CodeSelfApproval     Code = "SELF_APPROVAL"
+	CodeForbidden        Code = "FORBIDDEN"
+)
+
+// Error is Baton's one error type: a code for machines and a message for people.
+// errors.Is matches two *Error values by code, so callers test against the sentinels below.
+type Error struct {
+	Code    Code
+	Message string
+	Field   string // the input field at fault, if any
+	Err     error  // the cause, if any
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Errorf returns an *Error with code c.
+func Errorf(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or "" if none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Sentinels to test with errors.Is.
+var (
+	ErrNotFound         = &Error{Code: CodeNotFound, Message: "not found"}
+	ErrAlreadyRunning   = &Error{Code: CodeAlreadyRunning, Message: "job is already running"}
+	ErrCapacityExceeded = &Error{Code: CodeCapacityExceeded, Message: "no free worker slot"}
+	ErrInvalidCron      = &Error{Code: CodeInvalidCron, Message: "invalid cron expression"}
+	ErrInvalidTimezone  = &Error{Code: CodeInvalidTimezone, Message: "invalid timezone"}
+	ErrInvalidInput     = &Error{Code: CodeInvalidInput, Message: "invalid input"}
+	ErrJobPaused        = &Error{Code: CodeJobPaused, Message: "job is paused"}
+	ErrMaintenance      = &Error{Code: CodeMaintenance, Message: "cluster is in maintenance"}
+	ErrNotActive        = &Error{Code: CodeNotActive, Message: "run is not active"}
+	ErrLeaseLost        = &Error{Code: CodeLeaseLost, Message: "lease lost: the run was fenced off"}
+	ErrStopped          = &Error{Code: CodeStopped, Message: "run asked to stop"}
+	ErrShuttingDown     = &Error{Code: CodeShuttingDown, Message: "instance is shutting down"}
+	ErrDuplicateJob     = &Error{Code: CodeDuplicateJob, Message: "job name already registered"}
+	ErrConflict         = &Error{Code: CodeConflict, Message: "changed concurrently"}
+)
+
+// Run is one execution of a job as stored.
+type Run struct {
+	ID              int64
+	JobName         string
+	Status          RunStatus
+	Trigger         Trigger
+	Mode            Mode
+	RequestedBy     string
+	Instance        string
+	LeaseSeconds    int
+	LeaseUntil      time.Time
+	HeartbeatAt     time.Time
+	CancelRequested bool
+	CancelBy        string
+	PauseReason     StopReason // PAUSED or MAINTENANCE while a pause is pending
+	Generation      int64
+	ResumedFrom     *int64
+	ReplayRequestID *int64
+	ScheduledFor    *time.Time
+	Checkpoint      string
+	StartCheckpoint string
+	Total           *int64
+	Processed       int64
+	Succeeded       int64
+	Failed          int64
+	Skipped         int64
+	Ambiguous       int64
+	JobVersion      string
+	StopReason      StopReason
+	Message         string
+	StartedAt       time.Time
+	ActivatedAt     *time.Time
+	FinishedAt      *time.Time
+	LastProgressAt  time.Time
+}
+
+// Percent reports progress in [0,100], or -1 when the total is unknown.
+func (r *Run) Percent() float64 {
+	if r.Total == nil || *r.Total <= 0 {
+		if r.Status == StatusSucceeded {
+			return 100
+		}
+		return -1
+	}
+	p := float64(r.Processed) / float64(*r.Total) * 100
+	if p > 100 {
+		p = 100
+	}
+	return p
+}
+
+// JobSettings is a job's runtime-editable configuration row.
+type JobSettings struct {
+	Name              string
+	Description       string
+	Cron              string
+	Timezone          string
+	Enabled           bool
+	Paused            bool
+	NextScheduledAt   *time.Time
+	RiskLevel         RiskLevel
+	LeaseSeconds      *int
+	RetentionDays     int
+	JobVersion        string
+	CurrentGeneration int64
+	Version           int64
+	UpdatedAt         time.Time
+	UpdatedBy         string
+}
+
+// RunError is one failed item of a run.
+type RunError struct {
+	ID           int64
+	RunID        int64
+	ItemKey      string
+	FailureClass string
+	Message      string
+	Attempt      int
+	CreatedAt    time.Time
+}
+
+// ScheduleEvent records a scheduled fire that did not start a run.
+type ScheduleEvent struct {
+	ID           int64
+	JobName      string
+	ScheduledFor time.Time
+	Outcome      string
+	Instance     string
+	Detail       string
+	CreatedAt    time.Time
+}

@@ -1,0 +1,150 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// Cancel asks an active run to stop at its next item boundary. Committed items stay; the run
+// ends CANCELLED. The worker holding the run may be on any instance.
+func (r *Runner) Cancel(ctx context.Context, runID int64, actor string) (*bt.Run, error) {
+	return r.store.RequestCancel(ctx, runID, actor)
+}
+
+// ScheduleUpdate changes a job's schedule; nil fields stay as they are.
+type ScheduleUpdate struct {
+	Cron     *string
+	Timezone *string
+	Enabled  *bool
+	// Lease overrides the job's lease; 0 clears the override.
+	Lease *time.Duration
+	Actor string
+}
+
+// UpdateSchedule validates and applies u. The change reaches every scheduler at once; an
+// invalid cron or timezone is refused with INVALID_CRON / INVALID_TIMEZONE and nothing is
+// written.
+func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (*bt.JobSettings, error) {
+	cur, err := r.store.Job(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	spec, tz := cur.Cron, cur.Timezone
+	if u.Cron != nil {
+		spec = *u.Cron
+	}
+	if u.Timezone != nil {
+		tz = *u.Timezone
+	}
+	if _, err := loadLocation(tz); err != nil {
+		return nil, err
+	}
+	if spec != "" {
+		if _, err := ParseSchedule(spec, tz); err != nil {
+			return nil, err
+		}
+	}
+	p := postgres.SchedulePatch{Cron: u.Cron, Timezone: u.Timezone, Enabled: u.Enabled, Actor: actorOr(u.Actor)}
+	if u.Lease != nil {
+		if *u.Lease < 0 || *u.Lease > 24*time.Hour {
+			return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "lease must be between 1s and 24h (0 clears the override)", Field: "leaseSeconds"}
+		}
+		secs := 0
+		if *u.Lease > 0 {
+			secs = leaseSecondsFor(*u.Lease)
+		}
+		p.LeaseSeconds = &secs
+	}
+	j, err := r.store.UpdateSchedule(ctx, job, p)
+	if err == nil {
+		r.signalWake()
+	}
+	return j, err
+}
+
+func actorOr(a string) string {
+	if a == "" {
+		return "system"
+	}
+	return a
+}
+
+// NextFires returns the next n fire times of spec in tz after the database's now.
+func (r *Runner) NextFires(ctx context.Context, spec, tz string, n int) ([]time.Time, error) {
+	s, err := ParseSchedule(spec, tz)
+	if err != nil {
+		return nil, err
+	}
+	now, err := r.store.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.NextN(now, n), nil
+}
+
+// PauseJob disables a job's schedule and asks its active run, wherever it runs, to stop at
+// the next boundary with status PAUSED (checkpoint kept, lock released).
+func (r *Runner) PauseJob(ctx context.Context, job, actor string) (*bt.JobSettings, error) {
+	return r.store.SetPaused(ctx, job, true, actorOr(actor))
+}
+
+// ResumeJob re-enables a paused job and, if its last run ended PAUSED, starts a RESUME run on
+// this instance that continues from the checkpoint. It returns that run's id (0 if none).
+func (r *Runner) ResumeJob(ctx context.Context, job, actor string) (*bt.JobSettings, int64, error) {
+	j, err := r.store.SetPaused(ctx, job, false, actorOr(actor))
+	if err != nil {
+		return nil, 0, err
+	}
+	last, err := r.store.LastRun(ctx, job)
+	if err != nil || last == nil || last.Status != bt.StatusPaused {
+		return j, 0, err
+	}
+	id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor)})
+	if err != nil {
+		return j, 0, fmt.Errorf("job %q resumed, but its run could not start: %w", job, err)
+	}
+	return j, id, nil
+}
+
+// MaintenanceResult lists what lifting maintenance restarted.
+type MaintenanceResult struct {
+	Resumed map[string]int64 // job → RESUME run id
+	Failed  map[string]error // job → why its RESUME run did not start
+}
+
+// SetMaintenance turns the cluster-wide maintenance pause on (every active run stops at its
+// next boundary with status PAUSED, no run may start) or off (schedules restart from now and
+// every run paused by maintenance continues with a RESUME run).
+func (r *Runner) SetMaintenance(ctx context.Context, on bool, actor string) (*MaintenanceResult, error) {
+	if err := r.store.SetMaintenance(ctx, on, actorOr(actor)); err != nil {
+		return nil, err
+	}
+	r.signalWake()
+	res := &MaintenanceResult{Resumed: map[string]int64{}, Failed: map[string]error{}}
+	if on {
+		return res, nil
+	}
+	jobs, err := r.store.LastRunsPausedBy(ctx, bt.StopMaintenance)
+	if err != nil {
+		return res, err
+	}
+	for _, job := range jobs {
+		if _, ok := r.Job(job); !ok {
+			continue
+		}
+		id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor)})
+		if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) {
+			res.Failed[job] = err
+			continue
+		}
+		if id != 0 {
+			res.Resumed[job] = id
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,214 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// bundle is one test's slice of PostgreSQL and Redis, and the runners made on it.
+type bundle struct {
+	t     *testing.T
+	url   string
+	pool  *pgxpool.Pool
+	redis *redis.Client
+	env   string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	t.Parallel()
+	url := testenv.Schema(t)
+	rc, env := testenv.Redis(t)
+	b := &bundle{t: t, url: url, pool: testenv.Pool(t, url), redis: rc, env: env}
+	if _, err := b.pool.Exec(context.Background(), `CREATE TABLE job_output (target text PRIMARY KEY, run_id bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// runner makes a Runner on the bundle's database and Redis, running until the test ends.
+func (b *bundle) runner(mod func(*runner.Config), jobs ...runner.Job) *runner.Runner {
+	b.t.Helper()
+	cfg := runner.Config{
+		DB: testenv.Pool(b.t, b.url), Redis: b.redis, Env: b.env, PoolSize: 4,
+		PollInterval: 200 * time.Millisecond, DefaultLease: 2 * time.Second, ShutdownTimeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if testing.Verbose() {
+		cfg.Logger = slog.Default()
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := runner.New(cfg)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := r.Register(context.Background(), jobs...); err != nil {
+		b.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	b.t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+func (b *bundle) run(id int64) *bt.Run {
+	b.t.Helper()
+	var r *bt.Run
+	rows, err := b.pool.Query(context.Background(), `SELECT status, processed, succeeded, failed, checkpoint, COALESCE(stop_reason, ''), message, generation, mode, trigger FROM job_runs WHERE id = $1`, id)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status, stop, mode, trigger string
+		r = &bt.Run{ID: id}
+		if err := rows.Scan(&status, &r.Processed, &r.Succeeded, &r.Failed, &r.Checkpoint, &stop, &r.Message, &r.Generation, &mode, &trigger); err != nil {
+			b.t.Fatal(err)
+		}
+		r.Status, r.StopReason, r.Mode, r.Trigger = bt.RunStatus(status), bt.StopReason(stop), bt.Mode(mode), bt.Trigger(trigger)
+	}
+	if r == nil {
+		b.t.Fatalf("run %d not found", id)
+	}
+	return r
+}
+
+// waitStatus polls until run id reaches one of statuses.
+func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.Run {
+	b.t.Helper()
+	var last *bt.Run
+	testenv.Eventually(b.t, 20*time.Second, fmt.Sprintf("run %d to reach %v", id, statuses), func() bool {
+		last = b.run(id)
+		for _, s := range statuses {
+			if last.Status == s {
+				return true
+			}
+		}
+		return false
+	})
+	return last
+}
+
+func (b *bundle) count(sql string, args ...any) int {
+	b.t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		b.t.Fatal(err)
+	}
+	return n
+}
+
+// itemsJob walks items 1..n, resuming after its checkpoint. Each item may be held at a gate,
+// and writes a row to job_output through the item transaction.
+type itemsJob struct {
+	name  string
+	n     int
+	lease time.Duration
+	cron  string
+
+	mu       sync.Mutex
+	calls    map[int]int // item → times its function ran
+	bodies   atomic.Int32
+	gate     func(item int) <-chan struct{} // nil: no gate
+	reached  chan int                        // item numbers as they start, if non-nil
+	external bool
+	itemErr  func(item int) error
+}
+
+func newItemsJob(name string, n int) *itemsJob {
+	return &itemsJob{name: name, n: n, calls: map[int]int{}}
+}
+
+func (j *itemsJob) Info() runner.JobInfo {
+	return runner.JobInfo{Name: j.name, Description: "test job", Lease: j.lease, Cron: j.cron, Version: "1",
+		Retry: runner.RetryPolicy{MaxAttempts: 1}}
+}
+
+func (j *itemsJob) Run(ctx context.Context, run *runner.Run) error {
+	j.bodies.Add(1)
+	start := 1
+	if cp := run.Checkpoint(); cp != "" {
+		n, err := strconv.Atoi(cp)
+		if err != nil {
+			return err
+		}
+		start = n + 1
+	}
+	if err := run.SetTotal(ctx, int64(j.n)); err != nil {
+		return err
+	}
+	for i := start; i <= j.n; i++ {
+		item := runner.Item{Target: fmt.Sprintf("t%d", i), Checkpoint: strconv.Itoa(i), External: j.external, Input: i}
+		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
+			j.mu.Lock()
+			j.calls[i]++
+			j.mu.Unlock()
+			if j.reached != nil {
+				j.reached <- i
+			}
+			if j.gate != nil {
+				if g := j.gate(i); g != nil {
+					<-g
+				}
+			}
+			if j.itemErr != nil {
+				if err := j.itemErr(i); err != nil {
+					return err
+				}
+			}
+			runID := run.ID()
+			target := item.Target
+			a.Tx(func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO job_output (target, run_id) VALUES ($1, $2)
+					ON CONFLICT (target) DO UPDATE SET run_id = EXCLUDED.run_id`, target, runID)
+				return err
+			})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *itemsJob) callsOf(i int) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.calls[i]
+}
+
+func code(err error) bt.Code { return bt.CodeOf(err) }
+
+func mustStart(t *testing.T, r *runner.Runner, p runner.StartParams) int64 {
+	t.Helper()
+	id, err := r.Start(context.Background(), p)
+	if err != nil {
+		t.Fatalf("start %s: %v", p.Job, err)
+	}
+	if id == 0 {
+		t.Fatalf("start %s: no run", p.Job)
+	}
+	return id
+}
+
+var errBoom = errors.New("boom")

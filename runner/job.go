@@ -1,0 +1,148 @@
+// Package runner runs Go jobs across many Baton instances sharing one PostgreSQL and one Redis,
+// with exactly one active run per job, leases that prove progress, fencing that keeps a stale
+// worker from writing anything, graceful cancel and pause at item boundaries, checkpoints to
+// resume from, a per-target result ledger, and database-held cron schedules.
+//
+// A Go program registers jobs with a Runner and calls Runner.Run; see the package example and
+// the README section "Write your own job".
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// Re-exported so job authors need only this package.
+type (
+	// RunStatus is the lifecycle state of a run.
+	RunStatus = bt.RunStatus
+	// Trigger says why a run started.
+	Trigger = bt.Trigger
+	// Mode chooses where a run begins.
+	Mode = bt.Mode
+	// RiskLevel says how careful replays of a job must be.
+	RiskLevel = bt.RiskLevel
+	// LedgerState is the state of one target's step in the ledger.
+	LedgerState = bt.LedgerState
+	// RunRecord is a run as stored.
+	RunRecord = bt.Run
+)
+
+// Job is a unit of work registered with a Runner. Run is called on a worker goroutine with a
+// Run handle; it returns nil when the work is done, or the error Check/Process gave it when the
+// run was asked to stop.
+type Job interface {
+	Info() JobInfo
+	Run(ctx context.Context, run *Run) error
+}
+
+// JobInfo is what a job declares about itself.
+type JobInfo struct {
+	// Name identifies the job cluster-wide; registering a name twice fails.
+	Name        string
+	Description string
+	// Cron is the default schedule, used the first time the job is seen; afterwards the
+	// schedule lives in job_settings and is edited at runtime. Empty means manual only.
+	// Five fields, six fields (seconds first) and descriptors such as @daily are accepted.
+	Cron string
+	// Timezone of the cron, an IANA name; empty means UTC.
+	Timezone string
+	// Lease is how long a run may go without reaching a safe point; 0 means the runner's
+	// DefaultLease. Operators can override it at runtime.
+	Lease time.Duration
+	// Risk is LOW when empty. HIGH-risk jobs need four-eyes approval to replay.
+	Risk RiskLevel
+	// Version of the job's code; a replay across versions needs approval.
+	Version string
+	// RetentionDays keeps ledger rows this long; 0 means 90 days (400 for HIGH risk).
+	RetentionDays int
+	// Retry governs TRANSIENT failures within a run.
+	Retry RetryPolicy
+}
+
+// RetryPolicy is capped exponential backoff with full jitter for TRANSIENT failures.
+type RetryPolicy struct {
+	// MaxAttempts per target within one run, including the first; 0 means 3, 1 disables retry.
+	MaxAttempts int
+	// InitialBackoff before the second attempt; 0 means 100ms.
+	InitialBackoff time.Duration
+	// MaxBackoff caps the backoff; 0 means 5s.
+	MaxBackoff time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 3
+	}
+	if p.InitialBackoff <= 0 {
+		p.InitialBackoff = 100 * time.Millisecond
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = 5 * time.Second
+	}
+	return p
+}
+
+type funcJob struct {
+	info JobInfo
+	run  func(ctx context.Context, run *Run) error
+}
+
+func (j funcJob) Info() JobInfo                            { return j.info }
+func (j funcJob) Run(ctx context.Context, run *Run) error  { return j.run(ctx, run) }
+
+// NewJob returns a Job from its info and a run function.
+func NewJob(info JobInfo, run func(ctx context.Context, run *Run) error) Job {
+	return funcJob{info: info, run: run}
+}
+
+// Item is one unit of a run's work: a step applied to a target.
+type Item struct {
+	// Target identifies what the step acts on (an account, a page, an order). With Step it
+	// keys the ledger row and the idempotency key.
+	Target string
+	// Step names the action; empty for single-step jobs.
+	Step string
+	// Input is hashed (as JSON) into the ledger's input_hash; a changed input on a later run
+	// is flagged.
+	Input any
+	// Checkpoint is the token the run resumes after once this item commits; empty keeps the
+	// previous one.
+	Checkpoint string
+	// Shard names the checkpoint stream; empty for single-shard jobs.
+	Shard string
+	// External marks a step with an effect outside Baton's database (a payment, an email).
+	// Its intent is committed before the call, so a crash can never make the effect twice.
+	External bool
+}
+
+// Attempt is what an item's function receives: the idempotency key to pass to the outside
+// system, the attempt number, and ways to record effect and evidence and to make the job's
+// own database writes in the item transaction.
+type Attempt struct {
+	// IdempotencyKey is stable for (job, generation, target, step): pass it on every call so
+	// the outside system can refuse a duplicate.
+	IdempotencyKey string
+	// Number counts attempts at this target's step across runs of the generation, from 1.
+	Number int
+	// Target and Step echo the item.
+	Target, Step string
+
+	effectRef, evidenceRef *string
+	writes                 []func(ctx context.Context, tx pgx.Tx) error
+}
+
+// SetEffectRef records the outside system's reference for the effect (a payment id).
+func (a *Attempt) SetEffectRef(ref string) { a.effectRef = &ref }
+
+// SetEvidenceRef records where the proof of the effect lives (a receipt, a response digest).
+func (a *Attempt) SetEvidenceRef(ref string) { a.evidenceRef = &ref }
+
+// Tx queues the job's own database work for this item. It runs inside the item's transaction
+// after the lease check, and commits with the item's result and checkpoint or not at all. It
+// runs only if the item succeeds. Do no network calls in fn: it holds a connection.
+func (a *Attempt) Tx(fn func(ctx context.Context, tx pgx.Tx) error) { a.writes = append(a.writes, fn) }

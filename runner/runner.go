@@ -1,0 +1,436 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/redislock"
+)
+
+// Config configures a Runner. DB and Redis are required; everything else has a default.
+type Config struct {
+	// DB is the shared PostgreSQL (schema migrated with package migrations).
+	DB *pgxpool.Pool
+	// Redis is the shared Redis, used for the ShedLock-style pre-emption lock.
+	Redis redis.UniversalClient
+	// Env namespaces Redis keys: baton:{Env}:lock:{job}. Default "default".
+	Env string
+	// Instance names this process in runs and logs. Default hostname-pid.
+	Instance string
+	// PoolSize is the number of worker slots; 0 means 4, -1 means no workers (an API-only
+	// instance: every Start fails with CAPACITY_EXCEEDED).
+	PoolSize int
+	// Scheduler runs the cron scheduler and lease recoverer on this instance.
+	Scheduler bool
+	// PollInterval of the recoverer and the scheduler's safety poll; 0 means 10s. Fires do not
+	// wait for it: the scheduler sleeps until the earliest next fire.
+	PollInterval time.Duration
+	// DefaultLease for jobs that set none; 0 means 30s.
+	DefaultLease time.Duration
+	// ShutdownTimeout bounds how long Run waits for jobs to reach a boundary; 0 means 30s.
+	ShutdownTimeout time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the runner's Prometheus metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Events receives run changes (for live subscriptions); nil drops them.
+	Events EventSink
+	// NowFunc is the application clock, used only for local durations. Leases, schedules and
+	// staleness are judged by the database clock, so a skewed NowFunc changes nothing.
+	NowFunc func() time.Time
+	// WorkerVersion is recorded on runs (the binary's version).
+	WorkerVersion string
+}
+
+// EventSink receives every change of a run: start, progress, status, finish.
+type EventSink interface {
+	RunChanged(ev RunEvent)
+}
+
+// RunEvent is a run's state after a change. Final is set on the last event of a run.
+type RunEvent struct {
+	Run   bt.Run
+	Final bool
+}
+
+// Runner runs registered jobs on a fixed pool of worker slots.
+type Runner struct {
+	cfg     Config
+	store   *postgres.Store
+	locks   *redislock.Locker
+	log     *slog.Logger
+	metrics *metrics
+
+	mu   sync.RWMutex
+	jobs map[string]Job
+
+	slots    chan struct{}
+	draining atomic.Bool
+	wake     chan struct{}
+
+	activeMu sync.Mutex
+	active   map[int64]*Run
+	workers  sync.WaitGroup
+}
+
+// New returns a Runner. Register jobs, then call Run.
+func New(cfg Config) (*Runner, error) {
+	if cfg.DB == nil || cfg.Redis == nil {
+		return nil, errors.New("runner: Config.DB and Config.Redis are required")
+	}
+	if cfg.Env == "" {
+		cfg.Env = "default"
+	}
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = 4
+	}
+	if cfg.PoolSize < 0 {
+		cfg.PoolSize = 0
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 10 * time.Second
+	}
+	if cfg.DefaultLease <= 0 {
+		cfg.DefaultLease = 30 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{
+		cfg:     cfg,
+		store:   postgres.New(cfg.DB),
+		locks:   redislock.New(cfg.Redis, cfg.Env),
+		log:     cfg.Logger.With("instance", cfg.Instance),
+		metrics: m,
+		jobs:    map[string]Job{},
+		slots:   make(chan struct{}, cfg.PoolSize),
+		wake:    make(chan struct{}, 1),
+		active:  map[int64]*Run{},
+	}, nil
+}
+
+// Store returns the runner's store, for read paths such as the API.
+func (r *Runner) Store() *postgres.Store { return r.store }
+
+// Instance returns this runner's instance name.
+func (r *Runner) Instance() string { return r.cfg.Instance }
+
+// Register adds jobs and records their defaults in job_settings (a job seen before keeps its
+// runtime-edited schedule). A name registered twice, an invalid name, cron or timezone fails
+// with a coded error and registers nothing of that call.
+func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		info := j.Info()
+		if err := validateName(info.Name); err != nil {
+			return err
+		}
+		if _, dup := r.jobs[info.Name]; dup || seen[info.Name] {
+			return bt.Errorf(bt.CodeDuplicateJob, "job %q is already registered", info.Name)
+		}
+		seen[info.Name] = true
+		if info.Cron != "" {
+			if _, err := ParseSchedule(info.Cron, info.Timezone); err != nil {
+				return fmt.Errorf("job %q: %w", info.Name, err)
+			}
+		} else if _, err := loadLocation(info.Timezone); err != nil {
+			return fmt.Errorf("job %q: %w", info.Name, err)
+		}
+	}
+	for _, j := range jobs {
+		info := j.Info()
+		tz := info.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		risk := info.Risk
+		if risk == "" {
+			risk = bt.RiskLow
+		}
+		err := r.store.EnsureJob(ctx, postgres.JobDefaults{
+			Name: info.Name, Description: info.Description, Cron: info.Cron, Timezone: tz,
+			RiskLevel: risk, RetentionDays: retentionDays(info), JobVersion: info.Version,
+		})
+		if err != nil {
+			return err
+		}
+		r.jobs[info.Name] = j
+	}
+	r.signalWake()
+	return nil
+}
+
+func retentionDays(info JobInfo) int {
+	switch {
+	case info.RetentionDays > 0:
+		return info.RetentionDays
+	case info.Risk == bt.RiskHigh:
+		return 400
+	default:
+		return 90
+	}
+}
+
+func validateName(name string) error {
+	if name == "" || len(name) > 100 {
+		return bt.Errorf(bt.CodeInvalidInput, "job name must be 1 to 100 characters")
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return bt.Errorf(bt.CodeInvalidInput, "job name %q may hold only letters, digits, '-', '_' and '.'", name)
+		}
+	}
+	return nil
+}
+
+// Job returns a registered job by name.
+func (r *Runner) Job(name string) (Job, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	j, ok := r.jobs[name]
+	return j, ok
+}
+
+// JobNames lists registered job names.
+func (r *Runner) JobNames() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.jobs))
+	for n := range r.jobs {
+		names = append(names, n)
+	}
+	return names
+}
+
+// StartParams says which job to start, why and how.
+type StartParams struct {
+	Job     string
+	Trigger Trigger // default MANUAL
+	Mode    Mode    // default RESUME
+	Actor   string  // who asked; default "system"
+	// Due and Next are set by the scheduler for SCHEDULED starts: the fire being claimed and
+	// the one after it.
+	Due, Next time.Time
+	// Generation, FromStart and ReplayRequestID are set for REPLAY starts.
+	Generation      int64
+	FromStart       bool
+	ReplayRequestID *int64
+	// Scope limits which failed targets a replay retries (ledger states); nil retries TRANSIENT only.
+	Scope []LedgerState
+}
+
+// Start starts a run of a job on this instance's pool and returns its id at once; the job runs
+// asynchronously. Outcomes: a run id; NOT_FOUND; ALREADY_RUNNING (the Redis lock is held, or
+// the database already has an active run); CAPACITY_EXCEEDED (no free slot — checked before
+// anything is written); JOB_PAUSED; MAINTENANCE. A SCHEDULED start whose fire is no longer due
+// (another instance claimed it) returns 0 and no error.
+func (r *Runner) Start(ctx context.Context, p StartParams) (int64, error) {
+	t0 := time.Now()
+	job, ok := r.Job(p.Job)
+	if !ok {
+		return 0, bt.Errorf(bt.CodeNotFound, "job %q is not registered", p.Job)
+	}
+	if p.Trigger == "" {
+		p.Trigger = bt.TriggerManual
+	}
+	if p.Mode == "" {
+		p.Mode = bt.ModeResume
+	}
+	if p.Mode != bt.ModeResume && p.Mode != bt.ModeRestart {
+		return 0, bt.Errorf(bt.CodeInvalidInput, "mode must be RESUME or RESTART, not %q", p.Mode)
+	}
+	if p.Actor == "" {
+		p.Actor = "system"
+	}
+	if r.draining.Load() {
+		return 0, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
+	}
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		r.metrics.capacityExceeded.Inc()
+		return 0, bt.Errorf(bt.CodeCapacityExceeded, "all %d worker slots of instance %s are busy", cap(r.slots), r.cfg.Instance)
+	}
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			<-r.slots
+		}
+	}()
+
+	var scheduledFor *time.Time
+	if p.Trigger == bt.TriggerScheduled {
+		claimed, err := r.store.ClaimFire(ctx, p.Job, p.Due, p.Next)
+		if err != nil || !claimed {
+			return 0, err
+		}
+		due := p.Due
+		scheduledFor = &due
+	}
+
+	info := job.Info()
+	lease := info.Lease
+	if lease <= 0 {
+		lease = r.cfg.DefaultLease
+	}
+	token := newToken()
+	locked, err := r.locks.Acquire(ctx, p.Job, token, lease)
+	switch {
+	case err != nil:
+		// Redis is the fast path, not the guard: the database index still refuses a second
+		// active run, so a Redis outage must not stop every job.
+		r.metrics.lockErrors.Inc()
+		r.log.Warn("redis lock unavailable; relying on the database guard", "job", p.Job, "err", err)
+	case !locked:
+		r.metrics.lockContention.Inc()
+		r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "lock held in Redis")
+		return 0, bt.Errorf(bt.CodeAlreadyRunning, "job %q is already running (lock held)", p.Job)
+	}
+	run, err := r.store.InsertRun(ctx, postgres.NewRun{
+		JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: token,
+		LeaseSeconds: leaseSecondsFor(lease), JobVersion: info.Version, ScheduledFor: scheduledFor,
+		Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
+	})
+	if err != nil {
+		if locked {
+			_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, token)
+		}
+		if errors.Is(err, bt.ErrAlreadyRunning) {
+			r.metrics.lockContention.Inc()
+			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "active run in database")
+		} else if p.Trigger == bt.TriggerScheduled {
+			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
+		}
+		return 0, err
+	}
+	handedOff = true
+	w := r.newRun(job, run, token, p.Scope)
+	r.workers.Add(1)
+	go r.work(w)
+	r.metrics.runsStarted.WithLabelValues(string(p.Trigger)).Inc()
+	r.metrics.startLatency.Observe(time.Since(t0).Seconds())
+	if scheduledFor != nil {
+		if now, err := r.store.Now(ctx); err == nil {
+			r.metrics.scheduleLateness.Observe(now.Sub(*scheduledFor).Seconds())
+		}
+	}
+	return run.ID, nil
+}
+
+func (r *Runner) recordSkip(ctx context.Context, p StartParams, at *time.Time, outcome, detail string) {
+	if at == nil {
+		return
+	}
+	r.metrics.firesSkipped.Inc()
+	if err := r.store.RecordScheduleEvent(context.WithoutCancel(ctx), p.Job, *at, outcome, r.cfg.Instance, detail); err != nil {
+		r.log.Error("record skipped fire", "job", p.Job, "err", err)
+	}
+}
+
+// leaseSecondsFor rounds a lease up to whole seconds (the database stores seconds).
+func leaseSecondsFor(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (r *Runner) signalWake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the scheduler (if configured) until ctx is done, then shuts down gracefully: it
+// stops taking work, asks running jobs to stop at their next boundary, waits up to
+// ShutdownTimeout, records interrupted runs so RESUME continues them, and releases locks.
+func (r *Runner) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if r.cfg.Scheduler {
+		wg.Add(2)
+		go func() { defer wg.Done(); r.schedule(ctx) }()
+		go func() { defer wg.Done(); r.listen(ctx) }()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return r.Shutdown(context.Background())
+}
+
+// Shutdown stops taking work and asks every running job to stop at its next boundary, waiting
+// up to ShutdownTimeout (or ctx). Runs still going after that are ended FAILED with reason
+// SHUTDOWN_TIMEOUT; either way RESUME continues them from their checkpoint.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.draining.Store(true)
+	r.activeMu.Lock()
+	for _, run := range r.active {
+		run.requestStop(bt.StopShutdown)
+	}
+	r.activeMu.Unlock()
+
+	done := make(chan struct{})
+	go func() { r.workers.Wait(); close(done) }()
+	timer := time.NewTimer(r.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	r.activeMu.Lock()
+	stuck := make([]*Run, 0, len(r.active))
+	for _, run := range r.active {
+		stuck = append(stuck, run)
+	}
+	r.activeMu.Unlock()
+	for _, run := range stuck {
+		run.abandon()
+	}
+	return fmt.Errorf("shutdown: %d run(s) did not stop within %s", len(stuck), r.cfg.ShutdownTimeout)
+}
+
+// Active reports whether this instance's worker for run id is still going.
+func (r *Runner) Active(id int64) bool {
+	r.activeMu.Lock()
+	defer r.activeMu.Unlock()
+	_, ok := r.active[id]
+	return ok
+}

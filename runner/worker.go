@@ -1,0 +1,122 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// work runs one job on its slot: activate, run, finish, release — always freeing the slot and
+// the lock, whatever the job does.
+func (r *Runner) work(run *Run) {
+	defer r.workers.Done()
+	defer func() { <-r.slots }()
+	jobCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run.cancel = cancel
+
+	r.activeMu.Lock()
+	r.active[run.ID()] = run
+	draining := r.draining.Load()
+	r.activeMu.Unlock()
+	defer func() {
+		r.activeMu.Lock()
+		delete(r.active, run.ID())
+		r.activeMu.Unlock()
+	}()
+	if draining {
+		run.requestStop(bt.StopShutdown)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := r.locks.Release(ctx, run.rec.JobName, run.fence.Token); err != nil {
+			run.log.Warn("release redis lock", "err", err)
+		}
+	}()
+
+	sent := run.now()
+	ls, pause, err := r.store.Activate(jobCtx, run.fence)
+	if err != nil {
+		run.log.Error("activate run", "err", err)
+		return
+	}
+	run.apply(sent, ls, pause)
+	run.mu.Lock()
+	run.rec.Status = bt.StatusRunning
+	run.mu.Unlock()
+	if counts, err := r.store.LedgerCounts(jobCtx, run.rec.JobName, run.rec.Generation, 0); err == nil {
+		total := int64(0)
+		for _, n := range counts {
+			total += n
+		}
+		run.mu.Lock()
+		run.ledgerEmpty = total == 0
+		run.mu.Unlock()
+	}
+	run.log.Info("run started", "trigger", run.rec.Trigger, "mode", run.rec.Mode, "generation", run.rec.Generation,
+		"checkpoint", run.rec.StartCheckpoint)
+	run.publish(false)
+
+	jobErr := r.runJob(jobCtx, run)
+	status, reason, msg := run.outcome(jobErr)
+	ctx, cancelFinish := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelFinish()
+	rec, err := r.store.Finish(ctx, run.fence, status, reason, msg)
+	if err != nil {
+		// Lease lost: the recoverer (or shutdown) already ended the run; write nothing.
+		run.log.Warn("finish refused", "status", status, "err", err)
+		return
+	}
+	run.mu.Lock()
+	run.rec = *rec
+	run.mu.Unlock()
+	r.metrics.runsFinished.WithLabelValues(string(status)).Inc()
+	run.log.Info("run finished", "status", status, "reason", reason, "processed", rec.Processed)
+	run.publish(true)
+}
+
+// runJob calls the job, turning a panic into an error.
+func (r *Runner) runJob(ctx context.Context, run *Run) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			run.log.Error("job panicked", "panic", v)
+			err = panicError{v}
+		}
+	}()
+	return run.job.Run(ctx, run)
+}
+
+// outcome decides a run's final status from what the job returned and what it was asked.
+func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
+	run.mu.Lock()
+	stop, lost, checkpoint := run.stop, run.lost, run.rec.Checkpoint
+	run.mu.Unlock()
+	var p panicError
+	switch {
+	case errors.As(jobErr, &p):
+		return bt.StatusFailed, bt.StopPanic, p.Error()
+	case lost:
+		return bt.StatusFailed, bt.StopLeaseExpired, "lease lost"
+	case jobErr == nil:
+		return bt.StatusSucceeded, "", ""
+	case errors.Is(jobErr, bt.ErrStopped) || errors.Is(jobErr, context.Canceled):
+		switch stop {
+		case bt.StopCancelled:
+			return bt.StatusCancelled, stop, "cancelled at an item boundary; committed items stay"
+		case bt.StopPaused, bt.StopMaintenance:
+			return bt.StatusPaused, stop, fmt.Sprintf("paused at checkpoint %q; resume continues from there", checkpoint)
+		case bt.StopShutdown:
+			return bt.StatusFailed, stop, fmt.Sprintf("interrupted by instance shutdown at checkpoint %q; start with RESUME to continue", checkpoint)
+		case "":
+			return bt.StatusFailed, bt.StopError, jobErr.Error()
+		default:
+			return bt.StatusFailed, stop, jobErr.Error()
+		}
+	default:
+		return bt.StatusFailed, bt.StopError, truncate(jobErr.Error(), 2000)
+	}
+}
