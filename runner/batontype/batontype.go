@@ -271,3 +271,167 @@ type ScheduleEvent struct {
 	Detail       string
 	CreatedAt    time.Time
 }
+
+// LedgerEntry is one row of the result ledger.
+type LedgerEntry struct {
+	ID             int64
+	JobName        string
+	Generation     int64
+	Target         string
+	Step           string
+	State          LedgerState
+	Attempt        int
+	IdempotencyKey string
+	InputHash      string
+	InputChanged   bool
+	External       bool
+	EffectRef      *string
+	EvidenceRef    *string
+	LastError      *string
+	SameErrorCount int
+	RunID          int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// ReplayScope says which targets of a generation a replay retries.
+type ReplayScope string
+
+// Replay scopes. Every scope skips CONFIRMED targets and leaves AMBIGUOUS ones quarantined.
+const (
+	// ScopeTransient retries TRANSIENT and NOT_APPLIED targets.
+	ScopeTransient ReplayScope = "TRANSIENT"
+	// ScopeFailed also retries VALIDATION_REJECTED, CONFLICT and POLICY_BLOCKED targets.
+	ScopeFailed ReplayScope = "FAILED"
+	// ScopeFull re-walks the whole generation; blocked while any target is AMBIGUOUS_EFFECT.
+	ScopeFull ReplayScope = "FULL"
+)
+
+// States returns the ledger states a scope retries.
+func (s ReplayScope) States() []LedgerState {
+	switch s {
+	case ScopeTransient:
+		return []LedgerState{LedgerTransient, LedgerNotApplied}
+	case ScopeFailed, ScopeFull:
+		return []LedgerState{LedgerTransient, LedgerNotApplied, LedgerValidationRejected, LedgerConflict, LedgerPolicyBlocked}
+	}
+	return nil
+}
+
+// Valid reports whether s is a known scope.
+func (s ReplayScope) Valid() bool { return s.States() != nil }
+
+// ReplayStatus is a replay request's lifecycle state.
+type ReplayStatus string
+
+// Replay statuses.
+const (
+	ReplayPendingApproval ReplayStatus = "PENDING_APPROVAL"
+	ReplayApproved        ReplayStatus = "APPROVED"
+	ReplayRejected        ReplayStatus = "REJECTED"
+	ReplayBlocked         ReplayStatus = "BLOCKED"
+	ReplayExecuted        ReplayStatus = "EXECUTED"
+)
+
+// Verdict is a preflight check's result.
+type Verdict string
+
+// Verdicts.
+const (
+	VerdictOK    Verdict = "OK"
+	VerdictWarn  Verdict = "WARN"
+	VerdictBlock Verdict = "BLOCK"
+)
+
+// Check is one preflight or stop condition: its value, its threshold and the verdict.
+type Check struct {
+	Name      string  `json:"name"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Verdict   Verdict `json:"verdict"`
+	Detail    string  `json:"detail"`
+}
+
+// Preflight is what a replay would do and whether it may: seed 003's replay_preflight.
+type Preflight struct {
+	JobName               string                `json:"jobName"`
+	RunID                 int64                 `json:"runId"`
+	Generation            int64                 `json:"generation"`
+	Scope                 ReplayScope           `json:"scope"`
+	RiskLevel             RiskLevel             `json:"riskLevel"`
+	Confirmed             int64                 `json:"confirmed"`
+	FailedByClass         map[LedgerState]int64 `json:"failedByClass"`
+	Ambiguous             int64                 `json:"ambiguous"`
+	InFlight              int64                 `json:"inFlight"`
+	TargetsInScope        int64                 `json:"targetsInScope"`
+	FixQueue              int64                 `json:"fixQueue"`
+	LastCheckpointAgeSecs *float64              `json:"lastCheckpointAgeSeconds"`
+	DownstreamErrorRate   float64               `json:"downstreamErrorRate"`
+	DownstreamCalls       int64                 `json:"downstreamCalls"`
+	JobVersionChanged     bool                  `json:"jobVersionChanged"`
+	RunJobVersion         string                `json:"runJobVersion"`
+	CurrentJobVersion     string                `json:"currentJobVersion"`
+	RequiresApproval      bool                  `json:"requiresApproval"`
+	ApprovalReasons       []string              `json:"approvalReasons"`
+	Blocked               bool                  `json:"blocked"`
+	BlockingReasons       []string              `json:"blockingReasons"`
+	Checks                []Check               `json:"checks"`
+	ComputedAt            time.Time             `json:"computedAt"`
+}
+
+// ReplayRequest is a request to replay part of a run's generation.
+type ReplayRequest struct {
+	ID              int64
+	JobName         string
+	SourceRunID     int64
+	Generation      int64
+	Scope           ReplayScope
+	Status          ReplayStatus
+	Preflight       Preflight
+	Reason          string
+	CompensationRef *string
+	RequestedBy     string
+	DecidedBy       *string
+	DecisionNote    *string
+	ReplayRunID     *int64
+	CreatedAt       time.Time
+	DecidedAt       *time.Time
+	ExecutedAt      *time.Time
+}
+
+// AlertKind names a stuck or dangerous signal.
+type AlertKind string
+
+// Alert kinds (seed 003's stuck signals, plus ambiguous effects).
+const (
+	AlertHeartbeatMissed    AlertKind = "HEARTBEAT_MISSED"
+	AlertCheckpointStalled  AlertKind = "CHECKPOINT_STALLED"
+	AlertTargetRetried      AlertKind = "TARGET_RETRIED"
+	AlertDownstreamErrors   AlertKind = "DOWNSTREAM_ERRORS"
+	AlertNoLedgerWrites     AlertKind = "NO_LEDGER_WRITES"
+	AlertAmbiguousEffect    AlertKind = "AMBIGUOUS_EFFECT"
+)
+
+// Alert is one active alarm. Its ID is stable while the condition lasts.
+type Alert struct {
+	ID       string
+	Kind     AlertKind
+	Severity string // WARNING or CRITICAL
+	JobName  string
+	RunID    *int64
+	Target   *string
+	Message  string
+	Value    float64
+	Since    time.Time
+}
+
+// AuditEntry is one recorded mutation.
+type AuditEntry struct {
+	ID        int64
+	Actor     string
+	Action    string
+	Target    string
+	Arguments map[string]any
+	Outcome   string
+	CreatedAt time.Time
+}
