@@ -56,7 +56,9 @@ CREATE TABLE job_runs (
     started_at         timestamptz NOT NULL DEFAULT now(),
     activated_at       timestamptz,
     finished_at        timestamptz,
-    last_progress_at   timestamptz NOT NULL DEFAULT now()
+    last_progress_at   timestamptz NOT NULL DEFAULT now(),
+    last_checkpoint_at timestamptz NOT NULL DEFAULT now(),
+    stop_detail        jsonb
 );
 
 -- Invariant 1: at most one active run per job, whatever Redis says.

@@ -28,7 +28,20 @@ CREATE INDEX job_ledger_run ON job_ledger (run_id, id);
 CREATE INDEX job_ledger_job_state ON job_ledger (job_name, state, id);
 CREATE INDEX job_ledger_in_flight ON job_ledger (run_id) WHERE state = 'IN_FLIGHT';
 CREATE INDEX job_ledger_ambiguous ON job_ledger (job_name, id) WHERE state = 'AMBIGUOUS_EFFECT';
-CREATE INDEX job_ledger_updated ON job_ledger (job_name, updated_at);
+CREATE INDEX job_ledger_updated ON job_ledger (job_name, generation, updated_at);
+-- Targets attempted 3+ times without success: the "one target retried" alarm.
+CREATE INDEX job_ledger_retried ON job_ledger (job_name) WHERE attempt >= 3 AND state NOT IN ('CONFIRMED', 'NOT_APPLIED', 'SKIPPED');
+
+-- Outcomes of external calls per job and minute, flushed by workers about once a second:
+-- the downstream error rate of preflight, stop conditions and alarms, without scanning the ledger.
+CREATE TABLE job_call_stats (
+    job_name          text        NOT NULL,
+    minute            timestamptz NOT NULL,
+    calls             bigint      NOT NULL DEFAULT 0,
+    downstream_errors bigint      NOT NULL DEFAULT 0,
+    rejects           bigint      NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_name, minute)
+);
 
 -- Per-state counts per run and per generation, so no read path counts the ledger.
 CREATE TABLE job_ledger_counts (
@@ -71,4 +84,4 @@ CREATE TABLE audit_log (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE INDEX audit_log_created ON audit_log (id DESC);
+

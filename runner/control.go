@@ -13,7 +13,9 @@ import (
 // Cancel asks an active run to stop at its next item boundary. Committed items stay; the run
 // ends CANCELLED. The worker holding the run may be on any instance.
 func (r *Runner) Cancel(ctx context.Context, runID int64, actor string) (*bt.Run, error) {
-	return r.store.RequestCancel(ctx, runID, actor)
+	run, err := r.store.RequestCancel(ctx, runID, actorOr(actor))
+	r.audit(ctx, actor, "cancelRun", fmt.Sprintf("run:%d", runID), nil, err)
+	return run, err
 }
 
 // ScheduleUpdate changes a job's schedule; nil fields stay as they are.
@@ -29,7 +31,23 @@ type ScheduleUpdate struct {
 // UpdateSchedule validates and applies u. The change reaches every scheduler at once; an
 // invalid cron or timezone is refused with INVALID_CRON / INVALID_TIMEZONE and nothing is
 // written.
-func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (*bt.JobSettings, error) {
+func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (j *bt.JobSettings, err error) {
+	defer func() {
+		args := map[string]any{}
+		if u.Cron != nil {
+			args["cron"] = *u.Cron
+		}
+		if u.Timezone != nil {
+			args["timezone"] = *u.Timezone
+		}
+		if u.Enabled != nil {
+			args["enabled"] = *u.Enabled
+		}
+		if u.Lease != nil {
+			args["leaseSeconds"] = u.Lease.Seconds()
+		}
+		r.audit(ctx, u.Actor, "updateJobSchedule", "job:"+job, args, err)
+	}()
 	cur, err := r.store.Job(ctx, job)
 	if err != nil {
 		return nil, err
@@ -60,7 +78,7 @@ func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdat
 		}
 		p.LeaseSeconds = &secs
 	}
-	j, err := r.store.UpdateSchedule(ctx, job, p)
+	j, err = r.store.UpdateSchedule(ctx, job, p)
 	if err == nil {
 		r.signalWake()
 	}
@@ -90,13 +108,16 @@ func (r *Runner) NextFires(ctx context.Context, spec, tz string, n int) ([]time.
 // PauseJob disables a job's schedule and asks its active run, wherever it runs, to stop at
 // the next boundary with status PAUSED (checkpoint kept, lock released).
 func (r *Runner) PauseJob(ctx context.Context, job, actor string) (*bt.JobSettings, error) {
-	return r.store.SetPaused(ctx, job, true, actorOr(actor))
+	j, err := r.store.SetPaused(ctx, job, true, actorOr(actor))
+	r.audit(ctx, actor, "pauseJob", "job:"+job, nil, err)
+	return j, err
 }
 
 // ResumeJob re-enables a paused job and, if its last run ended PAUSED, starts a RESUME run on
 // this instance that continues from the checkpoint. It returns that run's id (0 if none).
-func (r *Runner) ResumeJob(ctx context.Context, job, actor string) (*bt.JobSettings, int64, error) {
-	j, err := r.store.SetPaused(ctx, job, false, actorOr(actor))
+func (r *Runner) ResumeJob(ctx context.Context, job, actor string) (j *bt.JobSettings, runID int64, err error) {
+	defer func() { r.audit(ctx, actor, "resumeJob", "job:"+job, map[string]any{"runId": runID}, err) }()
+	j, err = r.store.SetPaused(ctx, job, false, actorOr(actor))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -104,7 +125,7 @@ func (r *Runner) ResumeJob(ctx context.Context, job, actor string) (*bt.JobSetti
 	if err != nil || last == nil || last.Status != bt.StatusPaused {
 		return j, 0, err
 	}
-	id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor)})
+	id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
 	if err != nil {
 		return j, 0, fmt.Errorf("job %q resumed, but its run could not start: %w", job, err)
 	}
@@ -121,7 +142,9 @@ type MaintenanceResult struct {
 // next boundary with status PAUSED, no run may start) or off (schedules restart from now and
 // every run paused by maintenance continues with a RESUME run).
 func (r *Runner) SetMaintenance(ctx context.Context, on bool, actor string) (*MaintenanceResult, error) {
-	if err := r.store.SetMaintenance(ctx, on, actorOr(actor)); err != nil {
+	err := r.store.SetMaintenance(ctx, on, actorOr(actor))
+	r.audit(ctx, actor, "setMaintenance", "cluster", map[string]any{"paused": on}, err)
+	if err != nil {
 		return nil, err
 	}
 	r.signalWake()
@@ -137,7 +160,7 @@ func (r *Runner) SetMaintenance(ctx context.Context, on bool, actor string) (*Ma
 		if _, ok := r.Job(job); !ok {
 			continue
 		}
-		id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor)})
+		id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
 		if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) {
 			res.Failed[job] = err
 			continue

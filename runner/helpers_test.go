@@ -129,7 +129,7 @@ type itemsJob struct {
 	calls    map[int]int // item → times its function ran
 	bodies   atomic.Int32
 	gate     func(item int) <-chan struct{} // nil: no gate
-	reached  chan int                        // item numbers as they start, if non-nil
+	reached  chan int                       // item numbers as they start, if non-nil
 	external bool
 	itemErr  func(item int) error
 }

@@ -62,6 +62,17 @@ type JobInfo struct {
 	RetentionDays int
 	// Retry governs TRANSIENT failures within a run.
 	Retry RetryPolicy
+	// StopConditions make a run stop itself when a rate crosses a threshold; nil means
+	// DefaultStopConditions(), an empty slice disables them.
+	StopConditions []StopCondition
+	// SensitiveEvidence masks evidence refs at rest (a hint and a digest are kept).
+	SensitiveEvidence bool
+	// StallAfter raises the stalled-checkpoint and no-ledger-writes alarms when a running
+	// run makes no progress for this long; 0 means 10 minutes.
+	StallAfter time.Duration
+	// ScheduledMode is the mode of scheduled fires; empty means RESTART (each fire starts a
+	// new generation). RESUME suits jobs that continue one long walk fire after fire.
+	ScheduledMode Mode
 }
 
 // RetryPolicy is capped exponential backoff with full jitter for TRANSIENT failures.
@@ -92,8 +103,8 @@ type funcJob struct {
 	run  func(ctx context.Context, run *Run) error
 }
 
-func (j funcJob) Info() JobInfo                            { return j.info }
-func (j funcJob) Run(ctx context.Context, run *Run) error  { return j.run(ctx, run) }
+func (j funcJob) Info() JobInfo                           { return j.info }
+func (j funcJob) Run(ctx context.Context, run *Run) error { return j.run(ctx, run) }
 
 // NewJob returns a Job from its info and a run function.
 func NewJob(info JobInfo, run func(ctx context.Context, run *Run) error) Job {

@@ -2,13 +2,9 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -30,19 +26,23 @@ type Run struct {
 	cancel context.CancelFunc // cancels the job's context when abandoned
 
 	mu          sync.Mutex
-	rec         bt.Run     // latest known state
-	leaseEnd    time.Time  // local (NowFunc) time the lease ends, conservatively
-	flagsAt     time.Time  // local time the flags were last read
+	rec         bt.Run        // latest known state
+	leaseEnd    time.Time     // local (NowFunc) time the lease ends, conservatively
+	flagsAt     time.Time     // local time the flags were last read
 	stop        bt.StopReason // set once a stop was seen or requested locally
 	lost        bool
 	ledgerEmpty bool // the generation had no ledger rows when the run started
+
+	replay, replayFull bool
+	stats              *callStats
+	stopDetail         *bt.Check // the stop condition that tripped, if any
 }
 
 // ErrStop is returned by Check and Process when the run has been asked to stop (cancel, pause,
 // maintenance, shutdown) or has lost its lease. Return it from Job.Run.
 var ErrStop = bt.ErrStopped
 
-func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope []LedgerState) *Run {
+func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope bt.ReplayScope) *Run {
 	info := job.Info()
 	run := &Run{
 		r: r, job: job, info: info, retry: info.Retry.withDefaults(),
@@ -50,10 +50,13 @@ func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope []LedgerState)
 		lease: time.Duration(rec.LeaseSeconds) * time.Second,
 		log:   r.log.With("job", rec.JobName, "run", rec.ID),
 		rec:   *rec,
+		stats: newCallStats(r.cfg.NowFunc),
 	}
-	if scope != nil {
+	run.replay = rec.Trigger == bt.TriggerReplay
+	run.replayFull = scope == bt.ScopeFull
+	if scope != "" {
 		run.scope = map[bt.LedgerState]bool{}
-		for _, s := range scope {
+		for _, s := range scope.States() {
 			run.scope[s] = true
 		}
 	}
@@ -222,292 +225,6 @@ func (run *Run) publish(final bool) {
 		return
 	}
 	run.r.cfg.Events.RunChanged(RunEvent{Run: run.Snapshot(), Final: final})
-}
-
-// write commits one fenced item write and applies what it returned.
-func (run *Run) write(ctx context.Context, w *postgres.ItemWrite, writes []postgres.TxFunc) error {
-	w.JobName, w.Generation = run.rec.JobName, run.rec.Generation
-	sent := run.now()
-	ls, pause, err := run.r.store.WriteItem(ctx, run.fence, w, writes)
-	if err != nil {
-		return run.fail(err)
-	}
-	run.apply(sent, ls, pause)
-	return nil
-}
-
-// Skip records an item as skipped (nothing to do) and advances the checkpoint.
-func (run *Run) Skip(ctx context.Context, item Item, reason string) error {
-	if err := run.Check(ctx); err != nil {
-		return err
-	}
-	w := run.baseWrite(item)
-	w.State, w.CountInRun, w.Processed, w.Skipped = bt.LedgerSkipped, true, 1, 1
-	w.LastError = &reason
-	if err := run.write(ctx, w, nil); err != nil {
-		return err
-	}
-	run.r.metrics.items.WithLabelValues(string(bt.LedgerSkipped)).Inc()
-	run.publish(false)
-	return nil
-}
-
-// Fail records an item as failed without calling anything (the job found it bad itself):
-// an error row, the ledger state ClassOf(err) gives, and the checkpoint advance.
-func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
-	if err := run.Check(ctx); err != nil {
-		return err
-	}
-	state := ClassOf(cause, false)
-	w := run.baseWrite(item)
-	run.setFailure(w, state, cause, 0, errorSignature(state, cause), 1)
-	if err := run.write(ctx, w, nil); err != nil {
-		return err
-	}
-	run.r.metrics.items.WithLabelValues(string(state)).Inc()
-	run.publish(false)
-	return nil
-}
-
-func (run *Run) baseWrite(item Item) *postgres.ItemWrite {
-	w := &postgres.ItemWrite{
-		Target: item.Target, Step: item.Step, External: item.External, Shard: item.Shard,
-		IdempotencyKey: IdempotencyKey(run.rec.JobName, run.rec.Generation, item.Target, item.Step),
-		InputHash:      inputHash(item.Input),
-	}
-	if item.Checkpoint != "" {
-		cp := item.Checkpoint
-		w.Checkpoint = &cp
-	}
-	return w
-}
-
-// setFailure fills a final failure write: ledger state, counters and error row. sig and same
-// say which failure this is and how many times in a row the target has failed that way.
-func (run *Run) setFailure(w *postgres.ItemWrite, state bt.LedgerState, cause error, attempt int, sig string, same int) {
-	msg := cause.Error()
-	w.State, w.CountInRun, w.Processed, w.Attempt = state, true, 1, attempt
-	w.LastError, w.ErrorSig, w.SameErrorCount = &msg, &sig, same
-	if state == bt.LedgerAmbiguous {
-		w.Ambiguous = 1
-	} else {
-		w.Failed = 1
-	}
-	w.ErrorClass, w.ErrorMessage = string(state), truncate(msg, 2000)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
-// IdempotencyKey returns the stable key of (job, generation, target, step): the same on every
-// attempt and every run of the generation, different across generations.
-func IdempotencyKey(job string, gen int64, target, step string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s", job, gen, target, step)
-	return "bt_" + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-func inputHash(input any) string {
-	if input == nil {
-		return ""
-	}
-	b, err := json.Marshal(input)
-	if err != nil {
-		b = fmt.Appendf(nil, "%#v", input)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// Process runs fn for one item and commits its result — ledger row, counters, checkpoint and
-// the job's own writes queued with Attempt.Tx — in one short transaction. No connection is
-// held while fn runs. For an External item the intent (IN_FLIGHT, attempt n, idempotency key)
-// is committed before fn is called, so a crash at any point leaves the target CONFIRMED,
-// untouched, or AMBIGUOUS_EFFECT — never done twice.
-//
-// The ledger decides first: a target already CONFIRMED is skipped; one left IN_FLIGHT by a
-// dead worker becomes AMBIGUOUS_EFFECT without a call; an AMBIGUOUS one stays quarantined;
-// rejected classes are retried only when a replay's scope includes them. TRANSIENT failures
-// are retried within the run with capped exponential backoff and jitter.
-//
-// Process returns nil once the item's outcome is committed, success or failure; it returns
-// an error only when the job must stop (ErrStop, a lost lease, or a database failure).
-func (run *Run) Process(ctx context.Context, item Item, fn func(ctx context.Context, a *Attempt) error) error {
-	if err := run.Check(ctx); err != nil {
-		return err
-	}
-	prior, err := run.priorLedger(ctx, item)
-	if err != nil {
-		return err
-	}
-	w := run.baseWrite(item)
-	if prior != nil {
-		w.InputChanged = prior.InputHash != "" && w.InputHash != "" && prior.InputHash != w.InputHash
-		if done, err := run.decideFromLedger(ctx, item, *prior, w); done || err != nil {
-			return err
-		}
-	}
-	attempt, prevSig, prevCount := 0, "", 0
-	if prior != nil {
-		attempt, prevSig, prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
-	}
-	for try := 1; ; try++ {
-		attempt++
-		if item.External {
-			intent := *w
-			intent.State, intent.Attempt, intent.Checkpoint = bt.LedgerInFlight, attempt, nil
-			if err := run.write(ctx, &intent, nil); err != nil {
-				return err
-			}
-		}
-		a := &Attempt{IdempotencyKey: w.IdempotencyKey, Number: attempt, Target: item.Target, Step: item.Step}
-		callErr := run.call(ctx, fn, a)
-		if callErr == nil {
-			res := *w
-			res.State, res.CountInRun, res.Attempt, res.Processed, res.Succeeded = bt.LedgerConfirmed, true, attempt, 1, 1
-			res.EffectRef, res.EvidenceRef = a.effectRef, a.evidenceRef
-			writes := make([]postgres.TxFunc, len(a.writes))
-			for i, fn := range a.writes {
-				writes[i] = postgres.TxFunc(fn)
-			}
-			if err := run.write(ctx, &res, writes); err != nil {
-				return err
-			}
-			run.r.metrics.items.WithLabelValues(string(bt.LedgerConfirmed)).Inc()
-			run.publish(false)
-			return nil
-		}
-		state := ClassOf(callErr, item.External)
-		if _, ok := callErr.(panicError); ok {
-			state = bt.LedgerBugSuspected
-		}
-		sig := errorSignature(state, callErr)
-		if sig == prevSig {
-			prevCount++
-		} else {
-			prevSig, prevCount = sig, 1
-		}
-		if state == bt.LedgerTransient && prevCount >= 3 {
-			state = bt.LedgerBugSuspected
-		}
-		res := *w
-		run.setFailure(&res, state, callErr, attempt, sig, prevCount)
-		if state == bt.LedgerTransient && try < run.retry.MaxAttempts {
-			err := run.backoff(ctx, try)
-			if err == nil {
-				continue
-			}
-			if errors.Is(err, bt.ErrLeaseLost) {
-				return err
-			}
-			// Asked to stop while waiting: record the failure, keep the checkpoint so a
-			// RESUME retries this target.
-			res.Checkpoint = nil
-			if werr := run.write(ctx, &res, nil); werr != nil {
-				return werr
-			}
-			return err
-		}
-		if err := run.write(ctx, &res, nil); err != nil {
-			return err
-		}
-		run.r.metrics.items.WithLabelValues(string(res.State)).Inc()
-		run.publish(false)
-		return nil
-	}
-}
-
-// call runs fn with a context that ends with the lease, turning a panic into an error.
-func (run *Run) call(ctx context.Context, fn func(ctx context.Context, a *Attempt) error, a *Attempt) (err error) {
-	ictx, cancel := run.itemContext(ctx)
-	defer cancel()
-	defer func() {
-		if v := recover(); v != nil {
-			run.log.Error("item panicked", "target", a.Target, "panic", v)
-			err = panicError{v}
-		}
-	}()
-	if err := ictx.Err(); err != nil {
-		// A worker paused past its lease must not start a call.
-		return Transient(fmt.Errorf("lease ended before the call: %w", err))
-	}
-	err = fn(ictx, a)
-	if err != nil && isDeadline(ictx, err) && ClassOf(err, false) == bt.LedgerTransient {
-		if _, explicit := err.(*classified); !explicit {
-			err = fmt.Errorf("item deadline (lease end) reached: %w", err)
-		}
-	}
-	return err
-}
-
-// backoff waits before retry number try, at safe points, with full jitter.
-func (run *Run) backoff(ctx context.Context, try int) error {
-	d := run.retry.InitialBackoff << (try - 1)
-	if d <= 0 || d > run.retry.MaxBackoff {
-		d = run.retry.MaxBackoff
-	}
-	d = time.Duration(rand.Int64N(int64(d)) + 1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-	}
-	return run.Check(ctx)
-}
-
-// priorLedger returns the ledger row of item's target and step in this generation, if any.
-func (run *Run) priorLedger(ctx context.Context, item Item) (*postgres.LedgerRow, error) {
-	run.mu.Lock()
-	empty := run.ledgerEmpty
-	run.mu.Unlock()
-	if empty {
-		return nil, nil
-	}
-	rows, err := run.r.store.LedgerRows(ctx, run.rec.JobName, run.rec.Generation, item.Step, []string{item.Target})
-	if err != nil {
-		return nil, err
-	}
-	if row, ok := rows[item.Target]; ok {
-		return &row, nil
-	}
-	return nil, nil
-}
-
-// decideFromLedger handles a target the ledger already knows. It reports done=true when the
-// item needs no call (skipped, left quarantined or turned ambiguous).
-func (run *Run) decideFromLedger(ctx context.Context, item Item, prior postgres.LedgerRow, w *postgres.ItemWrite) (bool, error) {
-	res := *w
-	res.Processed = 1
-	switch {
-	case prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped:
-		res.Skipped = 1
-	case prior.State == bt.LedgerInFlight:
-		// A dead worker's intent: the call may have landed. Never call again.
-		msg := "found IN_FLIGHT from an earlier attempt: the effect may have happened"
-		res.State, res.CountInRun, res.Attempt, res.Ambiguous = bt.LedgerAmbiguous, true, prior.Attempt, 1
-		res.LastError, res.ErrorClass, res.ErrorMessage = &msg, string(bt.LedgerAmbiguous), msg
-	case prior.State == bt.LedgerAmbiguous:
-		res.Ambiguous = 1
-	case prior.State == bt.LedgerTransient || prior.State == bt.LedgerNotApplied:
-		return false, nil
-	case run.scope[prior.State]:
-		return false, nil
-	default:
-		// A rejected class outside the replay's scope: leave it for the fix queue.
-		res.Skipped = 1
-	}
-	if err := run.write(ctx, &res, nil); err != nil {
-		return true, err
-	}
-	run.r.metrics.items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
-	run.publish(false)
-	return true, nil
 }
 
 // abandon ends a run that did not stop within the shutdown timeout: it cancels the job's

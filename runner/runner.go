@@ -245,8 +245,10 @@ type StartParams struct {
 	Generation      int64
 	FromStart       bool
 	ReplayRequestID *int64
-	// Scope limits which failed targets a replay retries (ledger states); nil retries TRANSIENT only.
-	Scope []LedgerState
+	// ReplayScope says which failed targets a REPLAY run retries.
+	ReplayScope bt.ReplayScope
+
+	noAudit bool // set by operations that audit themselves
 }
 
 // Start starts a run of a job on this instance's pool and returns its id at once; the job runs
@@ -254,7 +256,14 @@ type StartParams struct {
 // the database already has an active run); CAPACITY_EXCEEDED (no free slot — checked before
 // anything is written); JOB_PAUSED; MAINTENANCE. A SCHEDULED start whose fire is no longer due
 // (another instance claimed it) returns 0 and no error.
-func (r *Runner) Start(ctx context.Context, p StartParams) (int64, error) {
+func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error) {
+	if p.Trigger == "" || p.Trigger == bt.TriggerManual {
+		if !p.noAudit {
+			defer func() {
+				r.audit(ctx, p.Actor, "startJob", "job:"+p.Job, map[string]any{"mode": p.Mode, "runId": id}, err)
+			}()
+		}
+	}
 	t0 := time.Now()
 	job, ok := r.Job(p.Job)
 	if !ok {
@@ -334,7 +343,7 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (int64, error) {
 		return 0, err
 	}
 	handedOff = true
-	w := r.newRun(job, run, token, p.Scope)
+	w := r.newRun(job, run, token, p.ReplayScope)
 	r.workers.Add(1)
 	go r.work(w)
 	r.metrics.runsStarted.WithLabelValues(string(p.Trigger)).Inc()

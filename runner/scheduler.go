@@ -118,10 +118,8 @@ func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Dur
 }
 
 func (r *Runner) scheduledMode(name string) Mode {
-	if j, ok := r.Job(name); ok {
-		if m, ok := j.(interface{ ScheduledMode() Mode }); ok {
-			return m.ScheduledMode()
-		}
+	if j, ok := r.Job(name); ok && j.Info().ScheduledMode != "" {
+		return j.Info().ScheduledMode
 	}
 	return bt.ModeRestart
 }

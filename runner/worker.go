@@ -62,6 +62,7 @@ func (r *Runner) work(run *Run) {
 	run.publish(false)
 
 	jobErr := r.runJob(jobCtx, run)
+	run.flushStats(context.Background(), true)
 	status, reason, msg := run.outcome(jobErr)
 	ctx, cancelFinish := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFinish()
@@ -111,6 +112,15 @@ func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
 			return bt.StatusPaused, stop, fmt.Sprintf("paused at checkpoint %q; resume continues from there", checkpoint)
 		case bt.StopShutdown:
 			return bt.StatusFailed, stop, fmt.Sprintf("interrupted by instance shutdown at checkpoint %q; start with RESUME to continue", checkpoint)
+		case bt.StopCondition:
+			run.mu.Lock()
+			d := run.stopDetail
+			run.mu.Unlock()
+			if d != nil {
+				return bt.StatusFailed, stop, fmt.Sprintf("stopped itself: stop condition %q tripped: %s (threshold %.1f%%); committed items stay",
+					d.Name, d.Detail, d.Threshold*100)
+			}
+			return bt.StatusFailed, stop, "stopped itself: a stop condition tripped"
 		case "":
 			return bt.StatusFailed, bt.StopError, jobErr.Error()
 		default:

@@ -182,38 +182,39 @@ var (
 
 // Run is one execution of a job as stored.
 type Run struct {
-	ID              int64
-	JobName         string
-	Status          RunStatus
-	Trigger         Trigger
-	Mode            Mode
-	RequestedBy     string
-	Instance        string
-	LeaseSeconds    int
-	LeaseUntil      time.Time
-	HeartbeatAt     time.Time
-	CancelRequested bool
-	CancelBy        string
-	PauseReason     StopReason // PAUSED or MAINTENANCE while a pause is pending
-	Generation      int64
-	ResumedFrom     *int64
-	ReplayRequestID *int64
-	ScheduledFor    *time.Time
-	Checkpoint      string
-	StartCheckpoint string
-	Total           *int64
-	Processed       int64
-	Succeeded       int64
-	Failed          int64
-	Skipped         int64
-	Ambiguous       int64
-	JobVersion      string
-	StopReason      StopReason
-	Message         string
-	StartedAt       time.Time
-	ActivatedAt     *time.Time
-	FinishedAt      *time.Time
-	LastProgressAt  time.Time
+	ID               int64
+	JobName          string
+	Status           RunStatus
+	Trigger          Trigger
+	Mode             Mode
+	RequestedBy      string
+	Instance         string
+	LeaseSeconds     int
+	LeaseUntil       time.Time
+	HeartbeatAt      time.Time
+	CancelRequested  bool
+	CancelBy         string
+	PauseReason      StopReason // PAUSED or MAINTENANCE while a pause is pending
+	Generation       int64
+	ResumedFrom      *int64
+	ReplayRequestID  *int64
+	ScheduledFor     *time.Time
+	Checkpoint       string
+	StartCheckpoint  string
+	Total            *int64
+	Processed        int64
+	Succeeded        int64
+	Failed           int64
+	Skipped          int64
+	Ambiguous        int64
+	JobVersion       string
+	StopReason       StopReason
+	Message          string
+	StartedAt        time.Time
+	ActivatedAt      *time.Time
+	FinishedAt       *time.Time
+	LastProgressAt   time.Time
+	LastCheckpointAt time.Time
 }
 
 // Percent reports progress in [0,100], or -1 when the total is unknown.
@@ -404,12 +405,12 @@ type AlertKind string
 
 // Alert kinds (seed 003's stuck signals, plus ambiguous effects).
 const (
-	AlertHeartbeatMissed    AlertKind = "HEARTBEAT_MISSED"
-	AlertCheckpointStalled  AlertKind = "CHECKPOINT_STALLED"
-	AlertTargetRetried      AlertKind = "TARGET_RETRIED"
-	AlertDownstreamErrors   AlertKind = "DOWNSTREAM_ERRORS"
-	AlertNoLedgerWrites     AlertKind = "NO_LEDGER_WRITES"
-	AlertAmbiguousEffect    AlertKind = "AMBIGUOUS_EFFECT"
+	AlertHeartbeatMissed   AlertKind = "HEARTBEAT_MISSED"
+	AlertCheckpointStalled AlertKind = "CHECKPOINT_STALLED"
+	AlertTargetRetried     AlertKind = "TARGET_RETRIED"
+	AlertDownstreamErrors  AlertKind = "DOWNSTREAM_ERRORS"
+	AlertNoLedgerWrites    AlertKind = "NO_LEDGER_WRITES"
+	AlertAmbiguousEffect   AlertKind = "AMBIGUOUS_EFFECT"
 )
 
 // Alert is one active alarm. Its ID is stable while the condition lasts.

@@ -3,19 +3,15 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// ItemWrite is one fenced item write: the ledger row of a target's step, the run's counters,
-// the checkpoint and an error row, committed together or not at all.
-type ItemWrite struct {
-	JobName    string
-	Generation int64
-
-	// Ledger row; State "" writes none.
+// LedgerWrite is one target's new ledger row in a fenced write.
+type LedgerWrite struct {
 	Target         string
 	Step           string
 	State          bt.LedgerState
@@ -29,39 +25,57 @@ type ItemWrite struct {
 	LastError      *string
 	ErrorSig       *string
 	SameErrorCount int
-	// CountInRun adds the new state to the run's own per-state counts (final results only,
-	// not intents).
+	// CountInRun adds the state to the run's own per-state counts (final results, not intents).
 	CountInRun bool
-
-	// Run counter deltas.
-	Processed, Succeeded, Failed, Skipped, Ambiguous int
-
-	// Checkpoint, when non-nil, advances the shard's checkpoint.
-	Checkpoint *string
-	Shard      string
-
-	// ErrorClass, when non-empty, adds a job_run_errors row.
+	// ErrorClass, when non-empty, also adds a job_run_errors row with ErrorMessage.
 	ErrorClass   string
 	ErrorMessage string
 }
 
-const itemSQL = `
+// RunDelta is what a write adds to a run's counters.
+type RunDelta struct {
+	Processed, Succeeded, Failed, Skipped, Ambiguous int
+}
+
+// ItemsWrite is one fenced write of one or many items: their ledger rows, the run's counters,
+// the checkpoint and error rows, committed together or not at all.
+type ItemsWrite struct {
+	JobName    string
+	Generation int64
+	Delta      RunDelta
+	Ledger     []LedgerWrite
+	// Checkpoint, when non-nil, advances the shard's checkpoint.
+	Checkpoint *string
+	Shard      string
+}
+
+// itemsSQL is the one fenced item statement, for a single item and for a batch alike: the
+// ledger rows arrive as parallel arrays and every insert selects FROM fence, so nothing is
+// written unless this run still holds its lease by the database clock.
+const itemsSQL = `
 WITH fence AS (
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
 		skipped = skipped + $6, ambiguous = ambiguous + $7,
+		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN now() ELSE last_checkpoint_at END,
 		checkpoint = CASE WHEN $8::text IS NOT NULL AND $9 = '' THEN $8 ELSE checkpoint END,
 		heartbeat_at = now(),
-		last_progress_at = CASE WHEN $3 > 0 THEN now() ELSE last_progress_at END
+		last_progress_at = CASE WHEN $3 > 0 OR cardinality($12::text[]) > 0 THEN now() ELSE last_progress_at END
 	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now()
 	RETURNING ` + leaseReturning + `
+), input AS (
+	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg)
 ), prev AS (
-	SELECT state FROM job_ledger
-	WHERE job_name = $10 AND generation = $11 AND target_key = $12 AND step = $13 AND $14::text <> ''
+	SELECT l.state FROM job_ledger l JOIN input i ON l.target_key = i.target AND l.step = i.step
+	WHERE l.job_name = $10 AND l.generation = $11
 ), led AS (
 	INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id)
-	SELECT $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $1 FROM fence WHERE $14::text <> ''
+	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+		i.err, i.sig, i.same, $1
+	FROM input i, fence
 	ON CONFLICT (job_name, generation, target_key, step) DO UPDATE SET
 		state = EXCLUDED.state, attempt = EXCLUDED.attempt, input_hash = EXCLUDED.input_hash,
 		input_changed = EXCLUDED.input_changed, external = EXCLUDED.external,
@@ -74,8 +88,8 @@ WITH fence AS (
 	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
 	SELECT $10, $11, r, s, sum(d) FROM (
 		SELECT 0::bigint AS r, state AS s, 1 AS d FROM led
-		UNION ALL SELECT 0, state, -1 FROM prev WHERE EXISTS (SELECT 1 FROM led)
-		UNION ALL SELECT $1, state, 1 FROM led WHERE $25
+		UNION ALL SELECT 0, state, -1 FROM prev WHERE EXISTS (SELECT 1 FROM fence)
+		UNION ALL SELECT $1, i.state, 1 FROM input i, fence WHERE i.count_run
 	) x GROUP BY r, s HAVING sum(d) <> 0
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
 ), cp AS (
@@ -85,44 +99,59 @@ WITH fence AS (
 		token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
 ), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
-	SELECT $1, $12, $26, $27, $15 FROM fence WHERE $26::text <> ''
+	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''
 )
 SELECT * FROM fence`
 
-func (w *ItemWrite) args(f Fence) []any {
-	return []any{f.RunID, f.Token, w.Processed, w.Succeeded, w.Failed, w.Skipped, w.Ambiguous, w.Checkpoint, w.Shard,
-		w.JobName, w.Generation, w.Target, w.Step, string(w.State), w.Attempt, w.IdempotencyKey, w.InputHash,
-		w.InputChanged, w.External, w.EffectRef, w.EvidenceRef, w.LastError, w.ErrorSig, w.SameErrorCount,
-		w.CountInRun, w.ErrorClass, w.ErrorMessage}
+func (w *ItemsWrite) args(f Fence) []any {
+	n := len(w.Ledger)
+	var (
+		targets, steps, states, keys, hashes, classes, msgs = make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts, same                 = make([]int32, n), make([]int32, n)
+		changed, ext, countRun         = make([]bool, n), make([]bool, n), make([]bool, n)
+		effects, evidences, errs, sigs = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	)
+	for i, l := range w.Ledger {
+		targets[i], steps[i], states[i], keys[i], hashes[i] = l.Target, l.Step, string(l.State), l.IdempotencyKey, l.InputHash
+		classes[i], msgs[i], attempts[i], same[i] = l.ErrorClass, l.ErrorMessage, int32(l.Attempt), int32(l.SameErrorCount)
+		changed[i], ext[i], countRun[i] = l.InputChanged, l.External, l.CountInRun
+		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
+	}
+	d := w.Delta
+	return []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
+		w.JobName, w.Generation, targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs,
+		sigs, same, countRun, classes, msgs}
 }
 
 // TxFunc is a job's own database work for an item, done inside the item's transaction.
 type TxFunc func(ctx context.Context, tx pgx.Tx) error
 
-// WriteItem commits one fenced item write. With job writes it opens a transaction, makes the
-// fenced write first (so nothing of the job's lands unless the lease holds — the row lock it
-// takes also keeps the recoverer out until commit), then the job's writes, then commits.
-// Without, it is one autocommit statement: one round trip, one commit.
-func (s *Store) WriteItem(ctx context.Context, f Fence, w *ItemWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
+// WriteItems commits one fenced write of one or many items. With job writes it opens a
+// transaction, makes the fenced write first (nothing of the job's lands unless the lease
+// holds, and the row lock it takes keeps the recoverer out until commit), then the job's
+// writes, then commits. Without, it is one autocommit statement: one round trip, one commit.
+// A (target, step) may appear only once per call.
+func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
 	if len(jobWrites) == 0 {
-		return leaseResult(s.pool.QueryRow(ctx, itemSQL, w.args(f)...), "item write", f)
+		return leaseResult(s.pool.QueryRow(ctx, itemsSQL, w.args(f)...), "item write", f)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return LeaseState{}, "", fmt.Errorf("begin item transaction: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
-	ls, pause, err := leaseResult(tx.QueryRow(ctx, itemSQL, w.args(f)...), "item write", f)
+	ls, pause, err := leaseResult(tx.QueryRow(ctx, itemsSQL, w.args(f)...), "item write", f)
 	if err != nil {
 		return ls, pause, err
 	}
 	for _, fn := range jobWrites {
 		if err := fn(ctx, tx); err != nil {
-			return ls, pause, fmt.Errorf("job's write for item %q: %w", w.Target, err)
+			return ls, pause, fmt.Errorf("job's own write: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return ls, pause, fmt.Errorf("commit item %q: %w", w.Target, err)
+		return ls, pause, fmt.Errorf("commit items: %w", err)
 	}
 	return ls, pause, nil
 }
@@ -138,15 +167,24 @@ type LedgerRow struct {
 	SameErrorCount int
 }
 
-// LedgerRows reads the ledger rows of the given targets of one step, in one query.
-func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, step string, targets []string) (map[string]LedgerRow, error) {
-	rows, err := s.pool.Query(ctx, `SELECT target_key, step, state, attempt, input_hash, COALESCE(last_error_sig, ''), same_error_count
-		FROM job_ledger WHERE job_name = $1 AND generation = $2 AND step = $3 AND target_key = ANY($4)`, job, gen, step, targets)
+// TargetStep names one target's step.
+type TargetStep struct{ Target, Step string }
+
+// LedgerRows reads the ledger rows of the given targets' steps in one query.
+func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []TargetStep) (map[TargetStep]LedgerRow, error) {
+	targets, steps := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		targets[i], steps[i] = k.Target, k.Step
+	}
+	rows, err := s.pool.Query(ctx, `SELECT l.target_key, l.step, l.state, l.attempt, l.input_hash,
+			COALESCE(l.last_error_sig, ''), l.same_error_count
+		FROM job_ledger l JOIN unnest($3::text[], $4::text[]) AS k(target, step) ON l.target_key = k.target AND l.step = k.step
+		WHERE l.job_name = $1 AND l.generation = $2`, job, gen, targets, steps)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s: %w", job, err)
 	}
 	defer rows.Close()
-	out := make(map[string]LedgerRow, len(targets))
+	out := make(map[TargetStep]LedgerRow, len(keys))
 	for rows.Next() {
 		var r LedgerRow
 		var state string
@@ -154,7 +192,7 @@ func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, step stri
 			return nil, err
 		}
 		r.State = bt.LedgerState(state)
-		out[r.Target] = r
+		out[TargetStep{r.Target, r.Step}] = r
 	}
 	return out, rows.Err()
 }
@@ -177,4 +215,22 @@ func (s *Store) LedgerCounts(ctx context.Context, job string, gen, runID int64) 
 		out[bt.LedgerState(st)] = n
 	}
 	return out, rows.Err()
+}
+
+// AddCallStats adds a run's call outcomes to its job's minute bucket.
+func (s *Store) AddCallStats(ctx context.Context, job string, minute time.Time, calls, downstream, rejects int64) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO job_call_stats (job_name, minute, calls, downstream_errors, rejects)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (job_name, minute) DO UPDATE SET calls = job_call_stats.calls + EXCLUDED.calls,
+			downstream_errors = job_call_stats.downstream_errors + EXCLUDED.downstream_errors,
+			rejects = job_call_stats.rejects + EXCLUDED.rejects`, job, minute, calls, downstream, rejects)
+	return err
+}
+
+// CallStats sums a job's external call outcomes over the last window, by the database clock.
+func (s *Store) CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(calls), 0), COALESCE(sum(downstream_errors), 0), COALESCE(sum(rejects), 0)
+		FROM job_call_stats WHERE job_name = $1 AND minute > now() - make_interval(secs => $2::float8) - interval '1 minute'`,
+		job, window.Seconds()).Scan(&calls, &downstream, &rejects)
+	return calls, downstream, rejects, err
 }

@@ -14,7 +14,7 @@ import (
 const runColumns = `id, job_name, status, trigger, mode, requested_by, instance, lease_seconds, lease_until, heartbeat_at,
 	cancel_requested, COALESCE(cancel_requested_by, ''), COALESCE(pause_reason, ''), generation, resumed_from, replay_request_id,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
-	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at`
+	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at`
 
 func scanRun(row pgx.Row) (*bt.Run, error) {
 	var r bt.Run
@@ -22,7 +22,7 @@ func scanRun(row pgx.Row) (*bt.Run, error) {
 	err := row.Scan(&r.ID, &r.JobName, &status, &trigger, &mode, &r.RequestedBy, &r.Instance, &r.LeaseSeconds, &r.LeaseUntil,
 		&r.HeartbeatAt, &r.CancelRequested, &r.CancelBy, &pause, &r.Generation, &r.ResumedFrom, &r.ReplayRequestID,
 		&r.ScheduledFor, &r.Checkpoint, &r.StartCheckpoint, &r.Total, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped,
-		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt)
+		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// Alerts returns the active alarms, judged by the database clock:
+//   - HEARTBEAT_MISSED: a running run has not written for more than its whole lease (two
+//     renewal half-lives missed);
+//   - CHECKPOINT_STALLED: a running run's checkpoint has not moved for StallAfter;
+//   - NO_LEDGER_WRITES: a running run keeps renewing its lease but commits no item;
+//   - TARGET_RETRIED: targets attempted 3 or more times without success;
+//   - DOWNSTREAM_ERRORS: more than 10% of a job's external calls failed downstream over 5
+//     minutes (at least 20 calls);
+//   - AMBIGUOUS_EFFECT: any target whose effect is in doubt.
+func (r *Runner) Alerts(ctx context.Context) ([]bt.Alert, error) {
+	f, err := r.store.AlertFacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []bt.Alert
+	for _, run := range f.Active {
+		id := run.ID
+		lease := time.Duration(run.LeaseSeconds) * time.Second
+		stall := 10 * time.Minute
+		if job, ok := r.Job(run.JobName); ok && job.Info().StallAfter > 0 {
+			stall = job.Info().StallAfter
+		}
+		if run.Status != bt.StatusRunning {
+			continue
+		}
+		if since := f.Now.Sub(run.HeartbeatAt); since > lease {
+			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:run:%d", bt.AlertHeartbeatMissed, id), Kind: bt.AlertHeartbeatMissed,
+				Severity: "CRITICAL", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.HeartbeatAt,
+				Message: fmt.Sprintf("run %d of %s on %s has not renewed its lease for %s (lease %s): the worker may be stuck or dead",
+					id, run.JobName, run.Instance, since.Round(time.Second), lease)})
+			continue
+		}
+		if since := f.Now.Sub(run.LastProgressAt); since > stall {
+			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:run:%d", bt.AlertNoLedgerWrites, id), Kind: bt.AlertNoLedgerWrites,
+				Severity: "WARNING", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.LastProgressAt,
+				Message: fmt.Sprintf("run %d of %s keeps its lease but has committed no item for %s", id, run.JobName, since.Round(time.Second))})
+		} else if since := f.Now.Sub(run.LastCheckpointAt); since > stall {
+			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:run:%d", bt.AlertCheckpointStalled, id), Kind: bt.AlertCheckpointStalled,
+				Severity: "WARNING", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.LastCheckpointAt,
+				Message: fmt.Sprintf("run %d of %s: checkpoint %q unchanged for %s", id, run.JobName, run.Checkpoint, since.Round(time.Second))})
+		}
+	}
+	for job, n := range f.Retried {
+		out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertTargetRetried, job), Kind: bt.AlertTargetRetried,
+			Severity: "WARNING", JobName: job, Value: float64(n), Since: f.Now,
+			Message: fmt.Sprintf("%d target(s) of %s were attempted 3 or more times without success", n, job)})
+	}
+	for job, v := range f.Downstream {
+		calls, errs := v[0], v[1]
+		if calls >= 20 && float64(errs)/float64(calls) > 0.10 {
+			rate := float64(errs) / float64(calls)
+			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertDownstreamErrors, job), Kind: bt.AlertDownstreamErrors,
+				Severity: "WARNING", JobName: job, Value: rate, Since: f.Now,
+				Message: fmt.Sprintf("%.1f%% of %d external calls of %s failed downstream (5xx, 429, timeouts) in the last 5 minutes", rate*100, calls, job)})
+		}
+	}
+	for job, n := range f.Ambiguous {
+		out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertAmbiguousEffect, job), Kind: bt.AlertAmbiguousEffect,
+			Severity: "CRITICAL", JobName: job, Value: float64(n), Since: f.Now,
+			Message: fmt.Sprintf("%d target(s) of %s may or may not have had their effect: reconcile them before any replay", n, job)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// alertCollector exposes the alarms as Prometheus gauges: baton_alerts{kind} and
+// baton_alert_value{kind} (the worst value of the kind), computed at most every 5 seconds.
+type alertCollector struct {
+	r     *Runner
+	count *prometheus.Desc
+	value *prometheus.Desc
+
+	mu     sync.Mutex
+	at     time.Time
+	alerts []bt.Alert
+}
+
+// AlertCollector returns a Prometheus collector of the runner's alarms; register it once per
+// process.
+func (r *Runner) AlertCollector() prometheus.Collector {
+	return &alertCollector{r: r,
+		count: prometheus.NewDesc("baton_alerts", "Active alarms by kind.", []string{"kind"}, nil),
+		value: prometheus.NewDesc("baton_alert_value", "Largest value among active alarms of a kind (seconds, count or rate).", []string{"kind"}, nil),
+	}
+}
+
+func (c *alertCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.count; ch <- c.value }
+
+func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if time.Since(c.at) > 5*time.Second {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if alerts, err := c.r.Alerts(ctx); err == nil {
+			c.alerts, c.at = alerts, time.Now()
+		}
+		cancel()
+	}
+	alerts := c.alerts
+	c.mu.Unlock()
+	counts, values := map[bt.AlertKind]float64{}, map[bt.AlertKind]float64{}
+	for _, k := range []bt.AlertKind{bt.AlertHeartbeatMissed, bt.AlertCheckpointStalled, bt.AlertTargetRetried,
+		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect} {
+		counts[k], values[k] = 0, 0
+	}
+	for _, a := range alerts {
+		counts[a.Kind]++
+		values[a.Kind] = max(values[a.Kind], a.Value)
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, n, string(k))
+		ch <- prometheus.MustNewConstMetric(c.value, prometheus.GaugeValue, values[k], string(k))
+	}
+}

@@ -1,0 +1,462 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// write commits one fenced write and applies what it returned.
+func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
+	w.JobName, w.Generation = run.rec.JobName, run.rec.Generation
+	sent := run.now()
+	ls, pause, err := run.r.store.WriteItems(ctx, run.fence, w, writes)
+	if err != nil {
+		return run.fail(err)
+	}
+	run.apply(sent, ls, pause)
+	run.publish(false)
+	return nil
+}
+
+// Skip records an item as skipped (nothing to do) and advances the checkpoint.
+func (run *Run) Skip(ctx context.Context, item Item, reason string) error {
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
+	l := run.ledgerWrite(item)
+	l.State, l.CountInRun, l.LastError = bt.LedgerSkipped, true, &reason
+	w := &postgres.ItemsWrite{Delta: postgres.RunDelta{Processed: 1, Skipped: 1}, Ledger: []postgres.LedgerWrite{l},
+		Checkpoint: checkpointOf(item), Shard: item.Shard}
+	if err := run.write(ctx, w, nil); err != nil {
+		return err
+	}
+	run.r.metrics.items.WithLabelValues(string(bt.LedgerSkipped)).Inc()
+	return nil
+}
+
+// Fail records an item as failed without calling anything (the job found it bad itself):
+// an error row, the ledger state ClassOf(cause) gives (TRANSIENT when unclassified) and the
+// checkpoint advance.
+func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
+	if cause == nil {
+		return bt.Errorf(bt.CodeInvalidInput, "Fail needs a cause")
+	}
+	state := ClassOf(cause, false)
+	l := run.ledgerWrite(item)
+	delta := postgres.RunDelta{Processed: 1}
+	setFailure(&l, &delta, state, cause, 0, errorSignature(state, cause), 1)
+	w := &postgres.ItemsWrite{Delta: delta, Ledger: []postgres.LedgerWrite{l}, Checkpoint: checkpointOf(item), Shard: item.Shard}
+	if err := run.write(ctx, w, nil); err != nil {
+		return err
+	}
+	run.r.metrics.items.WithLabelValues(string(state)).Inc()
+	return nil
+}
+
+func checkpointOf(item Item) *string {
+	if item.Checkpoint == "" {
+		return nil
+	}
+	cp := item.Checkpoint
+	return &cp
+}
+
+func (run *Run) ledgerWrite(item Item) postgres.LedgerWrite {
+	return postgres.LedgerWrite{
+		Target: item.Target, Step: item.Step, External: item.External,
+		IdempotencyKey: IdempotencyKey(run.rec.JobName, run.rec.Generation, item.Target, item.Step),
+		InputHash:      inputHash(item.Input),
+	}
+}
+
+// setFailure fills a final failure: ledger state, counters and error row. sig and same say
+// which failure this is and how many times in a row the target has failed that way.
+func setFailure(l *postgres.LedgerWrite, d *postgres.RunDelta, state bt.LedgerState, cause error, attempt int, sig string, same int) {
+	msg := truncate(cause.Error(), 2000)
+	l.State, l.CountInRun, l.Attempt = state, true, attempt
+	l.LastError, l.ErrorSig, l.SameErrorCount = &msg, &sig, same
+	if state == bt.LedgerAmbiguous {
+		d.Ambiguous++
+	} else {
+		d.Failed++
+	}
+	l.ErrorClass, l.ErrorMessage = string(state), msg
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// IdempotencyKey returns the stable key of (job, generation, target, step): the same on every
+// attempt and every run of the generation, different across generations.
+func IdempotencyKey(job string, gen int64, target, step string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s", job, gen, target, step)
+	return "bt_" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func inputHash(input any) string {
+	if input == nil {
+		return ""
+	}
+	b, err := json.Marshal(input)
+	if err != nil {
+		b = fmt.Appendf(nil, "%#v", input)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// maskEvidence keeps a hint of an evidence ref and a digest to match it by, never the value.
+func maskEvidence(ref string) string {
+	sum := sha256.Sum256([]byte(ref))
+	hint := ref
+	if len(hint) > 4 {
+		hint = hint[:4]
+	}
+	return hint + "…sha256:" + hex.EncodeToString(sum[:6])
+}
+
+// Process runs fn for one item and commits its outcome — ledger row, counters, checkpoint and
+// the job's own writes queued with Attempt.Tx — in one short transaction. No connection is
+// held while fn runs. For an External item the intent (IN_FLIGHT, attempt n, idempotency key)
+// is committed before fn is called, so a crash at any point leaves the target CONFIRMED,
+// untouched, or AMBIGUOUS_EFFECT — never done twice.
+//
+// The ledger decides first: a target already CONFIRMED is skipped; one left IN_FLIGHT by a
+// dead worker becomes AMBIGUOUS_EFFECT without a call; an AMBIGUOUS one stays quarantined;
+// rejected classes are retried only when a replay's scope includes them; a replay touches no
+// target outside its scope. TRANSIENT failures are retried within the run with capped
+// exponential backoff and jitter (JobInfo.Retry).
+//
+// Process returns nil once the item's outcome is committed, success or failure; it returns
+// an error only when the job must stop (ErrStop, a lost lease, or a database failure).
+func (run *Run) Process(ctx context.Context, item Item, fn func(ctx context.Context, a *Attempt) error) error {
+	return run.process(ctx, []Item{item}, 1, func(ctx context.Context, _ Item, a *Attempt) error { return fn(ctx, a) })
+}
+
+// ProcessBatch is Process for many items at once, the throughput path: one ledger read, one
+// intent commit for the external items, the calls with at most parallelism in flight, and
+// one result commit carrying every item's outcome, the job's writes and the checkpoint of the
+// batch's last item. The guarantees of Process hold for every item. Size batches so their
+// calls finish well within the lease: each call's context ends with it.
+func (run *Run) ProcessBatch(ctx context.Context, items []Item, parallelism int, fn func(ctx context.Context, item Item, a *Attempt) error) error {
+	if parallelism < 1 {
+		parallelism = 1
+	}
+	return run.process(ctx, items, parallelism, fn)
+}
+
+// itemState is one item's progress through process.
+type itemState struct {
+	item      Item
+	base      postgres.LedgerWrite
+	attempt   int
+	prevSig   string
+	prevCount int
+	// outcome of the latest call
+	err      error
+	attempt_ *Attempt
+}
+
+func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn func(ctx context.Context, item Item, a *Attempt) error) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if err := run.Check(ctx); err != nil {
+		return err
+	}
+	keys := make([]postgres.TargetStep, len(items))
+	seen := make(map[postgres.TargetStep]bool, len(items))
+	for i, it := range items {
+		if it.Target == "" {
+			return bt.Errorf(bt.CodeInvalidInput, "item %d has no target key", i)
+		}
+		k := postgres.TargetStep{Target: it.Target, Step: it.Step}
+		if seen[k] {
+			return bt.Errorf(bt.CodeInvalidInput, "target %q step %q appears twice in one batch", it.Target, it.Step)
+		}
+		seen[k] = true
+		keys[i] = k
+	}
+	priors, err := run.priorLedger(ctx, keys)
+	if err != nil {
+		return err
+	}
+
+	// Decide from the ledger what needs a call.
+	decided := &postgres.ItemsWrite{}
+	var pending []*itemState
+	for _, it := range items {
+		st := &itemState{item: it, base: run.ledgerWrite(it)}
+		prior, known := priors[postgres.TargetStep{Target: it.Target, Step: it.Step}]
+		if known {
+			st.base.InputChanged = prior.InputHash != "" && st.base.InputHash != "" && prior.InputHash != st.base.InputHash
+			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
+			if run.decide(st, prior, decided) {
+				continue
+			}
+		} else if run.replay && !run.replayFull {
+			// Never processed in this generation: outside a partial replay's scope.
+			decided.Delta.Processed++
+			decided.Delta.Skipped++
+			run.r.metrics.items.WithLabelValues("OUT_OF_SCOPE").Inc()
+			continue
+		}
+		pending = append(pending, st)
+	}
+
+	last := items[len(items)-1]
+	for round := 1; ; round++ {
+		final := &postgres.ItemsWrite{Delta: decided.Delta, Ledger: decided.Ledger, Shard: last.Shard}
+		decided = &postgres.ItemsWrite{}
+		var retry []*itemState
+		var writes []postgres.TxFunc
+		if len(pending) > 0 {
+			if round > 1 {
+				if err := run.Check(ctx); err != nil {
+					return err
+				}
+			}
+			if err := run.intents(ctx, pending); err != nil {
+				return err
+			}
+			run.calls(ctx, pending, parallelism, fn)
+			for _, st := range pending {
+				if st.err == nil {
+					l := st.base
+					l.State, l.CountInRun, l.Attempt = bt.LedgerConfirmed, true, st.attempt
+					l.EffectRef, l.EvidenceRef = st.attempt_.effectRef, st.attempt_.evidenceRef
+					if l.EvidenceRef != nil && run.info.SensitiveEvidence {
+						masked := maskEvidence(*l.EvidenceRef)
+						l.EvidenceRef = &masked
+					}
+					final.Ledger = append(final.Ledger, l)
+					final.Delta.Processed++
+					final.Delta.Succeeded++
+					for _, w := range st.attempt_.writes {
+						writes = append(writes, postgres.TxFunc(w))
+					}
+					run.r.metrics.items.WithLabelValues(string(bt.LedgerConfirmed)).Inc()
+					continue
+				}
+				state := ClassOf(st.err, st.item.External)
+				if _, ok := st.err.(panicError); ok {
+					state = bt.LedgerBugSuspected
+				}
+				sig := errorSignature(state, st.err)
+				if sig == st.prevSig {
+					st.prevCount++
+				} else {
+					st.prevSig, st.prevCount = sig, 1
+				}
+				if state == bt.LedgerTransient && st.prevCount >= 3 {
+					state = bt.LedgerBugSuspected
+				}
+				if state == bt.LedgerTransient && round < run.retry.MaxAttempts && run.stopErr() == nil {
+					retry = append(retry, st)
+					if st.item.External {
+						// The job says no effect happened: record that, so a crash during the
+						// backoff does not leave the target looking in doubt.
+						l := st.base
+						msg := truncate(st.err.Error(), 2000)
+						l.State, l.Attempt, l.LastError, l.ErrorSig, l.SameErrorCount = bt.LedgerTransient, st.attempt, &msg, &sig, st.prevCount
+						final.Ledger = append(final.Ledger, l)
+					}
+					continue
+				}
+				l := st.base
+				setFailure(&l, &final.Delta, state, st.err, st.attempt, sig, st.prevCount)
+				final.Ledger = append(final.Ledger, l)
+				final.Delta.Processed++
+				run.r.metrics.items.WithLabelValues(string(state)).Inc()
+			}
+		}
+		if len(retry) == 0 {
+			final.Checkpoint = checkpointOf(last)
+			if final.Checkpoint == nil {
+				// The batch's last item may carry none; take the latest one that does.
+				for i := len(items) - 1; i >= 0; i-- {
+					if cp := checkpointOf(items[i]); cp != nil {
+						final.Checkpoint = cp
+						break
+					}
+				}
+			}
+		}
+		if len(final.Ledger) > 0 || final.Delta != (postgres.RunDelta{}) || final.Checkpoint != nil || len(writes) > 0 {
+			if err := run.write(ctx, final, writes); err != nil {
+				return err
+			}
+		}
+		run.flushStats(ctx, false)
+		if len(retry) == 0 {
+			return nil
+		}
+		if err := run.backoff(ctx, round); err != nil {
+			if errors.Is(err, bt.ErrLeaseLost) {
+				return err
+			}
+			// Asked to stop while waiting: record the failures; the checkpoint stays before
+			// them, so a RESUME retries them.
+			stop := &postgres.ItemsWrite{Shard: last.Shard}
+			for _, st := range retry {
+				l := st.base
+				setFailure(&l, &stop.Delta, bt.LedgerTransient, st.err, st.attempt, st.prevSig, st.prevCount)
+				stop.Ledger = append(stop.Ledger, l)
+				stop.Delta.Processed++
+			}
+			if werr := run.write(ctx, stop, nil); werr != nil {
+				return werr
+			}
+			return err
+		}
+		pending = retry
+	}
+}
+
+// decide handles a target the ledger already knows. It reports true when the item needs no
+// call (skipped, left quarantined or turned ambiguous), adding its outcome to w.
+func (run *Run) decide(st *itemState, prior postgres.LedgerRow, w *postgres.ItemsWrite) bool {
+	switch {
+	case prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped:
+		w.Delta.Processed++
+		w.Delta.Skipped++
+	case prior.State == bt.LedgerInFlight:
+		// A dead worker's intent: the call may have landed. Never call again.
+		l := st.base
+		msg := "found IN_FLIGHT from an earlier attempt: the effect may have happened"
+		sig := errorSignature(bt.LedgerAmbiguous, errors.New(msg))
+		l.State, l.CountInRun, l.Attempt = bt.LedgerAmbiguous, true, prior.Attempt
+		l.LastError, l.ErrorSig, l.SameErrorCount, l.ErrorClass, l.ErrorMessage = &msg, &sig, 1, string(bt.LedgerAmbiguous), msg
+		w.Ledger = append(w.Ledger, l)
+		w.Delta.Processed++
+		w.Delta.Ambiguous++
+	case prior.State == bt.LedgerAmbiguous:
+		w.Delta.Processed++
+		w.Delta.Ambiguous++
+	case prior.State == bt.LedgerTransient || prior.State == bt.LedgerNotApplied:
+		return false
+	case run.scope[prior.State]:
+		return false
+	default:
+		// A rejected class outside the replay's scope, or BUG_SUSPECTED (the fix queue).
+		w.Delta.Processed++
+		w.Delta.Skipped++
+	}
+	run.r.metrics.items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+	return true
+}
+
+// intents commits IN_FLIGHT for every external pending item before any call is made.
+func (run *Run) intents(ctx context.Context, pending []*itemState) error {
+	w := &postgres.ItemsWrite{}
+	for _, st := range pending {
+		st.attempt++
+		if st.item.External {
+			l := st.base
+			l.State, l.Attempt = bt.LedgerInFlight, st.attempt
+			w.Ledger = append(w.Ledger, l)
+		}
+	}
+	if len(w.Ledger) == 0 {
+		return nil
+	}
+	return run.write(ctx, w, nil)
+}
+
+// calls runs fn for every pending item, at most parallelism at once, each with a context
+// that ends with the lease.
+func (run *Run) calls(ctx context.Context, pending []*itemState, parallelism int, fn func(ctx context.Context, item Item, a *Attempt) error) {
+	ictx, cancel := run.itemContext(ctx)
+	defer cancel()
+	one := func(st *itemState) {
+		st.attempt_ = &Attempt{IdempotencyKey: st.base.IdempotencyKey, Number: st.attempt, Target: st.item.Target, Step: st.item.Step}
+		st.err = run.call(ictx, st.item, fn, st.attempt_)
+		run.stats.record(st.err, st.item.External)
+	}
+	if parallelism <= 1 || len(pending) == 1 {
+		for _, st := range pending {
+			one(st)
+		}
+	} else {
+		sem := make(chan struct{}, parallelism)
+		var wg sync.WaitGroup
+		for _, st := range pending {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				one(st)
+			}()
+		}
+		wg.Wait()
+	}
+	run.checkStopConditions()
+}
+
+// call runs fn, turning a panic into an error.
+func (run *Run) call(ctx context.Context, item Item, fn func(ctx context.Context, item Item, a *Attempt) error, a *Attempt) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			run.log.Error("item panicked", "target", a.Target, "panic", v)
+			err = panicError{v}
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		// A worker paused past its lease must not start a call.
+		return Transient(fmt.Errorf("lease ended before the call: %w", err))
+	}
+	err = fn(ctx, item, a)
+	if err != nil && isDeadline(ctx, err) {
+		if _, explicit := err.(*classified); !explicit {
+			err = fmt.Errorf("item deadline (lease end) reached: %w", err)
+		}
+	}
+	return err
+}
+
+// backoff waits before retry round try+1, then reaches a safe point.
+func (run *Run) backoff(ctx context.Context, try int) error {
+	d := run.retry.InitialBackoff << (try - 1)
+	if d <= 0 || d > run.retry.MaxBackoff {
+		d = run.retry.MaxBackoff
+	}
+	d = time.Duration(rand.Int64N(int64(d)) + 1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	return run.Check(ctx)
+}
+
+// priorLedger returns the ledger rows of the given targets' steps in this generation.
+func (run *Run) priorLedger(ctx context.Context, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error) {
+	run.mu.Lock()
+	empty := run.ledgerEmpty
+	run.mu.Unlock()
+	if empty && !run.replay {
+		return nil, nil
+	}
+	return run.r.store.LedgerRows(ctx, run.rec.JobName, run.rec.Generation, keys)
+}

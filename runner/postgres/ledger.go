@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+const ledgerColumns = `id, job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash, input_changed,
+	external, effect_ref, evidence_ref, last_error, same_error_count, run_id, created_at, updated_at`
+
+func scanLedger(row pgx.Row) (*bt.LedgerEntry, error) {
+	var e bt.LedgerEntry
+	var state string
+	err := row.Scan(&e.ID, &e.JobName, &e.Generation, &e.Target, &e.Step, &state, &e.Attempt, &e.IdempotencyKey,
+		&e.InputHash, &e.InputChanged, &e.External, &e.EffectRef, &e.EvidenceRef, &e.LastError, &e.SameErrorCount,
+		&e.RunID, &e.CreatedAt, &e.UpdatedAt)
+	e.State = bt.LedgerState(state)
+	return &e, err
+}
+
+// LedgerQuery selects ledger entries by keyset on id, ascending.
+type LedgerQuery struct {
+	JobName      string
+	States       []bt.LedgerState
+	RunID        int64
+	Generation   int64
+	TargetPrefix string
+	AfterID      int64
+	Limit        int
+}
+
+// Ledger lists ledger entries matching q.
+func (s *Store) Ledger(ctx context.Context, q LedgerQuery) ([]*bt.LedgerEntry, error) {
+	var states []string
+	for _, st := range q.States {
+		states = append(states, string(st))
+	}
+	if q.Limit <= 0 {
+		q.Limit = 20
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+ledgerColumns+` FROM job_ledger
+		WHERE ($1 = '' OR job_name = $1) AND ($2::text[] IS NULL OR state = ANY($2)) AND ($3 = 0 OR run_id = $3)
+		  AND ($4 = 0 OR generation = $4) AND ($5 = '' OR target_key LIKE replace(replace(replace($5, '\', '\\'), '%', '\%'), '_', '\_') || '%')
+		  AND id > $6
+		ORDER BY id LIMIT $7`, q.JobName, states, q.RunID, q.Generation, q.TargetPrefix, q.AfterID, q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*bt.LedgerEntry
+	for rows.Next() {
+		e, err := scanLedger(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// LedgerEntry returns one entry, or NOT_FOUND.
+func (s *Store) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error) {
+	e, err := scanLedger(s.pool.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM job_ledger WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, bt.Errorf(bt.CodeNotFound, "ledger entry %d not found", id)
+	}
+	return e, err
+}
+
+// ResolveAmbiguous moves an AMBIGUOUS_EFFECT entry to CONFIRMED or NOT_APPLIED by
+// compare-and-set on its state, keeping the generation's counters in step, and audits it in
+// the same transaction.
+func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, evidenceRef *string, note string, audit AuditRecord) (*bt.LedgerEntry, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	e, err := scanLedger(tx.QueryRow(ctx, `UPDATE job_ledger SET state = $2, evidence_ref = COALESCE($3, evidence_ref),
+			last_error = $4, updated_at = now()
+		WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT' RETURNING `+ledgerColumns, id, string(to), evidenceRef, note))
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, err := s.LedgerEntry(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return nil, bt.Errorf(bt.CodeConflict, "ledger entry %d is %s, not AMBIGUOUS_EFFECT", id, cur.State)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+		VALUES ($1, $2, 0, 'AMBIGUOUS_EFFECT', -1), ($1, $2, 0, $3, 1)
+		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n`,
+		e.JobName, e.Generation, string(to)); err != nil {
+		return nil, err
+	}
+	if err := insertAudit(ctx, tx, audit); err != nil {
+		return nil, err
+	}
+	return e, tx.Commit(ctx)
+}
+
+// CheckpointAge reports how long ago a generation's main checkpoint last moved (nil if none).
+func (s *Store) CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error) {
+	var secs *float64
+	err := s.pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM now() - updated_at)::float8 FROM job_checkpoints
+		WHERE job_name = $1 AND generation = $2 AND shard = ''`, job, gen).Scan(&secs)
+	if errors.Is(err, pgx.ErrNoRows) || secs == nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := time.Duration(*secs * float64(time.Second))
+	return &d, nil
+}
+
+// PruneLedger deletes the ledger rows and counters of generations other than the job's
+// current one whose newest row is older than the job's retention. Whole generations go, so
+// counters never disagree with rows. It returns the rows deleted.
+func (s *Store) PruneLedger(ctx context.Context, job string) (int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	rows, err := tx.Query(ctx, `
+		SELECT l.generation FROM job_ledger l JOIN job_settings js ON js.name = l.job_name
+		WHERE l.job_name = $1 AND l.generation < js.current_generation
+		GROUP BY l.generation, js.retention_days
+		HAVING max(l.updated_at) < now() - make_interval(days => js.retention_days)`, job)
+	if err != nil {
+		return 0, err
+	}
+	gens, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(gens) == 0 {
+		return 0, err
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM job_ledger WHERE job_name = $1 AND generation = ANY($2)`, job, gens)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM job_ledger_counts WHERE job_name = $1 AND generation = ANY($2)`, job, gens); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM job_call_stats WHERE job_name = $1 AND minute < now() - interval '7 days'`, job); err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), tx.Commit(ctx)
+}
+
+// AuditRecord is an audit row to insert.
+type AuditRecord struct {
+	Actor, Action, Target string
+	Arguments             map[string]any
+	Outcome               string
+}
+
+func insertAudit(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, a AuditRecord) error {
+	args := a.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("encode audit arguments: %w", err)
+	}
+	_, err = q.Exec(ctx, `INSERT INTO audit_log (actor, action, target, arguments, outcome) VALUES ($1, $2, $3, $4, $5)`,
+		a.Actor, a.Action, a.Target, b, a.Outcome)
+	return err
+}
+
+// Audit inserts one audit row.
+func (s *Store) Audit(ctx context.Context, a AuditRecord) error { return insertAudit(ctx, s.pool, a) }
+
+// AuditLog lists audit rows, newest first, before beforeID (0: from the newest).
+func (s *Store) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, actor, action, target, arguments, outcome, created_at FROM audit_log
+		WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`, beforeID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (bt.AuditEntry, error) {
+		var e bt.AuditEntry
+		err := r.Scan(&e.ID, &e.Actor, &e.Action, &e.Target, &e.Arguments, &e.Outcome, &e.CreatedAt)
+		return e, err
+	})
+}

@@ -1,0 +1,204 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// StopMetric names what a stop condition watches.
+type StopMetric string
+
+// Stop metrics, measured over the run's own calls in a sliding window.
+const (
+	// DownstreamErrorRate is the share of external calls that failed TRANSIENT or in doubt
+	// (5xx, 429, timeouts).
+	DownstreamErrorRate StopMetric = "DOWNSTREAM_ERROR_RATE"
+	// RejectRate is the share of calls the outside system rejected (VALIDATION_REJECTED).
+	RejectRate StopMetric = "REJECT_RATE"
+)
+
+// StopCondition makes a run stop itself at the next boundary when a rate crosses a threshold.
+type StopCondition struct {
+	Name      string
+	Metric    StopMetric
+	Threshold float64       // a fraction: 0.05 is 5%
+	Window    time.Duration // 0 means one minute
+	MinCalls  int           // no verdict on fewer calls in the window; 0 means 20
+}
+
+// DefaultStopConditions are used by jobs that declare none: stop when more than 5% of external
+// calls fail downstream, or more than 10% of calls are rejected, over a minute.
+func DefaultStopConditions() []StopCondition {
+	return []StopCondition{
+		{Name: "downstream error rate", Metric: DownstreamErrorRate, Threshold: 0.05},
+		{Name: "reject rate", Metric: RejectRate, Threshold: 0.10},
+	}
+}
+
+func (c StopCondition) withDefaults() StopCondition {
+	if c.Window <= 0 {
+		c.Window = time.Minute
+	}
+	if c.MinCalls <= 0 {
+		c.MinCalls = 20
+	}
+	if c.Name == "" {
+		c.Name = string(c.Metric)
+	}
+	return c
+}
+
+// callStats counts a run's call outcomes per second for stop conditions, and per minute for
+// the job_call_stats table (flushed about once a second).
+type callStats struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	buckets map[int64]*statBucket // unix second → counts
+	unsent  map[int64]*statBucket // unix minute start → counts not yet flushed
+	flushed time.Time
+}
+
+type statBucket struct{ calls, external, downstream, rejects int64 }
+
+func newCallStats(now func() time.Time) *callStats {
+	return &callStats{now: now, buckets: map[int64]*statBucket{}, unsent: map[int64]*statBucket{}}
+}
+
+func (s *callStats) record(err error, external bool) {
+	state := bt.LedgerConfirmed
+	if err != nil {
+		state = ClassOf(err, external)
+		var p panicError
+		if errors.As(err, &p) {
+			state = bt.LedgerBugSuspected
+		}
+	}
+	downstream := external && (state == bt.LedgerTransient || state == bt.LedgerAmbiguous)
+	reject := state == bt.LedgerValidationRejected
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []struct {
+		at  int64
+		tab map[int64]*statBucket
+	}{{now.Unix(), s.buckets}, {now.Truncate(time.Minute).Unix(), s.unsent}} {
+		b := m.tab[m.at]
+		if b == nil {
+			b = &statBucket{}
+			m.tab[m.at] = b
+		}
+		b.calls++
+		if external {
+			b.external++
+		}
+		if downstream {
+			b.downstream++
+		}
+		if reject {
+			b.rejects++
+		}
+	}
+	// Keep at most an hour of seconds.
+	if len(s.buckets) > 3600 {
+		cut := now.Add(-time.Hour).Unix()
+		for k := range s.buckets {
+			if k < cut {
+				delete(s.buckets, k)
+			}
+		}
+	}
+}
+
+// rate returns the metric's value over window and the number of calls it is over.
+func (s *callStats) rate(m StopMetric, window time.Duration) (float64, int64) {
+	cut := s.now().Add(-window).Unix()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var calls, hits int64
+	for at, b := range s.buckets {
+		if at <= cut {
+			continue
+		}
+		switch m {
+		case DownstreamErrorRate:
+			calls += b.external
+			hits += b.downstream
+		case RejectRate:
+			calls += b.calls
+			hits += b.rejects
+		}
+	}
+	if calls == 0 {
+		return 0, 0
+	}
+	return float64(hits) / float64(calls), calls
+}
+
+// take returns and clears the unsent per-minute counts.
+func (s *callStats) take(force bool) map[int64]*statBucket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unsent) == 0 || (!force && s.now().Sub(s.flushed) < time.Second) {
+		return nil
+	}
+	out := s.unsent
+	s.unsent = map[int64]*statBucket{}
+	s.flushed = s.now()
+	return out
+}
+
+// evaluate returns each stop condition's current value and verdict.
+func (s *callStats) evaluate(conds []StopCondition) []bt.Check {
+	out := make([]bt.Check, 0, len(conds))
+	for _, c := range conds {
+		c = c.withDefaults()
+		v, n := s.rate(c.Metric, c.Window)
+		ch := bt.Check{Name: c.Name, Value: v, Threshold: c.Threshold, Verdict: bt.VerdictOK,
+			Detail: fmt.Sprintf("%.1f%% of %d calls over %s", v*100, n, c.Window)}
+		if n < int64(c.MinCalls) {
+			ch.Detail += fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls)
+		} else if v > c.Threshold {
+			ch.Verdict = bt.VerdictBlock
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// checkStopConditions stops the run at the next boundary if a condition has tripped.
+func (run *Run) checkStopConditions() {
+	for _, ch := range run.stats.evaluate(run.stopConditions()) {
+		if ch.Verdict == bt.VerdictBlock {
+			run.mu.Lock()
+			if run.stop == "" {
+				run.stop = bt.StopCondition
+				c := ch
+				run.stopDetail = &c
+			}
+			run.mu.Unlock()
+			run.log.Warn("stop condition tripped; stopping at the next boundary", "condition", ch.Name, "detail", ch.Detail)
+			return
+		}
+	}
+}
+
+func (run *Run) stopConditions() []StopCondition {
+	if run.info.StopConditions == nil {
+		return DefaultStopConditions()
+	}
+	return run.info.StopConditions
+}
+
+// flushStats writes the unsent per-minute call counts to job_call_stats.
+func (run *Run) flushStats(ctx context.Context, force bool) {
+	for minute, b := range run.stats.take(force) {
+		if err := run.r.store.AddCallStats(ctx, run.rec.JobName, time.Unix(minute, 0), b.external, b.downstream, b.rejects); err != nil {
+			run.log.Warn("flush call stats", "err", err)
+		}
+	}
+}
