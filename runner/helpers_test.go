@@ -19,6 +19,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/redislock"
 )
 
 // bundle is one test's slice of PostgreSQL and Redis, and the runners made on it.
@@ -212,3 +213,16 @@ func mustStart(t *testing.T, r *runner.Runner, p runner.StartParams) int64 {
 }
 
 var errBoom = errors.New("boom")
+
+func lockHolder(b *bundle, job string) (string, bool, error) {
+	return redislock.New(b.redis, b.env).Holder(context.Background(), job)
+}
+
+// testenvPool opens a pool outside a test (the child worker process).
+func testenvPool(url string) *pgxpool.Pool {
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		panic(err)
+	}
+	return pool
+}
