@@ -54,6 +54,9 @@ type Config struct {
 	NowFunc func() time.Time
 	// WorkerVersion is recorded on runs (the binary's version).
 	WorkerVersion string
+	// MaintenanceCron schedules the built-in ledger retention job; "" means "@hourly", "-"
+	// leaves the job unregistered.
+	MaintenanceCron string
 }
 
 // EventSink receives every change of a run: start, progress, status, finish.
@@ -392,6 +395,17 @@ func (r *Runner) signalWake() {
 // stops taking work, asks running jobs to stop at their next boundary, waits up to
 // ShutdownTimeout, records interrupted runs so RESUME continues them, and releases locks.
 func (r *Runner) Run(ctx context.Context) error {
+	if r.cfg.MaintenanceCron != "-" {
+		if _, ok := r.Job(MaintenanceJobName); !ok {
+			cron := r.cfg.MaintenanceCron
+			if cron == "" {
+				cron = "@hourly"
+			}
+			if err := r.Register(ctx, maintenanceJob{r: r, cron: cron}); err != nil {
+				return fmt.Errorf("register %s: %w", MaintenanceJobName, err)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	if r.cfg.Scheduler {
 		wg.Add(2)
