@@ -38,6 +38,7 @@ CREATE TABLE job_runs (
     cancel_requested_at timestamptz,
     pause_reason       text CHECK (pause_reason IN ('PAUSED', 'MAINTENANCE')),
     generation         bigint      NOT NULL,
+    generation_started_at timestamptz NOT NULL DEFAULT now(),
     resumed_from       bigint REFERENCES job_runs (id),
     replay_request_id  bigint,
     scheduled_for      timestamptz,

@@ -423,9 +423,18 @@ func (r *Runner) ReconcileEntry(ctx context.Context, entryID int64, actor string
 // ResolveAmbiguous resolves an AMBIGUOUS_EFFECT entry by hand. CONFIRMED needs an evidence
 // reference; both need a note. Audited.
 func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolution, evidenceRef, note, actor string) (*bt.LedgerEntry, error) {
-	args := map[string]any{"entryId": entryID, "resolution": res, "evidenceRef": evidenceRef, "note": note}
 	target := fmt.Sprintf("ledger:%d", entryID)
 	evidenceRef, note = strings.TrimSpace(evidenceRef), strings.TrimSpace(note)
+	// What reaches the ledger and the audit log: masked for a job with sensitive evidence.
+	stored := evidenceRef
+	if stored != "" {
+		if e, lerr := r.store.LedgerEntry(ctx, entryID); lerr == nil {
+			if job, ok := r.Job(e.JobName); ok && job.Info().SensitiveEvidence {
+				stored = maskEvidence(stored)
+			}
+		}
+	}
+	args := map[string]any{"entryId": entryID, "resolution": res, "evidenceRef": stored, "note": note}
 	var err error
 	switch {
 	case res != ResolveConfirmed && res != ResolveNotApplied:
@@ -442,13 +451,8 @@ func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolu
 		return nil, err
 	}
 	var ev *string
-	if evidenceRef != "" {
-		if e, lerr := r.store.LedgerEntry(ctx, entryID); lerr == nil {
-			if job, ok := r.Job(e.JobName); ok && job.Info().SensitiveEvidence {
-				evidenceRef = maskEvidence(evidenceRef)
-			}
-		}
-		ev = &evidenceRef
+	if stored != "" {
+		ev = &stored
 	}
 	e, err := r.store.ResolveAmbiguous(ctx, entryID, bt.LedgerState(res), ev, "resolved by hand: "+note,
 		postgres.AuditRecord{Actor: actorOr(actor), Action: "resolveAmbiguous", Target: target, Arguments: args, Outcome: string(res)})

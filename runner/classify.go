@@ -89,3 +89,9 @@ func errorSignature(state bt.LedgerState, err error) string {
 func isDeadline(ctx context.Context, err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil
 }
+
+// isClassified reports whether err carries an explicit class from Transient, Rejected, ...
+func isClassified(err error) bool {
+	var c *classified
+	return errors.As(err, &c)
+}

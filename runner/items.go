@@ -18,6 +18,7 @@ import (
 // write commits one fenced write and applies what it returned.
 func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
 	w.JobName, w.Generation = run.rec.JobName, run.rec.Generation
+	run.noteWritten(w.Ledger)
 	sent := run.now()
 	ls, pause, err := run.r.store.WriteItems(ctx, run.fence, w, writes)
 	if err != nil {
@@ -266,7 +267,9 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 				} else {
 					st.prevSig, st.prevCount = sig, 1
 				}
-				if state == bt.LedgerTransient && st.prevCount >= 3 {
+				// An unclassified failure seen the same way 3 times is likely a bug, not
+				// weather; a failure the job classified as Transient stays TRANSIENT.
+				if state == bt.LedgerTransient && !isClassified(st.err) && st.prevCount >= 3 {
 					state = bt.LedgerBugSuspected
 				}
 				if state == bt.LedgerTransient && round < run.retry.MaxAttempts && run.stopErr() == nil {
@@ -450,12 +453,48 @@ func (run *Run) backoff(ctx context.Context, try int) error {
 	return run.Check(ctx)
 }
 
-// priorLedger returns the ledger rows of the given targets' steps in this generation.
+// maxWritten bounds how many targets a run remembers writing to a generation that was empty
+// when it started; past it the run reads the ledger before every item instead.
+const maxWritten = 1 << 16
+
+// noteWritten remembers the targets of a ledger write while the generation's only rows are
+// this run's own, so priorLedger knows when it may skip the read. Noted before the write: a
+// key noted for a write that then fails costs only a read.
+func (run *Run) noteWritten(ls []postgres.LedgerWrite) {
+	if len(ls) == 0 {
+		return
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if !run.ledgerEmpty {
+		return
+	}
+	if run.written == nil {
+		run.written = make(map[postgres.TargetStep]struct{}, len(ls))
+	}
+	for _, l := range ls {
+		run.written[postgres.TargetStep{Target: l.Target, Step: l.Step}] = struct{}{}
+	}
+	if len(run.written) > maxWritten {
+		run.ledgerEmpty, run.written = false, nil
+	}
+}
+
+// priorLedger returns the ledger rows of the given targets' steps in this generation. A run
+// that found its generation empty skips the read until it meets a target it wrote itself: a
+// job may process a target twice in one run, and the second time the ledger must decide.
 func (run *Run) priorLedger(ctx context.Context, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error) {
 	run.mu.Lock()
-	empty := run.ledgerEmpty
+	skip := run.ledgerEmpty && !run.replay
+	for _, k := range keys {
+		if !skip {
+			break
+		}
+		_, mine := run.written[k]
+		skip = !mine
+	}
 	run.mu.Unlock()
-	if empty && !run.replay {
+	if skip {
 		return nil, nil
 	}
 	return run.r.store.LedgerRows(ctx, run.rec.JobName, run.rec.Generation, keys)

@@ -157,3 +157,17 @@ func (a *Attempt) SetEvidenceRef(ref string) { a.evidenceRef = &ref }
 // after the lease check, and commits with the item's result and checkpoint or not at all. It
 // runs only if the item succeeds. Do no network calls in fn: it holds a connection.
 func (a *Attempt) Tx(fn func(ctx context.Context, tx pgx.Tx) error) { a.writes = append(a.writes, fn) }
+
+// Constants re-exported so job authors need only this package.
+const (
+	RiskLow    = bt.RiskLow
+	RiskMedium = bt.RiskMedium
+	RiskHigh   = bt.RiskHigh
+
+	ModeResume  = bt.ModeResume
+	ModeRestart = bt.ModeRestart
+
+	TriggerScheduled = bt.TriggerScheduled
+	TriggerManual    = bt.TriggerManual
+	TriggerReplay    = bt.TriggerReplay
+)

@@ -32,6 +32,8 @@ type Run struct {
 	stop        bt.StopReason // set once a stop was seen or requested locally
 	lost        bool
 	ledgerEmpty bool // the generation had no ledger rows when the run started
+	// written holds the targets this run wrote while ledgerEmpty holds (see noteWritten).
+	written map[postgres.TargetStep]struct{}
 
 	replay, replayFull bool
 	stats              *callStats
@@ -77,6 +79,10 @@ func (run *Run) Mode() Mode { return run.rec.Mode }
 
 // Generation returns the ledger generation the run writes to.
 func (run *Run) Generation() int64 { return run.rec.Generation }
+
+// GenerationStartedAt returns when the first run of this run's generation started, by the
+// database clock: a stable "business date" for a generation that spans several runs.
+func (run *Run) GenerationStartedAt() time.Time { return run.rec.GenerationStartedAt }
 
 // Checkpoint returns the token to resume after: the last committed checkpoint of the
 // generation for a RESUME run, "" for RESTART and replays.

@@ -28,11 +28,12 @@ type StopCondition struct {
 	Metric    StopMetric
 	Threshold float64       // a fraction: 0.05 is 5%
 	Window    time.Duration // 0 means one minute
-	MinCalls  int           // no verdict on fewer calls in the window; 0 means 20
+	MinCalls  int           // no verdict on fewer calls in the window; 0 means 100
 }
 
 // DefaultStopConditions are used by jobs that declare none: stop when more than 5% of external
-// calls fail downstream, or more than 10% of calls are rejected, over a minute.
+// calls fail downstream, or more than 10% of calls are rejected, over a minute (judged once
+// the window holds at least 100 calls).
 func DefaultStopConditions() []StopCondition {
 	return []StopCondition{
 		{Name: "downstream error rate", Metric: DownstreamErrorRate, Threshold: 0.05},
@@ -45,7 +46,9 @@ func (c StopCondition) withDefaults() StopCondition {
 		c.Window = time.Minute
 	}
 	if c.MinCalls <= 0 {
-		c.MinCalls = 20
+		// Fewer calls make the ratio noise: at a true 2.5% error rate, a third of runs would
+		// trip a 5% threshold within their first 20 calls.
+		c.MinCalls = 100
 	}
 	if c.Name == "" {
 		c.Name = string(c.Metric)

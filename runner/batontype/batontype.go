@@ -215,6 +215,8 @@ type Run struct {
 	FinishedAt       *time.Time
 	LastProgressAt   time.Time
 	LastCheckpointAt time.Time
+	// GenerationStartedAt is when the first run of the generation started (database clock).
+	GenerationStartedAt time.Time
 }
 
 // Percent reports progress in [0,100], or -1 when the total is unknown.

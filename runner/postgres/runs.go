@@ -14,7 +14,7 @@ import (
 const runColumns = `id, job_name, status, trigger, mode, requested_by, instance, lease_seconds, lease_until, heartbeat_at,
 	cancel_requested, COALESCE(cancel_requested_by, ''), COALESCE(pause_reason, ''), generation, resumed_from, replay_request_id,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
-	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at`
+	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at, generation_started_at`
 
 func scanRun(row pgx.Row) (*bt.Run, error) {
 	var r bt.Run
@@ -22,7 +22,7 @@ func scanRun(row pgx.Row) (*bt.Run, error) {
 	err := row.Scan(&r.ID, &r.JobName, &status, &trigger, &mode, &r.RequestedBy, &r.Instance, &r.LeaseSeconds, &r.LeaseUntil,
 		&r.HeartbeatAt, &r.CancelRequested, &r.CancelBy, &pause, &r.Generation, &r.ResumedFrom, &r.ReplayRequestID,
 		&r.ScheduledFor, &r.Checkpoint, &r.StartCheckpoint, &r.Total, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped,
-		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt)
+		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt, &r.GenerationStartedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +102,9 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 	}
 	run, err := scanRun(tx.QueryRow(ctx, `
 		INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until,
-			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version)
-		VALUES ($1, 'STARTING', $2, $3, $4, $5, $6, $7::integer, now() + make_interval(secs => $7::integer), $8, $9, $10, $11, $12, $12, $13)
+			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version, generation_started_at)
+		VALUES ($1, 'STARTING', $2, $3, $4, $5, $6, $7::integer, now() + make_interval(secs => $7::integer), $8, $9, $10, $11, $12, $12, $13,
+			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), now()))
 		RETURNING `+runColumns,
 		n.JobName, string(n.Trigger), string(n.Mode), n.Actor, n.Instance, n.Token, n.LeaseSeconds,
 		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion))

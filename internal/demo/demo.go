@@ -1,0 +1,120 @@
+// Package demo holds the jobs `baton serve --demo` registers so a fresh cluster shows real
+// work: demo-collect pages through a fake paginated source with checkpoints, demo-flaky fills
+// the error table and the ledger with every failure class, and demo-settlement pays accounts
+// through Provider, a fake payment provider that honours idempotency keys and can be told to
+// fail in every way a real one does — including timing out after the payment was made.
+//
+// Everything runs in process against Baton's own PostgreSQL (tables demo_collected and
+// demo_provider_effects, migration 000003); nothing here is for production use.
+package demo
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/baton-run/baton/runner"
+)
+
+// Job names.
+const (
+	CollectJobName    = "demo-collect"
+	FlakyJobName      = "demo-flaky"
+	SettlementJobName = "demo-settlement"
+)
+
+// Off disables a latency or a failure rate in any config of this package, where zero means
+// "the default".
+const Off = -1
+
+// Config configures every demo job. The zero value is the demo as `make run` shows it:
+// about a minute of collecting, twenty-odd seconds of flaky records and some forty seconds
+// of payments.
+type Config struct {
+	Collect    CollectConfig    // demo-collect
+	Flaky      FlakyConfig      // demo-flaky
+	Settlement SettlementConfig // demo-settlement
+	Provider   ProviderConfig   // the provider demo-settlement pays through
+}
+
+// FastConfig returns a Config shrunk for tests: few items, millisecond latencies, the same
+// kinds of failure at higher rates so a few items still meet them. demo-settlement's stop
+// conditions are off: over forty calls those rates would trip them.
+func FastConfig() Config {
+	return Config{
+		Collect:    CollectConfig{Pages: 30, PageLatency: time.Millisecond, FailureRate: 0.1, Seed: 1},
+		Flaky:      FlakyConfig{Items: 40, ItemLatency: Off},
+		Settlement: SettlementConfig{Accounts: 40, StopConditions: []runner.StopCondition{}},
+		Provider: ProviderConfig{Latency: time.Millisecond, ServerErrorRate: 0.05, ThrottleRate: 0.05,
+			TimeoutAfterApplyRate: 0.05, RejectRate: Off, Seed: 1},
+	}
+}
+
+// Jobs returns the demo jobs, ready to register, and the provider demo-settlement pays
+// through (so operators and tests can switch its faults at runtime). pool must reach a
+// database migrated to at least version 3.
+func Jobs(pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider) {
+	p := NewProvider(pool, cfg.Provider)
+	return []runner.Job{
+		newCollectJob(pool, cfg.Collect),
+		newFlakyJob(cfg.Flaky),
+		newSettlementJob(p, cfg.Settlement),
+	}, p
+}
+
+// durationOr returns d for 0, 0 for a negative (Off) duration, and v otherwise.
+func durationOr(v, d time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return d
+	case v < 0:
+		return 0
+	default:
+		return v
+	}
+}
+
+// rateOr returns d for 0, 0 for a negative (Off) rate, and v capped at 1 otherwise.
+func rateOr(v, d float64) float64 {
+	switch {
+	case v == 0:
+		return d
+	case v < 0:
+		return 0
+	default:
+		return min(v, 1)
+	}
+}
+
+// wait blocks for d or until ctx is done, whichever comes first.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// mix hashes vals into a well-spread 64-bit value (splitmix64 steps), so the fakes are
+// deterministic by seed without sharing a random source between goroutines.
+func mix(vals ...uint64) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, v := range vals {
+		h ^= v
+		h += 0x9e3779b97f4a7c15
+		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
+		h = (h ^ (h >> 27)) * 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
+}
+
+// unit maps h to [0, 1).
+func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }

@@ -1,0 +1,146 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// SettlementConfig configures demo-settlement. Its latency and faults are the provider's
+// (ProviderConfig).
+type SettlementConfig struct {
+	// Accounts to pay; 0 means 300.
+	Accounts int
+	// Cron is the job's default schedule; "" means manual only.
+	Cron string
+	// StopConditions are the job's; nil means the runner's defaults (stop when more than 5%
+	// of payment calls fail downstream over a minute) judged over at least 100 calls, an
+	// empty slice disables them.
+	StopConditions []runner.StopCondition
+}
+
+func (c SettlementConfig) withDefaults() SettlementConfig {
+	if c.Accounts <= 0 {
+		c.Accounts = 300
+	}
+	if c.StopConditions == nil {
+		// Over the runner's default 20 calls, two unlucky faults in a row read as 10%: at the
+		// provider's default rates a third of the runs would stop themselves early.
+		for _, sc := range runner.DefaultStopConditions() {
+			sc.MinCalls = max(sc.MinCalls, 100)
+			c.StopConditions = append(c.StopConditions, sc)
+		}
+	}
+	return c
+}
+
+// settlementStep is the one step of demo-settlement.
+const settlementStep = "pay"
+
+// settlementJob is demo-settlement, a HIGH-risk job: it pays every account once through the
+// Provider, one external item per account, passing the runner's idempotency key on every
+// call. A timeout after the payment was made is left unclassified, so the runner quarantines
+// the account as AMBIGUOUS_EFFECT until Reconcile (or an operator) settles it.
+type settlementJob struct {
+	provider *Provider
+	cfg      SettlementConfig
+}
+
+var _ runner.Reconciler = (*settlementJob)(nil)
+
+func newSettlementJob(p *Provider, cfg SettlementConfig) *settlementJob {
+	return &settlementJob{provider: p, cfg: cfg.withDefaults()}
+}
+
+func (j *settlementJob) Info() runner.JobInfo {
+	return runner.JobInfo{
+		Name:           SettlementJobName,
+		Description:    fmt.Sprintf("Pays %d accounts through the fake payment provider, once each, with idempotency keys.", j.cfg.Accounts),
+		Cron:           j.cfg.Cron,
+		Risk:           bt.RiskHigh,
+		Version:        "1",
+		StopConditions: j.cfg.StopConditions,
+	}
+}
+
+// SettlementInput is what one account's payment is made of; it is the item's input.
+type SettlementInput struct {
+	Account string `json:"account"` // the target, "acct:NNNN"
+	Amount  int64  `json:"amount"`  // in cents
+}
+
+// settlementAmount is account n's amount in cents: fixed per account, so a replay pays the
+// same and the ledger's input hash stays put.
+func settlementAmount(n int) int64 { return 100 + int64(n)*7919%99_900 }
+
+func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
+	start := afterNumbered(run.Checkpoint(), "acct:") + 1
+	if err := run.SetTotal(ctx, int64(max(j.cfg.Accounts-start+1, 0))); err != nil {
+		return err
+	}
+	for n := start; n <= j.cfg.Accounts; n++ {
+		account := fmt.Sprintf("acct:%04d", n)
+		in := SettlementInput{Account: account, Amount: settlementAmount(n)}
+		item := runner.Item{Target: account, Step: settlementStep, Input: in, Checkpoint: account, External: true}
+		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
+			eff, err := j.provider.Apply(ctx, Payment{IdempotencyKey: a.IdempotencyKey, Target: in.Account, Amount: in.Amount})
+			if err != nil {
+				return classifyPaymentError(err)
+			}
+			a.SetEffectRef(eff.Ref())
+			a.SetEvidenceRef(evidence(eff.ID, a.IdempotencyKey))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classifyPaymentError tells the runner what a failed payment call means. Only answers that
+// prove nothing was applied are TRANSIENT; a timeout, or anything unknown, is returned as is,
+// so the runner's default for an external step — AMBIGUOUS_EFFECT — applies.
+func classifyPaymentError(err error) error {
+	var se *StatusError
+	switch {
+	case errors.Is(err, ErrNotSent):
+		return runner.Transient(err)
+	case errors.As(err, &se):
+		switch {
+		case se.Code == http.StatusTooManyRequests || se.Code >= 500:
+			return runner.Transient(err)
+		case se.Code == http.StatusConflict:
+			return runner.Conflict(err)
+		default:
+			return runner.Rejected(err)
+		}
+	}
+	return err
+}
+
+// evidence is where the proof of effect id lives: the provider's row for the key.
+func evidence(id int64, key string) string {
+	return fmt.Sprintf("demo_provider_effects id=%d idempotency_key=%s", id, key)
+}
+
+// Reconcile asks the provider whether the payment with idempotencyKey was made, for a target
+// left AMBIGUOUS_EFFECT. applied=false means no effect exists for the key, so paying again
+// with the same key is safe.
+func (j *settlementJob) Reconcile(ctx context.Context, target, step, idempotencyKey string) (applied bool, evidenceRef string, err error) {
+	if step != settlementStep {
+		return false, "", fmt.Errorf("reconcile %s: unknown step %q", target, step)
+	}
+	id, found, err := j.provider.Lookup(ctx, idempotencyKey)
+	if err != nil {
+		return false, "", fmt.Errorf("reconcile %s: %w", target, err)
+	}
+	if !found {
+		return false, "", nil
+	}
+	return true, evidence(id, idempotencyKey), nil
+}

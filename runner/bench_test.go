@@ -1,0 +1,120 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// benchRunner makes a runner on a fresh schema for a benchmark.
+func benchRunner(b *testing.B, jobs ...runner.Job) *runner.Runner {
+	b.Helper()
+	url := testenv.Schema(b)
+	rc, env := testenv.Redis(b)
+	r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, PoolSize: 4,
+		DefaultLease: 30 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaintenanceCron: "-"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Register(context.Background(), jobs...); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+func waitDone(b *testing.B, r *runner.Runner, id int64) *bt.Run {
+	b.Helper()
+	var run *bt.Run
+	testenv.Eventually(b, time.Minute, "run to finish", func() bool {
+		var err error
+		run, err = r.Store().Run(context.Background(), id)
+		return err == nil && !run.Status.Active() && !r.Active(id)
+	})
+	return run
+}
+
+// BenchmarkStart measures Start — lock, insert, hand-off — on a job that returns at once.
+// It reports the p50 and p99 latency of Start itself.
+func BenchmarkStart(b *testing.B) {
+	job := runner.NewJob(runner.JobInfo{Name: "noop"}, func(context.Context, *runner.Run) error { return nil })
+	r := benchRunner(b, job)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		id, err := r.Start(context.Background(), runner.StartParams{Job: "noop"})
+		lat = append(lat, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		waitDone(b, r, id)
+		b.StartTimer()
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// itemsBench runs one job of n no-op items through Process (strict) or ProcessBatch and
+// reports items/s.
+func itemsBench(b *testing.B, external bool, batch, parallelism int) {
+	const n = 2000
+	job := runner.NewJob(runner.JobInfo{Name: "items", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
+		noop := func(ctx context.Context, a *runner.Attempt) error { return nil }
+		if batch <= 1 {
+			for i := range n {
+				if err := run.Process(ctx, runner.Item{Target: fmt.Sprint(i), Checkpoint: fmt.Sprint(i), External: external}, noop); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		items := make([]runner.Item, 0, batch)
+		for i := range n {
+			items = append(items, runner.Item{Target: fmt.Sprint(i), Checkpoint: fmt.Sprint(i), External: external})
+			if len(items) == batch || i == n-1 {
+				if err := run.ProcessBatch(ctx, items, parallelism, func(ctx context.Context, _ runner.Item, a *runner.Attempt) error { return nil }); err != nil {
+					return err
+				}
+				items = items[:0]
+			}
+		}
+		return nil
+	})
+	r := benchRunner(b, job)
+	var total time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		id, err := r.Start(context.Background(), runner.StartParams{Job: "items", Mode: bt.ModeRestart})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := waitDone(b, r, id)
+		total += time.Since(t0)
+		if run.Status != bt.StatusSucceeded || run.Processed != n {
+			b.Fatalf("run %s with %d items", run.Status, run.Processed)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
+}
+
+// BenchmarkProcessStrict: one commit per item (ledger row, counters, checkpoint).
+func BenchmarkProcessStrict(b *testing.B) { itemsBench(b, false, 1, 1) }
+
+// BenchmarkProcessStrictExternal: an intent commit and a result commit per item.
+func BenchmarkProcessStrictExternal(b *testing.B) { itemsBench(b, true, 1, 1) }
+
+// BenchmarkProcessBatch: 500 items per commit.
+func BenchmarkProcessBatch(b *testing.B) { itemsBench(b, false, 500, 8) }
+
+// BenchmarkProcessBatchExternal: 500 items per intent commit and per result commit.
+func BenchmarkProcessBatchExternal(b *testing.B) { itemsBench(b, true, 500, 8) }
