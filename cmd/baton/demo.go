@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/baton-run/baton/internal/demo"
+	"github.com/baton-run/baton/runner"
+)
+
+// demoConfig reads the demo jobs' sizes from the environment, so a short demo or a browser
+// test can shrink them:
+//
+//	BATON_DEMO_PAGES, BATON_DEMO_PAGE_LATENCY        demo-collect (600, 100ms)
+//	BATON_DEMO_FLAKY_ITEMS, BATON_DEMO_ITEM_LATENCY  demo-flaky (200, 100ms)
+//	BATON_DEMO_ACCOUNTS, BATON_DEMO_PROVIDER_LATENCY demo-settlement (300, 120ms)
+//	BATON_DEMO_FAST=1                                all of them tiny (for tests)
+func demoConfig() (demo.Config, error) {
+	if envBool("BATON_DEMO_FAST", false) {
+		return demo.FastConfig(), nil
+	}
+	var c demo.Config
+	var err error
+	num := func(key string, into *int) {
+		if v := os.Getenv(key); v != "" && err == nil {
+			n, perr := strconv.Atoi(v)
+			if perr != nil || n <= 0 {
+				err = fmt.Errorf("%s must be a positive number, not %q", key, v)
+				return
+			}
+			*into = n
+		}
+	}
+	dur := func(key string, into *time.Duration) {
+		if v := os.Getenv(key); v != "" && err == nil {
+			d, perr := time.ParseDuration(v)
+			if perr != nil || d < 0 {
+				err = fmt.Errorf("%s must be a duration such as 50ms, not %q", key, v)
+				return
+			}
+			if d == 0 {
+				d = demo.Off
+			}
+			*into = d
+		}
+	}
+	num("BATON_DEMO_PAGES", &c.Collect.Pages)
+	dur("BATON_DEMO_PAGE_LATENCY", &c.Collect.PageLatency)
+	num("BATON_DEMO_FLAKY_ITEMS", &c.Flaky.Items)
+	dur("BATON_DEMO_ITEM_LATENCY", &c.Flaky.ItemLatency)
+	num("BATON_DEMO_ACCOUNTS", &c.Settlement.Accounts)
+	dur("BATON_DEMO_PROVIDER_LATENCY", &c.Provider.Latency)
+	return c, err
+}
+
+// demoJobsFunc returns the function that makes the demo jobs on the server's pool.
+func demoJobsFunc(cfg demo.Config) func(*pgxpool.Pool) ([]runner.Job, error) {
+	return func(pool *pgxpool.Pool) ([]runner.Job, error) {
+		jobs, _ := demo.Jobs(pool, cfg)
+		return jobs, nil
+	}
+}

@@ -1,0 +1,215 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// TestMain lets the test binary double as a worker process that the crash test kills.
+func TestMain(m *testing.M) {
+	if os.Getenv("BATON_CRASH_CHILD") == "1" {
+		os.Exit(crashChild())
+	}
+	os.Exit(m.Run())
+}
+
+// crashConfig is demo-settlement with a quick provider that still fails in every way,
+// including timeouts after applying.
+func crashConfig(accounts int) Config {
+	return Config{
+		Settlement: SettlementConfig{Accounts: accounts, StopConditions: []runner.StopCondition{}},
+		Provider: ProviderConfig{Latency: 2 * time.Millisecond, ServerErrorRate: 0.03, ThrottleRate: 0.03,
+			TimeoutAfterApplyRate: 0.03, RejectRate: 0.01},
+	}
+}
+
+// crashChild resumes demo-settlement and works until it is killed.
+func crashChild() int {
+	pool, err := pgxpool.New(context.Background(), os.Getenv("BATON_CRASH_DB"))
+	if err != nil {
+		return 2
+	}
+	opt, _ := redis.ParseURL(testenv.RedisURL())
+	accounts, _ := strconv.Atoi(os.Getenv("BATON_CRASH_ACCOUNTS"))
+	jobs, _ := Jobs(pool, crashConfig(accounts))
+	r, err := runner.New(runner.Config{DB: pool, Redis: redis.NewClient(opt), Env: os.Getenv("BATON_CRASH_ENV"), PoolSize: 1,
+		DefaultLease: 30 * time.Second, MaintenanceCron: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := r.Register(context.Background(), jobs[2]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	id, err := r.Start(context.Background(), runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Printf("run %d\n", id)
+	select {} // until killed
+}
+
+// TestCrashAnywhereMakesNoEffectTwice kills a worker running demo-settlement at random
+// points, again and again, recovering and resuming each time; then finishes the work,
+// reconciles what is in doubt and checks that no effect was ever made twice.
+func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
+	b := setup(t)
+	trials := 50
+	if v, err := strconv.Atoi(os.Getenv("BATON_CRASH_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	accounts := trials * 6
+	jobs, provider := Jobs(b.pool, crashConfig(accounts))
+	settle := jobs[2]
+	r := b.runner(settle)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	t.Logf("%d trials over %d accounts", trials, accounts)
+
+	inFlightAtKill := map[string]bool{}
+	for trial := range trials {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.url, "BATON_CRASH_ENV="+b.env,
+			"BATON_CRASH_ACCOUNTS="+strconv.Itoa(accounts))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("trial %d: child said nothing: %v %s", trial, err, stderr.String())
+		}
+		var id int64
+		if _, err := fmt.Sscanf(line, "run %d", &id); err != nil {
+			t.Fatalf("trial %d: child said %q", trial, line)
+		}
+		// Kill at a random point: before, during or after calls and commits.
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond) // the crash point, not a wait for async work
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+
+		// The worker is dead: let its lease run out now (as time would). This UPDATE waits for
+		// any write the worker sent before dying (it holds the run's row lock), and fences off
+		// the rest, so what is IN_FLIGHT after it is exactly what the kill left in doubt.
+		if _, err := b.pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 millisecond'
+			WHERE id = $1 AND status IN ('STARTING', 'RUNNING')`, id); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := b.pool.Query(ctx, `SELECT target_key FROM job_ledger WHERE run_id = $1 AND state = 'IN_FLIGHT'`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var target string
+			_ = rows.Scan(&target)
+			inFlightAtKill[target] = true
+		}
+		rows.Close()
+		r.RecoverExpired(ctx)
+		if n := b.count(`SELECT count(*) FROM job_runs WHERE status IN ('STARTING', 'RUNNING')`); n != 0 {
+			t.Fatalf("trial %d: %d active runs after recovery", trial, n)
+		}
+		if n := b.count(`SELECT count(*) FROM job_ledger WHERE state = 'IN_FLIGHT'`); n != 0 {
+			t.Fatalf("trial %d: %d IN_FLIGHT rows survived recovery", trial, n)
+		}
+	}
+
+	// Finish the work in this process, then reconcile everything in doubt.
+	last := b.waitStatus(r, b.start(r, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume}), bt.StatusSucceeded)
+	t.Logf("killed %d times; %d targets were in flight at a kill; provider %+v", trials, len(inFlightAtKill), provider.Stats())
+	for target := range inFlightAtKill {
+		if s := b.stateOf(target); s != string(bt.LedgerAmbiguous) {
+			t.Errorf("%s was IN_FLIGHT at a kill and is %s, want AMBIGUOUS_EFFECT", target, s)
+		}
+	}
+	checkNoDuplicateEffects(t, b)
+	checkCountsAddUp(t, b, last.Generation)
+
+	ambiguous, err := r.Ledger(ctx, runner.LedgerFilter{JobName: SettlementJobName, States: []runner.LedgerState{bt.LedgerAmbiguous}, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ambiguous {
+		got, err := r.ReconcileEntry(ctx, e.ID, "crash-test")
+		if err != nil {
+			t.Fatalf("reconcile %s: %v", e.Target, err)
+		}
+		effects := b.count(`SELECT count(*) FROM demo_provider_effects WHERE idempotency_key = $1`, e.IdempotencyKey)
+		switch {
+		case got.State == bt.LedgerConfirmed && effects != 1:
+			t.Errorf("%s reconciled CONFIRMED with %d effects", e.Target, effects)
+		case got.State == bt.LedgerNotApplied && effects != 0:
+			t.Errorf("%s reconciled NOT_APPLIED with %d effects", e.Target, effects)
+		}
+	}
+	// A replay of what was not applied pays those, once (with a healthy provider, so the
+	// replay itself leaves nothing in doubt).
+	provider.SetConfig(ProviderConfig{Latency: Off, ServerErrorRate: Off, ThrottleRate: Off, TimeoutAfterApplyRate: Off, RejectRate: Off})
+	if len(ambiguous) > 0 || b.count(`SELECT count(*) FROM job_ledger WHERE state = 'TRANSIENT'`) > 0 {
+		b.waitStatus(r, b.start(r, runner.StartParams{Job: SettlementJobName, Trigger: bt.TriggerReplay, Mode: bt.ModeResume,
+			Generation: last.Generation, FromStart: true, ReplayScope: bt.ScopeTransient}), bt.StatusSucceeded)
+	}
+	checkNoDuplicateEffects(t, b)
+	checkCountsAddUp(t, b, last.Generation)
+	if n := b.count(`SELECT count(*) FROM job_ledger WHERE state IN ('AMBIGUOUS_EFFECT', 'IN_FLIGHT', 'NOT_APPLIED')`); n != 0 {
+		t.Fatalf("%d targets still in doubt or unapplied after reconcile and replay", n)
+	}
+}
+
+func (b *bundle) stateOf(target string) string {
+	var s string
+	if err := b.pool.QueryRow(context.Background(), `SELECT state FROM job_ledger WHERE target_key = $1`, target).Scan(&s); err != nil {
+		b.t.Fatal(err)
+	}
+	return s
+}
+
+// checkNoDuplicateEffects: no key has two provider effects, and every CONFIRMED target has
+// exactly one.
+func checkNoDuplicateEffects(t *testing.T, b *bundle) {
+	t.Helper()
+	if n := b.count(`SELECT count(*) FROM (SELECT idempotency_key FROM demo_provider_effects GROUP BY 1 HAVING count(*) > 1) d`); n != 0 {
+		t.Fatalf("%d idempotency keys have two or more provider effects: an effect was made twice", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_ledger l WHERE l.state = 'CONFIRMED' AND
+		(SELECT count(*) FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key) <> 1`); n != 0 {
+		t.Fatalf("%d CONFIRMED targets without exactly one provider effect", n)
+	}
+}
+
+// checkCountsAddUp: the generation's counters equal a COUNT over the ledger.
+func checkCountsAddUp(t *testing.T, b *bundle, gen int64) {
+	t.Helper()
+	if n := b.count(`SELECT count(*) FROM (
+		SELECT state, count(*) AS n FROM job_ledger WHERE generation = $1 GROUP BY state
+	) l FULL JOIN (SELECT state, n FROM job_ledger_counts WHERE generation = $1 AND run_id = 0 AND n <> 0) c USING (state)
+	WHERE l.n IS DISTINCT FROM c.n`, gen); n != 0 {
+		t.Fatalf("%d ledger states whose counter disagrees with the rows", n)
+	}
+}
