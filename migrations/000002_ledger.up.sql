@@ -28,7 +28,6 @@ CREATE INDEX job_ledger_run ON job_ledger (run_id, id);
 CREATE INDEX job_ledger_job_state ON job_ledger (job_name, state, id);
 CREATE INDEX job_ledger_in_flight ON job_ledger (run_id) WHERE state = 'IN_FLIGHT';
 CREATE INDEX job_ledger_ambiguous ON job_ledger (job_name, id) WHERE state = 'AMBIGUOUS_EFFECT';
-CREATE INDEX job_ledger_updated ON job_ledger (job_name, generation, updated_at);
 -- Targets attempted 3+ times without success: the "one target retried" alarm.
 CREATE INDEX job_ledger_retried ON job_ledger (job_name) WHERE attempt >= 3 AND state NOT IN ('CONFIRMED', 'NOT_APPLIED', 'SKIPPED');
 

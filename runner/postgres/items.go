@@ -93,8 +93,10 @@ WITH fence AS (
 	) x GROUP BY r, s HAVING sum(d) <> 0
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
 ), cp AS (
+	-- Named shards keep their checkpoints here item by item; the main shard's lives on the run
+	-- row and is copied here when the run ends (Finish, RecoverExpired): one row less per item.
 	INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
-	SELECT $10, $11, $9, $8, fence.processed, $1 FROM fence WHERE $8::text IS NOT NULL
+	SELECT $10, $11, $9, $8, fence.processed, $1 FROM fence WHERE $8::text IS NOT NULL AND $9 <> ''
 	ON CONFLICT (job_name, generation, shard) DO UPDATE SET
 		token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
 ), er AS (

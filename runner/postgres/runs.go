@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -178,10 +179,20 @@ func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason
 		r := string(reason)
 		stop = &r
 	}
-	run, err := scanRun(s.pool.QueryRow(ctx, `UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
-			finished_at = now(), lease_until = LEAST(lease_until, now()), pause_reason = NULL
-		WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > now()
-		RETURNING `+runColumns, f.RunID, f.Token, string(status), stop, message))
+	// One statement: the run ends and its checkpoint becomes the generation's resume point
+	// together, or neither happens.
+	run, err := scanRun(s.pool.QueryRow(ctx, `WITH fin AS (
+			UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
+				finished_at = now(), lease_until = LEAST(lease_until, now()), pause_reason = NULL
+			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > now()
+			RETURNING *
+		), cp AS (
+			INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
+			SELECT job_name, generation, '', checkpoint, processed, id FROM fin `+syncableCheckpoint+`
+			ON CONFLICT (job_name, generation, shard) DO UPDATE SET
+				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
+		)
+		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &bt.Error{Code: bt.CodeLeaseLost, Message: fmt.Sprintf("finish run %d refused: lease lost", f.RunID)}
 	}
@@ -189,6 +200,25 @@ func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason
 		return nil, fmt.Errorf("finish run %d: %w", f.RunID, err)
 	}
 	return run, nil
+}
+
+// syncableCheckpoint selects ended runs whose checkpoint the next RESUME should start from.
+// Replays walk the generation from its start and do not move it.
+const syncableCheckpoint = `WHERE checkpoint <> '' AND trigger <> 'REPLAY' AND checkpoint IS DISTINCT FROM start_checkpoint`
+
+// syncCheckpoints copies the main-shard checkpoint of ended runs to job_checkpoints, where the
+// next RESUME of the generation starts from.
+func syncCheckpoints(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, runIDs []int64) error {
+	_, err := q.Exec(ctx, `INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
+		SELECT job_name, generation, '', checkpoint, processed, id FROM job_runs `+syncableCheckpoint+` AND id = ANY($1)
+		ON CONFLICT (job_name, generation, shard) DO UPDATE SET
+			token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()`, runIDs)
+	if err != nil {
+		return fmt.Errorf("sync checkpoints: %w", err)
+	}
+	return nil
 }
 
 // ExpiredRun is a run the recoverer failed because its lease ran out.
@@ -228,6 +258,9 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]ExpiredRun, error) {
 	ids := make([]int64, len(expired))
 	for i, e := range expired {
 		ids[i] = e.ID
+	}
+	if err := syncCheckpoints(ctx, tx, ids); err != nil {
+		return nil, err
 	}
 	amb, err := markAmbiguous(ctx, tx, ids, "the worker lost its lease while the call was in flight")
 	if err != nil {
