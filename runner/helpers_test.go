@@ -106,6 +106,18 @@ func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.Run {
 		}
 		return false
 	})
+	if !last.Status.Active() {
+		// The worker releases the run's Redis lock just after the final status commits; a
+		// start made in between would meet the lock.
+		var job, token string
+		if err := b.pool.QueryRow(context.Background(), `SELECT job_name, lease_token FROM job_runs WHERE id = $1`, id).Scan(&job, &token); err != nil {
+			b.t.Fatal(err)
+		}
+		testenv.Eventually(b.t, 10*time.Second, fmt.Sprintf("run %d's lock to be released", id), func() bool {
+			held, ok, err := lockHolder(b, job)
+			return err == nil && (!ok || held != token)
+		})
+	}
 	return last
 }
 
