@@ -85,7 +85,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	t.Logf("%d trials over %d accounts", trials, accounts)
 
-	inFlightAtKill := map[string]bool{}
+	inFlightAtKill := map[string]int64{}
 	for trial := range trials {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.url, "BATON_CRASH_ENV="+b.env,
@@ -116,8 +116,10 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 
 		// The worker is dead: let its lease run out now (as time would). This UPDATE waits for
 		// any write the worker sent before dying (it holds the run's row lock), and fences off
-		// the rest, so what is IN_FLIGHT after it is exactly what the kill left in doubt.
-		if _, err := b.pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 millisecond'
+		// the rest, so what is IN_FLIGHT after it is exactly what the kill left in doubt. The
+		// lease ends an hour back: a statement the dead worker began a moment ago judges the
+		// fence by its own start time, and must find the lease over too.
+		if _, err := b.pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 hour'
 			WHERE id = $1 AND status IN ('STARTING', 'RUNNING')`, id); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +130,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		for rows.Next() {
 			var target string
 			_ = rows.Scan(&target)
-			inFlightAtKill[target] = true
+			inFlightAtKill[target] = id
 		}
 		rows.Close()
 		r.RecoverExpired(ctx)
@@ -145,7 +147,11 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	t.Logf("killed %d times; %d targets were in flight at a kill; provider %+v", trials, len(inFlightAtKill), provider.Stats())
 	for target := range inFlightAtKill {
 		if s := b.stateOf(target); s != string(bt.LedgerAmbiguous) {
-			t.Errorf("%s was IN_FLIGHT at a kill and is %s, want AMBIGUOUS_EFFECT", target, s)
+			var run, attempt, effects int
+			_ = b.pool.QueryRow(ctx, `SELECT run_id, attempt, (SELECT count(*) FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)
+				FROM job_ledger l WHERE target_key = $1`, target).Scan(&run, &attempt, &effects)
+			t.Errorf("%s was IN_FLIGHT at a kill (run %d) and is %s (run %d, attempt %d, %d effects), want AMBIGUOUS_EFFECT",
+				target, inFlightAtKill[target], s, run, attempt, effects)
 		}
 	}
 	checkNoDuplicateEffects(t, b)
