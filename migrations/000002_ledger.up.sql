@@ -2,7 +2,7 @@
 
 CREATE TABLE job_ledger (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    job_name        text        NOT NULL REFERENCES job_settings (name),
+    job_name        text        NOT NULL, -- no foreign keys: each costs a check per item on the hot path
     generation      bigint      NOT NULL,
     target_key      text        NOT NULL,
     step            text        NOT NULL DEFAULT '',
@@ -18,7 +18,7 @@ CREATE TABLE job_ledger (
     last_error      text,
     last_error_sig  text,
     same_error_count integer    NOT NULL DEFAULT 0,
-    run_id          bigint      NOT NULL REFERENCES job_runs (id),
+    run_id          bigint      NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
     UNIQUE (job_name, generation, target_key, step)

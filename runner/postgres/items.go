@@ -68,8 +68,11 @@ WITH fence AS (
 		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[])
 		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg)
 ), prev AS (
-	SELECT l.state FROM job_ledger l JOIN input i ON l.target_key = i.target AND l.step = i.step
-	WHERE l.job_name = $10 AND l.generation = $11
+	-- One index probe per input row: LIMIT keeps the planner from flattening this into a
+	-- join that hashes the whole generation when its statistics are stale.
+	SELECT l.state FROM input i CROSS JOIN LATERAL (
+		SELECT state FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
+	) l
 ), led AS (
 	INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id)
@@ -180,8 +183,9 @@ func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []Ta
 	}
 	rows, err := s.pool.Query(ctx, `SELECT l.target_key, l.step, l.state, l.attempt, l.input_hash,
 			COALESCE(l.last_error_sig, ''), l.same_error_count
-		FROM job_ledger l JOIN unnest($3::text[], $4::text[]) AS k(target, step) ON l.target_key = k.target AND l.step = k.step
-		WHERE l.job_name = $1 AND l.generation = $2`, job, gen, targets, steps)
+		FROM unnest($3::text[], $4::text[]) AS k(target, step) CROSS JOIN LATERAL (
+			SELECT * FROM job_ledger WHERE job_name = $1 AND generation = $2 AND target_key = k.target AND step = k.step LIMIT 1
+		) l`, job, gen, targets, steps)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s: %w", job, err)
 	}

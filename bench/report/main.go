@@ -1,0 +1,737 @@
+// Command report turns the raw output of one scripts/bench.sh run into BENCHMARKS.md.
+//
+//	report -dir .data/bench/latest -out BENCHMARKS.md
+//
+// The run directory holds meta.tsv (machine facts, settings), commands.tsv (the exact commands
+// of a round) and round-N/ directories with the outputs of one round: pgbench-1.txt, pgbench-8.txt
+// (pgbench), baton.txt (go test -bench), river*.txt (bench/river, Go benchmark format),
+// redis.csv (redis-benchmark --csv), status.tsv (exit status and seconds per step) and loadavg.
+//
+// Every figure is summarised by its median over the rounds. A ratio against a baseline is
+// computed per round (both measured in that round, so they saw the same noise) and summarised
+// by the median of those per-round ratios; the ratio of the two medians is shown beside it.
+// Goals are judged on the median of the per-round ratios (or of the per-round values).
+//
+// Every Go benchmark the run produced appears in the figures table, whatever its name. The goals
+// of issues 2-4 look for benchmarks by name (see goals below); a goal whose benchmark does not
+// exist yet is listed as "not measured yet".
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	dir := flag.String("dir", "../.data/bench/latest", "raw output of one scripts/bench.sh run")
+	out := flag.String("out", "", "write the report here (default: standard output)")
+	flag.Parse()
+	run, err := load(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+	text := render(run)
+	if *out == "" {
+		fmt.Print(text)
+		return
+	}
+	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+// Source groups figures in the report.
+type Source int
+
+const (
+	Baseline Source = iota
+	Baton
+	River
+)
+
+// Figure is one measured quantity (a benchmark and a unit) with its value in each round.
+type Figure struct {
+	Bench  string
+	Unit   string
+	Source Source
+	Order  int             // first appearance, to keep the benchmarks' own order
+	Rounds map[int]float64 // round -> value
+}
+
+func (f *Figure) key() string { return f.Bench + "\x00" + f.Unit }
+
+// Step is one command of one round.
+type Step struct {
+	Name    string
+	Rc      int
+	Seconds int
+}
+
+// Run is everything one bench.sh run left.
+type Run struct {
+	Dir      string
+	Meta     map[string]string
+	Commands [][2]string
+	Rounds   []int
+	Load     map[int]string
+	Steps    map[int][]Step
+	Figures  []*Figure
+	byKey    map[string]*Figure
+	Declared []string // Benchmark functions found in the source (declared.txt)
+	GoCPU    string   // the cpu: line of go test
+	Problems []string
+}
+
+const (
+	pg1     = "pgbench INSERT+COMMIT, 1 connection"
+	pg8     = "pgbench INSERT+COMMIT, 8 connections"
+	redisOp = "redis-benchmark SET"
+)
+
+func (r *Run) add(src Source, round int, bench, unit string, v float64) {
+	k := bench + "\x00" + unit
+	f := r.byKey[k]
+	if f == nil {
+		f = &Figure{Bench: bench, Unit: unit, Source: src, Order: len(r.Figures), Rounds: map[int]float64{}}
+		r.byKey[k] = f
+		r.Figures = append(r.Figures, f)
+	}
+	if old, ok := f.Rounds[round]; ok {
+		// Several lines for one benchmark in one round (-count > 1): keep their mean.
+		v = (old + v) / 2
+	}
+	f.Rounds[round] = v
+}
+
+func (r *Run) fig(bench, unit string) *Figure { return r.byKey[bench+"\x00"+unit] }
+
+func load(dir string) (*Run, error) {
+	r := &Run{Dir: dir, Meta: map[string]string{}, Load: map[int]string{}, Steps: map[int][]Step{}, byKey: map[string]*Figure{}}
+	if err := eachLine(filepath.Join(dir, "meta.tsv"), func(l string) {
+		if k, v, ok := strings.Cut(l, "\t"); ok {
+			r.Meta[k] = v
+		}
+	}); err != nil {
+		return nil, err
+	}
+	_ = eachLine(filepath.Join(dir, "commands.tsv"), func(l string) {
+		if k, v, ok := strings.Cut(l, "\t"); ok {
+			r.Commands = append(r.Commands, [2]string{k, v})
+		}
+	})
+	_ = eachLine(filepath.Join(dir, "declared.txt"), func(l string) {
+		if l = strings.TrimSpace(l); l != "" {
+			r.Declared = append(r.Declared, l)
+		}
+	})
+	rounds, _ := filepath.Glob(filepath.Join(dir, "round-*"))
+	for _, rd := range rounds {
+		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(rd), "round-"))
+		if err != nil {
+			continue
+		}
+		r.Rounds = append(r.Rounds, n)
+	}
+	slices.Sort(r.Rounds)
+	if len(r.Rounds) == 0 {
+		return nil, fmt.Errorf("%s has no round-N directories", dir)
+	}
+	for _, n := range r.Rounds {
+		rd := filepath.Join(dir, fmt.Sprintf("round-%d", n))
+		if b, err := os.ReadFile(filepath.Join(rd, "loadavg")); err == nil {
+			r.Load[n] = strings.TrimSpace(string(b))
+		}
+		_ = eachLine(filepath.Join(rd, "status.tsv"), func(l string) {
+			p := strings.Split(l, "\t")
+			if len(p) != 3 {
+				return
+			}
+			rc, _ := strconv.Atoi(p[1])
+			s, _ := strconv.Atoi(p[2])
+			r.Steps[n] = append(r.Steps[n], Step{p[0], rc, s})
+			if rc != 0 {
+				r.Problems = append(r.Problems, fmt.Sprintf("round %d: %s exited %d (see %s/%s*)", n, p[0], rc, rd, p[0]))
+			}
+		})
+		r.parsePgbench(n, filepath.Join(rd, "pgbench-1.txt"), pg1)
+		r.parsePgbench(n, filepath.Join(rd, "pgbench-8.txt"), pg8)
+		r.parseGoBench(n, filepath.Join(rd, "baton.txt"), Baton)
+		rivers, _ := filepath.Glob(filepath.Join(rd, "river*.txt"))
+		for _, f := range rivers {
+			r.parseGoBench(n, f, River)
+		}
+		r.parseRedis(n, filepath.Join(rd, "redis.csv"))
+	}
+	return r, nil
+}
+
+func eachLine(path string, fn func(string)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		fn(sc.Text())
+	}
+	return sc.Err()
+}
+
+var (
+	tpsRE     = regexp.MustCompile(`^tps = ([0-9.]+)`)
+	latRE     = regexp.MustCompile(`^latency average = ([0-9.]+) ms`)
+	benchRE   = regexp.MustCompile(`^(Benchmark\S+)\s+(\d+)\s+(.*)$`)
+	procsRE   = regexp.MustCompile(`-\d+$`)
+	memUnitRE = regexp.MustCompile(`^(B/op|allocs/op|MB/s)$`)
+)
+
+func (r *Run) parsePgbench(round int, path, name string) {
+	_ = eachLine(path, func(l string) {
+		if m := tpsRE.FindStringSubmatch(l); m != nil {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				r.add(Baseline, round, name, "tps", v)
+			}
+		}
+		if m := latRE.FindStringSubmatch(l); m != nil {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				r.add(Baseline, round, name, "latency-avg-ms", v)
+			}
+		}
+	})
+}
+
+func (r *Run) parseGoBench(round int, path string, src Source) {
+	_ = eachLine(path, func(l string) {
+		if c, ok := strings.CutPrefix(l, "cpu: "); ok && src == Baton {
+			r.GoCPU = strings.TrimSpace(c)
+		}
+		m := benchRE.FindStringSubmatch(l)
+		if m == nil {
+			return
+		}
+		name := procsRE.ReplaceAllString(m[1], "")
+		fields := strings.Fields(m[3])
+		custom := false
+		type pair struct {
+			v float64
+			u string
+		}
+		var pairs []pair
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return
+			}
+			pairs = append(pairs, pair{v, fields[i+1]})
+			if fields[i+1] != "ns/op" && !memUnitRE.MatchString(fields[i+1]) {
+				custom = true
+			}
+		}
+		for _, p := range pairs {
+			// Allocation figures stay in the raw files. ns/op is kept only for benchmarks that
+			// report nothing of their own (for the others it mixes setup and waiting).
+			if memUnitRE.MatchString(p.u) || (p.u == "ns/op" && custom) {
+				continue
+			}
+			r.add(src, round, name, p.u, p.v)
+		}
+	})
+}
+
+func (r *Run) parseRedis(round int, path string) {
+	var header []string
+	_ = eachLine(path, func(l string) {
+		cells := strings.Split(l, ",")
+		for i := range cells {
+			cells[i] = strings.Trim(strings.TrimSpace(cells[i]), `"`)
+		}
+		if header == nil {
+			header = cells
+			return
+		}
+		if len(cells) != len(header) || cells[0] != "SET" {
+			return
+		}
+		for i, h := range header {
+			unit := map[string]string{"rps": "ops/s", "p50_latency_ms": "p50-ms", "p99_latency_ms": "p99-ms"}[h]
+			if unit == "" {
+				continue
+			}
+			if v, err := strconv.ParseFloat(cells[i], 64); err == nil {
+				r.add(Baseline, round, redisOp, unit, v)
+			}
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (f *Figure) values() []float64 {
+	var v []float64
+	for _, x := range f.Rounds {
+		v = append(v, x)
+	}
+	slices.Sort(v)
+	return v
+}
+
+func (f *Figure) median() float64 { return median(f.values()) }
+
+// perRound divides num by den in every round where both were measured.
+func perRound(num, den *Figure) []float64 {
+	if num == nil || den == nil {
+		return nil
+	}
+	var out []float64
+	for r, n := range num.Rounds {
+		if d, ok := den.Rounds[r]; ok && d != 0 {
+			out = append(out, n/d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is compared with what
+
+// riverFigure is River's jobs/s with the most jobs per repetition: the steady-state figure, the
+// harder one to beat, which the batch goal is judged against.
+func (r *Run) riverFigure() *Figure {
+	var best *Figure
+	bestN := -1
+	re := regexp.MustCompile(`jobs=(\d+)`)
+	for _, f := range r.Figures {
+		if f.Source != River || f.Unit != "jobs/s" {
+			continue
+		}
+		n := 0
+		if m := re.FindStringSubmatch(f.Bench); m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		if n > bestN {
+			best, bestN = f, n
+		}
+	}
+	return best
+}
+
+// baselineFor names the baseline a Baton figure is read against, if it has one.
+func (r *Run) baselineFor(f *Figure) (*Figure, string) {
+	switch {
+	case f.Unit == "items/s" && regexp.MustCompile(`ProcessStrict|WriteItem`).MatchString(f.Bench):
+		return r.fig(pg1, "tps"), "pgbench 1 conn tps"
+	case f.Unit == "items/s" && strings.Contains(f.Bench, "ProcessBatch"):
+		rf := r.riverFigure()
+		if rf == nil {
+			return nil, ""
+		}
+		return rf, "River jobs/s (" + shortRiver(rf.Bench) + ")"
+	case f.Unit == "ops/s" && regexp.MustCompile(`AcquireRelease|Extend`).MatchString(f.Bench):
+		return r.fig(redisOp, "ops/s"), "redis SET ops/s"
+	case regexp.MustCompile(`^p\d+-ms$`).MatchString(f.Unit) && f.Source == Baton:
+		return r.fig(pg1, "latency-avg-ms"), "one INSERT+COMMIT, ms"
+	}
+	return nil, ""
+}
+
+func shortRiver(name string) string {
+	if i := strings.Index(name, "jobs="); i >= 0 {
+		return name[i:]
+	}
+	return name
+}
+
+// Goal is a target from issues 2-4.
+type Goal struct {
+	Issue string
+	What  string
+	// Func matches the Benchmark function(s) that measure it, to tell "not run this time" from
+	// "not written yet".
+	Func string
+	// Ratio goals: Num / Den per round, judged against Min.
+	Num, Den func(*Run) *Figure
+	Min      float64
+	// Value goals: the figure's per-round values, judged against Max (in the figure's unit).
+	Val func(*Run) []*Figure
+	Max float64
+	// Note explains a goal without a numeric threshold or a figure's ceiling.
+	Note string
+}
+
+func byName(nameRE, unitRE string) func(*Run) []*Figure {
+	n, u := regexp.MustCompile(nameRE), regexp.MustCompile(unitRE)
+	return func(r *Run) []*Figure {
+		var out []*Figure
+		for _, f := range r.Figures {
+			if f.Source == Baton && n.MatchString(f.Bench) && u.MatchString(f.Unit) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+}
+
+func one(nameRE, unit string) func(*Run) *Figure {
+	find := byName(nameRE, "^"+regexp.QuoteMeta(unit)+"$")
+	return func(r *Run) *Figure {
+		if fs := find(r); len(fs) > 0 {
+			return fs[0]
+		}
+		return nil
+	}
+}
+
+// goals lists what issues 2-4 ask the benchmarks to show. Benchmarks added later are found by
+// name: name them so these patterns match (e.g. BenchmarkFireLateness reporting p99-ms,
+// BenchmarkGraphQLStartJob reporting p50-ms/p99-ms, BenchmarkSubscribers/n=1000 reporting p99-ms).
+var goals = []Goal{
+	{Issue: "#2, #3", What: "Strict path (Process, one commit per item) ≥ 0.8× pgbench 1-connection INSERT+COMMIT tps", Func: `^BenchmarkProcessStrict$`,
+		Num: one(`^BenchmarkProcessStrict$`, "items/s"), Den: func(r *Run) *Figure { return r.fig(pg1, "tps") }, Min: 0.8},
+	{Issue: "#3", What: "Batch path (ProcessBatch, 500 items per commit) ≥ 3× River jobs/s", Func: `^BenchmarkProcessBatch$`,
+		Num: one(`^BenchmarkProcessBatch$`, "items/s"), Den: (*Run).riverFigure, Min: 3},
+	{Issue: "#3", What: "Batch path with external effect (intent + result commit per 500) ≥ 3× River jobs/s", Func: `^BenchmarkProcessBatchExternal$`,
+		Num: one(`^BenchmarkProcessBatchExternal$`, "items/s"), Den: (*Run).riverFigure, Min: 3},
+	{Issue: "#3", What: "Strict path with external effect (intent + result: two commits per item), against pgbench 1 conn", Func: `^BenchmarkProcessStrictExternal$`,
+		Num: one(`^BenchmarkProcessStrictExternal$`, "items/s"), Den: func(r *Run) *Figure { return r.fig(pg1, "tps") },
+		Note: "no goal of its own: two commits per item put its ceiling near 0.5×"},
+	{Issue: "#2", What: "Runner.Start latency p50 / p99 (lock + insert + dispatch)", Func: `^BenchmarkStart$`,
+		Val: byName(`^BenchmarkStart$`, `^p(50|99)-ms$`), Note: "reported; the issue sets no number"},
+	{Issue: "#2", What: "Scheduled fire lateness p99 ≤ 1 s", Func: `(?i)(fire|lateness)`,
+		Val: byName(`(?i)(fire|lateness)`, `(?i)^p99`), Max: 1000},
+	{Issue: "#4", What: "startJob over HTTP (GraphQL) latency p50 / p99, next to Runner.Start", Func: `(?i)startjob`,
+		Val: byName(`(?i)startjob`, `^p(50|99)-ms$`), Note: "reported; the issue sets no number"},
+	{Issue: "#4", What: "1,000 WebSocket subscribers to one busy run: item-commit-to-client p99 ≤ 100 ms (with server CPU and RSS)", Func: `(?i)(subscri|websocket)`,
+		Val: byName(`(?i)(subscri|websocket).*\b1000\b|(?i)(subscri|websocket).*=1k`, `(?i)^p99`), Max: 100},
+	{Issue: "#4", What: "10,000 WebSocket subscribers: the same, scaled", Func: `(?i)(subscri|websocket)`,
+		Val: byName(`(?i)(subscri|websocket).*(10000|10k)`, `(?i)^p99`)},
+	{Issue: "#4", What: "runs(first: 50) latency with 1M runs loaded", Func: `(?i)runs.*(first|page|query|1m)`,
+		Val: byName(`(?i)runs.*(first|page|query|1m)`, `^p(50|99)-ms$`)},
+	{Issue: "#4", What: "ledger(first: 50) latency with 10M ledger rows loaded", Func: `(?i)ledger.*(first|page|query|10m)`,
+		Val: byName(`(?i)ledger.*(first|page|query|10m)`, `^p(50|99)-ms$`)},
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case math.Abs(v) >= 1000:
+		return commas(strconv.FormatFloat(v, 'f', 0, 64))
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case math.Abs(v) >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+}
+
+func commas(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func ratio(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + "×"
+}
+
+func rangeOf(xs []float64, f func(float64) string) string {
+	if len(xs) == 0 {
+		return "—"
+	}
+	return f(xs[0]) + " – " + f(xs[len(xs)-1])
+}
+
+// spread flags a figure whose rounds disagree by more than ±25 % of the median.
+func spread(xs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	m := median(xs)
+	if m == 0 {
+		return ""
+	}
+	if (xs[len(xs)-1]-xs[0])/2/math.Abs(m) > 0.25 {
+		return " ⚠"
+	}
+	return ""
+}
+
+func render(r *Run) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	m := func(k string) string { return cmp.Or(r.Meta[k], "?") }
+
+	w("# Baton benchmarks\n\n")
+	runDir := r.Dir
+	if d, err := filepath.EvalSymlinks(runDir); err == nil {
+		runDir = d
+	}
+	w("Generated by `make bench` (scripts/bench.sh → bench/report) from the raw output in `.data/bench/%s/`. Do not edit by hand: rerun `make bench`.\n\n", filepath.Base(runDir))
+	cpu := m("cpu")
+	if r.GoCPU != "" && r.GoCPU != cpu {
+		cpu += " (go test: " + r.GoCPU + ")"
+	}
+	w("**Machine:** %s — %s cores, %s, %s RAM, %s. **Date:** %s → %s (%s, %s).\n\n",
+		m("host"), m("nproc"), cpu, m("memory"), m("kernel"), m("started"), m("finished"), m("duration"), plural(len(r.Rounds), "round"))
+	w("| | |\n|---|---|\n")
+	for _, kv := range [][2]string{
+		{"PostgreSQL", m("postgres") + " (" + m("postgres_settings") + ")"},
+		{"PostgreSQL server", m("postgres_source")},
+		{"Redis", m("redis") + " — " + m("redis_source")},
+		{"Go", m("go")},
+		{"River", m("river") + " (bench/go.mod; a separate module, never a product dependency)"},
+		{"Tools", m("pgbench") + "; " + m("redis_benchmark")},
+		{"Baton commit", m("git")},
+		{"Load average", "before " + m("loadavg_before") + ", after " + m("loadavg_after")},
+		{"Settings", "`" + m("settings") + "`"},
+	} {
+		w("| %s | %s |\n", kv[0], strings.ReplaceAll(kv[1], "|", `\|`))
+	}
+	w("\nThe machine is shared and noisy: every figure below is the **median over %s**, each round running every benchmark and baseline once, interleaved, so noise hits all of them alike. Ratios are computed **per round** (a figure and its baseline measured in the same round, a minute or two apart) and summarised by their median. Compare ratios, never absolute numbers across runs or machines. ⚠ marks a figure whose rounds disagree by more than ±25 %% of its median.\n\n", plural(len(r.Rounds), "round"))
+	if len(r.Rounds) < 5 {
+		w("> **Trial run:** only %s. Medians of fewer than 5 rounds are not the project's figures; rerun `make bench` (ROUNDS=5).\n\n", plural(len(r.Rounds), "round"))
+	}
+	if len(r.Problems) > 0 {
+		w("> **Failed steps** — figures from these are missing:\n")
+		for _, p := range r.Problems {
+			w("> - %s\n", p)
+		}
+		w("\n")
+	}
+
+	// Goals.
+	w("## Goals\n\n")
+	w("| issue | goal | measured (median of per-round) | per-round range | verdict |\n|---|---|---|---|---|\n")
+	for _, g := range goals {
+		measured, rng, verdict := judge(r, g)
+		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
+	}
+
+	// Figures.
+	w("\n## Figures\n\n")
+	w("| benchmark | unit | median | range over rounds | rounds | baseline (median) | ratio: median of per-round | ratio of medians |\n|---|---|---|---|---|---|---|---|\n")
+	for _, src := range []Source{Baton, River, Baseline} {
+		figs := slices.Clone(r.Figures)
+		figs = slices.DeleteFunc(figs, func(f *Figure) bool { return f.Source != src })
+		slices.SortStableFunc(figs, func(a, b *Figure) int { return a.Order - b.Order })
+		for _, f := range figs {
+			vals := f.values()
+			base, baseName := r.baselineFor(f)
+			bcell, rcell, rmcell := "—", "—", "—"
+			if base != nil {
+				bcell = fmt.Sprintf("%s: %s", baseName, num(base.median()))
+				rcell = ratio(median(perRound(f, base)))
+				rmcell = ratio(f.median() / base.median())
+			}
+			w("| %s | %s | **%s**%s | %s | %d | %s | %s | %s |\n", f.Bench, f.Unit, num(f.median()), spread(vals),
+				rangeOf(vals, num), len(vals), bcell, rcell, rmcell)
+		}
+	}
+	w("\nBaselines: pgbench runs `INSERT INTO scratch.t (v) VALUES (1)` (one row, autocommit: one INSERT + one COMMIT per transaction) into a table with an identity primary key, prepared statements, on the same database as the benchmarks — the physical limit for per-item commits. redis-benchmark runs SET with %s client(s). River works no-op jobs inserted beforehand with InsertManyFast, tuned like River's own `river bench` (FetchCooldown 2 ms, FetchPollInterval 20 ms, MaxWorkers 2,000 on the default queue), timed from Client.Start to the last job's completion event (sent after River's completer has marked the job completed in the database), after one untimed warm-up; the largest job count is the one the batch goal is judged against.\n",
+		cmp.Or(settingOf(r, "REDIS_CLIENTS"), "?"))
+
+	// Not measured.
+	w("\n### Asked for by the issues, not measured yet\n\n")
+	missing := 0
+	for _, g := range goals {
+		if _, _, v := judge(r, g); v == notYet {
+			w("- %s (issue %s)\n", g.What, g.Issue)
+			missing++
+		}
+	}
+	if missing == 0 {
+		w("Nothing: every benchmark the issues ask for exists.\n")
+	} else {
+		w("\nThese rows fill in by themselves once a benchmark whose name matches exists (patterns in bench/report/main.go, `goals`); any other new benchmark appears in the figures table as it is.\n")
+	}
+
+	// Rounds.
+	w("\n## Rounds\n\n| round | load average at start | steps (seconds; exit status if not 0) |\n|---|---|---|\n")
+	for _, n := range r.Rounds {
+		var parts []string
+		for _, s := range r.Steps[n] {
+			p := fmt.Sprintf("%s %ds", s.Name, s.Seconds)
+			if s.Rc != 0 {
+				p += fmt.Sprintf(" **exit %d**", s.Rc)
+			}
+			parts = append(parts, p)
+		}
+		w("| %d | %s | %s |\n", n, cmp.Or(r.Load[n], "?"), strings.Join(parts, ", "))
+	}
+
+	// Commands.
+	w("\n## Exact commands\n\nOnce, before the rounds:\n\n```sh\n")
+	for _, c := range r.Commands {
+		if c[0] == "setup" {
+			w("%s\n", c[1])
+		}
+	}
+	w("```\n\nEach round, in this order:\n\n```sh\n")
+	for _, c := range r.Commands {
+		if c[0] != "setup" {
+			w("%s\n", c[1])
+		}
+	}
+	w("```\n\nThe Go benchmarks run with `-p 1`, one package at a time, so no two benchmarks share the CPUs. The packages are every package of the root module with a `func Benchmark…` (found with `go list` and grep), so benchmarks added later are picked up; `BENCH` narrows them by regexp.\n")
+
+	// Reproduce.
+	w("\n## How to reproduce\n\n")
+	w("```sh\nmake bench                      # = scripts/bench.sh: services up, 5 rounds, writes BENCHMARKS.md\nROUNDS=7 BENCH='Process' make bench   # more rounds, only matching benchmarks\n(cd bench && go run ./report -dir ../.data/bench/latest -out ../BENCHMARKS.md)   # only the report again\nbenchstat .data/bench.txt       # every Go-format line of the run (golang.org/x/perf/cmd/benchstat)\n```\n\n")
+	w("Raw outputs of every round stay in `.data/bench/<UTC time>/` (`.data/bench/latest`). A quieter machine gives higher absolute numbers; the ratios are what carry across. Knobs: ROUNDS, BENCH, BENCHTIME, PGBENCH_SECONDS, RIVER_JOBS, RIVER_SMALL_JOBS, RIVER_REPS, REDIS_REQUESTS, REDIS_CLIENTS, BENCH_OUT (see scripts/bench.sh).\n")
+	return b.String()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func settingOf(r *Run, k string) string {
+	for _, f := range strings.Fields(r.Meta["settings"]) {
+		if v, ok := strings.CutPrefix(f, k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+const (
+	notYet     = "**not measured yet**"
+	notRun     = "**not run this time** (the benchmark exists: BENCH filter, or it failed)"
+	noBaseline = "**baseline missing** in every round (see the failed steps)"
+)
+
+// absent says why a goal has no figure: no benchmark for it yet, or one that did not run.
+func (r *Run) absent(g Goal) string {
+	if g.Func != "" {
+		re := regexp.MustCompile(g.Func)
+		for _, d := range r.Declared {
+			if re.MatchString(d) {
+				return notRun
+			}
+		}
+	}
+	return notYet
+}
+
+// judge returns the measured cell, the per-round range and the verdict of a goal.
+func judge(r *Run, g Goal) (string, string, string) {
+	if g.Num != nil {
+		n, d := g.Num(r), g.Den(r)
+		if n == nil {
+			return "—", "—", r.absent(g)
+		}
+		rs := perRound(n, d)
+		if d == nil || len(rs) == 0 {
+			return "—", "—", noBaseline
+		}
+		med := median(rs)
+		cell := fmt.Sprintf("**%s** (%s %s ÷ %s %s)", ratio(med), num(n.median()), n.Unit, num(d.median()), d.Unit)
+		switch {
+		case g.Min == 0:
+			return cell, rangeOf(rs, ratio), g.Note
+		case med >= g.Min:
+			return cell, rangeOf(rs, ratio), fmt.Sprintf("**MET** (%s ≥ %s)", ratio(med), ratio(g.Min))
+		default:
+			return cell, rangeOf(rs, ratio), fmt.Sprintf("**NOT MET** (%s < %s)", ratio(med), ratio(g.Min))
+		}
+	}
+	figs := g.Val(r)
+	if len(figs) == 0 {
+		return "—", "—", r.absent(g)
+	}
+	var cells, ranges []string
+	verdict := cmp.Or(g.Note, "reported")
+	met := true
+	for _, f := range figs {
+		vals := f.values()
+		cells = append(cells, fmt.Sprintf("%s %s **%s**", shortName(f.Bench), f.Unit, num(f.median())))
+		ranges = append(ranges, rangeOf(vals, num))
+		if g.Max > 0 {
+			ms, err := inMillis(f.median(), f.Unit)
+			if err != nil {
+				return strings.Join(cells, "; "), strings.Join(ranges, "; "), "cannot judge: " + err.Error()
+			}
+			if ms > g.Max {
+				met = false
+			}
+		}
+	}
+	if g.Max > 0 {
+		if met {
+			verdict = fmt.Sprintf("**MET** (≤ %s ms)", num(g.Max))
+		} else {
+			verdict = fmt.Sprintf("**NOT MET** (> %s ms)", num(g.Max))
+		}
+	}
+	return strings.Join(cells, "; "), strings.Join(ranges, "; "), verdict
+}
+
+func shortName(s string) string { return strings.TrimPrefix(s, "Benchmark") }
+
+// inMillis converts a latency in a unit like p99-ms, p99-s or p99-us to milliseconds.
+func inMillis(v float64, unit string) (float64, error) {
+	switch {
+	case strings.HasSuffix(unit, "-ms") || strings.HasSuffix(unit, "ms"):
+		return v, nil
+	case strings.HasSuffix(unit, "-us") || strings.HasSuffix(unit, "µs"):
+		return v / 1000, nil
+	case strings.HasSuffix(unit, "-ns"):
+		return v / 1e6, nil
+	case strings.HasSuffix(unit, "-s"):
+		return v * 1000, nil
+	}
+	return 0, errors.New("unknown latency unit " + unit)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeRun lays out the raw output of a two-round run with made-up figures.
+func fakeRun(t *testing.T) string {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "meta.tsv"), "host\tbox\nnproc\t2\nsettings\tREDIS_CLIENTS=1 ROUNDS=2\n")
+	write(t, filepath.Join(dir, "commands.tsv"), "setup\tscripts/dev-services.sh up\npgbench-1\tpgbench -c 1\n")
+	write(t, filepath.Join(dir, "declared.txt"), "BenchmarkProcessBatch\nBenchmarkProcessStrict\nBenchmarkStart\n")
+	for r, v := range map[int][4]string{1: {"1000.5", "800", "30000", "10000"}, 2: {"2000", "1400", "36000", "12000"}} {
+		rd := filepath.Join(dir, "round-"+string(rune('0'+r)))
+		write(t, filepath.Join(rd, "pgbench-1.txt"), "latency average = 0.500 ms\ninitial connection time = 3 ms\ntps = "+v[0]+" (without initial connection time)\n")
+		write(t, filepath.Join(rd, "pgbench-8.txt"), "tps = 5000.0 (without initial connection time)\n")
+		write(t, filepath.Join(rd, "baton.txt"), "goos: linux\ncpu: Test CPU\n"+
+			"BenchmarkStart-2   \t 100\t 2000000 ns/op\t 2.5 p50-ms\t 9.0 p99-ms\t 100 B/op\t 3 allocs/op\n"+
+			"BenchmarkProcessStrict-2 \t 1\t 3000000 ns/op\t "+v[1]+" items/s\n"+
+			"BenchmarkFanout-2 \t 10\t 1500 ns/op\n"+
+			"PASS\n")
+		write(t, filepath.Join(rd, "river.txt"), "BenchmarkRiverNoop/jobs=20000 \t3\t100 ns/op\t"+v[3]+" jobs/s\n")
+		write(t, filepath.Join(rd, "river-small.txt"), "BenchmarkRiverNoop/jobs=2000 \t3\t100 ns/op\t5000 jobs/s\n")
+		write(t, filepath.Join(rd, "redis.csv"), `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"`+"\n"+`"SET","16388.07","0.054","0.016","0.031","0.135","0.215","12.335"`+"\n")
+		write(t, filepath.Join(rd, "status.tsv"), "pgbench-1\t0\t10\nbaton\t0\t30\n")
+		write(t, filepath.Join(rd, "loadavg"), "1.0 1.0 1.0\n")
+	}
+	return dir
+}
+
+func TestLoadParsesEveryTool(t *testing.T) {
+	r, err := load(fakeRun(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		bench, unit string
+		want        float64
+	}{
+		{pg1, "tps", 1500.25},
+		{pg1, "latency-avg-ms", 0.5},
+		{pg8, "tps", 5000},
+		{"BenchmarkStart", "p50-ms", 2.5},
+		{"BenchmarkProcessStrict", "items/s", 1100},
+		{"BenchmarkFanout", "ns/op", 1500}, // no figure of its own: ns/op is kept
+		{"BenchmarkRiverNoop/jobs=20000", "jobs/s", 11000},
+		{redisOp, "p50-ms", 0.031},
+		{redisOp, "ops/s", 16388.07},
+	} {
+		f := r.fig(c.bench, c.unit)
+		if f == nil {
+			t.Errorf("no figure %s %s", c.bench, c.unit)
+			continue
+		}
+		if got := f.median(); got != c.want {
+			t.Errorf("%s %s median = %v, want %v", c.bench, c.unit, got, c.want)
+		}
+	}
+	if r.fig("BenchmarkStart", "ns/op") != nil || r.fig("BenchmarkStart", "B/op") != nil {
+		t.Error("ns/op or B/op kept for a benchmark with figures of its own")
+	}
+	if got := r.riverFigure(); got == nil || got.Bench != "BenchmarkRiverNoop/jobs=20000" {
+		t.Errorf("riverFigure = %+v, want the 20000-job run", got)
+	}
+	if r.GoCPU != "Test CPU" {
+		t.Errorf("GoCPU = %q", r.GoCPU)
+	}
+}
+
+func TestRatiosArePerRound(t *testing.T) {
+	r, err := load(fakeRun(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round 1: 800/1000.5, round 2: 1400/2000 = 0.7.
+	rs := perRound(r.fig("BenchmarkProcessStrict", "items/s"), r.fig(pg1, "tps"))
+	if len(rs) != 2 || rs[0] != 1400.0/2000 || rs[1] != 800/1000.5 {
+		t.Fatalf("per-round ratios = %v", rs)
+	}
+	if got, want := median(rs), (800/1000.5+0.7)/2; got != want {
+		t.Errorf("median ratio = %v, want %v", got, want)
+	}
+}
+
+func TestReportStatesVerdicts(t *testing.T) {
+	r, err := load(fakeRun(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := render(r)
+	for _, want := range []string{
+		"2 cores",
+		"Test CPU",
+		"**NOT MET** (0.75× < 0.80×)", // strict: median of 0.80 and 0.70
+		"| #3 | Batch path (ProcessBatch, 500 items per commit) ≥ 3× River jobs/s | — | — | " + notRun,
+		"| #2 | Scheduled fire lateness p99 ≤ 1 s | — | — | " + notYet,
+		"Start p50-ms **2.50**",
+		"pgbench -c 1",
+		"> **Trial run:** only 2 rounds",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{7}, 7}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,550 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/baton-run/baton/graph"
+)
+
+const jobsUsage = `usage:
+  baton jobs list
+        every job: schedule, state, active and last run
+  baton jobs start NAME [--mode RESUME|RESTART] [--restart] [--watch]
+        start a run (RESUME continues from the last checkpoint); --watch follows it
+  baton jobs cancel RUN
+        ask a run to stop at its next item boundary
+  baton jobs schedule NAME [--cron EXPR] [--tz ZONE] [--enable|--disable] [--lease SECONDS]
+        change a job's schedule (--cron "" makes it manual-only)
+  baton jobs watch RUN
+        follow a run's progress until it ends; exits non-zero unless it SUCCEEDED
+
+RUN is a run number (42) or its global id. The server is BATON_URL (default
+http://127.0.0.1:8080); the token is BATON_TOKEN (make one with 'baton token create').
+`
+
+// jobsCommand drives a running cluster through its GraphQL API, as internal tools do.
+func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, jobsUsage)
+		if len(args) == 0 {
+			return errors.New("jobs: no subcommand given")
+		}
+		return flag.ErrHelp
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("jobs "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, jobsUsage) }
+	baseURL := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "server URL (env BATON_URL)")
+	token := fs.String("token", os.Getenv("BATON_TOKEN"), "API token (env BATON_TOKEN)")
+	var (
+		mode       = fs.String("mode", "RESUME", "start: RESUME or RESTART")
+		restart    = fs.Bool("restart", false, "start: same as --mode RESTART")
+		watch      = fs.Bool("watch", false, "start: follow the run until it ends")
+		cron       = fs.String("cron", "", "schedule: cron expression")
+		tz         = fs.String("tz", "", "schedule: IANA time zone")
+		enable     = fs.Bool("enable", false, "schedule: enable the schedule")
+		disable    = fs.Bool("disable", false, "schedule: disable the schedule")
+		lease      = fs.Int("lease", -1, "schedule: lease override in seconds (0 clears it)")
+		setFlags   = map[string]bool{}
+		wantArgs   int
+		positional []string
+		err        error
+	)
+	switch sub {
+	case "list":
+		wantArgs = 0
+	case "start", "cancel", "schedule", "watch":
+		wantArgs = 1
+	default:
+		fmt.Fprint(stderr, jobsUsage)
+		return fmt.Errorf("jobs: unknown subcommand %q", sub)
+	}
+	if positional, err = parseInterleaved(fs, args[1:]); err != nil {
+		return err
+	}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	if len(positional) != wantArgs {
+		fmt.Fprint(stderr, jobsUsage)
+		return fmt.Errorf("jobs %s: want %d argument(s), got %d", sub, wantArgs, len(positional))
+	}
+	if *token == "" {
+		return errors.New("jobs: no token: set BATON_TOKEN (baton token create --name ... --role operator)")
+	}
+	c, err := newAPIClient(*baseURL, *token)
+	if err != nil {
+		return err
+	}
+
+	switch sub {
+	case "list":
+		return c.listJobs(ctx, stdout)
+	case "start":
+		m := strings.ToUpper(*mode)
+		if *restart {
+			m = "RESTART"
+		}
+		if m != "RESUME" && m != "RESTART" {
+			return fmt.Errorf("jobs start: --mode must be RESUME or RESTART, not %q", *mode)
+		}
+		id, err := c.startJob(ctx, positional[0], m, stdout)
+		if err != nil || !*watch {
+			return err
+		}
+		return c.watchRun(ctx, id, stdout)
+	case "cancel":
+		id, err := runIDArg(positional[0])
+		if err != nil {
+			return err
+		}
+		return c.cancelRun(ctx, id, stdout)
+	case "schedule":
+		if *enable && *disable {
+			return errors.New("jobs schedule: --enable and --disable exclude each other")
+		}
+		in := map[string]any{"name": positional[0]}
+		if setFlags["cron"] {
+			in["cron"] = *cron
+		}
+		if setFlags["tz"] {
+			in["timezone"] = *tz
+		}
+		if *enable {
+			in["enabled"] = true
+		}
+		if *disable {
+			in["enabled"] = false
+		}
+		if setFlags["lease"] {
+			in["leaseSeconds"] = *lease
+		}
+		if len(in) == 1 {
+			return errors.New("jobs schedule: nothing to change (give --cron, --tz, --enable, --disable or --lease)")
+		}
+		return c.updateSchedule(ctx, in, stdout)
+	default: // watch
+		id, err := runIDArg(positional[0])
+		if err != nil {
+			return err
+		}
+		return c.watchRun(ctx, id, stdout)
+	}
+}
+
+// parseInterleaved parses flags that may come before, between or after positional
+// arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// runIDArg accepts a run number or a global Run id.
+func runIDArg(s string) (string, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+		return graph.RunID(n), nil
+	}
+	if _, ok := graph.RunNumber(s); ok {
+		return s, nil
+	}
+	return "", fmt.Errorf("%q is neither a run number nor a run id", s)
+}
+
+func runNumber(id string) string {
+	if n, ok := graph.RunNumber(id); ok {
+		return strconv.FormatInt(n, 10)
+	}
+	return id
+}
+
+// apiClient is a small GraphQL client: POST for queries and mutations, graphql-transport-ws
+// for subscriptions.
+type apiClient struct {
+	endpoint string // http(s)://host/graphql
+	token    string
+	http     *http.Client
+}
+
+func newAPIClient(base, token string) (*apiClient, error) {
+	u, err := url.Parse(strings.TrimSuffix(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("jobs: BATON_URL %q is not an http(s) URL", base)
+	}
+	if !strings.HasSuffix(u.Path, "/graphql") {
+		u.Path += "/graphql"
+	}
+	return &apiClient{endpoint: u.String(), token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil
+}
+
+// gqlError is a top-level GraphQL error.
+type gqlError struct {
+	Message    string `json:"message"`
+	Extensions struct {
+		Code string `json:"code"`
+	} `json:"extensions"`
+}
+
+// userErr is a mutation's user error.
+type userErr struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Field   *string `json:"field"`
+}
+
+func userErrs(ues []userErr) error {
+	if len(ues) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(ues))
+	for i, u := range ues {
+		msgs[i] = u.Code + ": " + u.Message
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// do runs a query or mutation and decodes its data into out.
+func (c *apiClient) do(ctx context.Context, query string, vars map[string]any, out any) error {
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/graphql-response+json, application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("call %s: %w", c.endpoint, err)
+	}
+	defer resp.Body.Close()
+	var res struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []gqlError      `json:"errors"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); err != nil {
+		return fmt.Errorf("call %s: HTTP %d: unreadable answer: %w", c.endpoint, resp.StatusCode, err)
+	}
+	if len(res.Errors) > 0 {
+		e := res.Errors[0]
+		return fmt.Errorf("%s: %s", e.Extensions.Code, e.Message)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("call %s: HTTP %d", c.endpoint, resp.StatusCode)
+	}
+	return json.Unmarshal(res.Data, out)
+}
+
+type wireRun struct {
+	ID         string  `json:"id"`
+	JobName    string  `json:"jobName"`
+	Status     string  `json:"status"`
+	Message    string  `json:"message"`
+	FinishedAt *string `json:"finishedAt"`
+	Progress   struct {
+		Total     *int64   `json:"total"`
+		Processed int64    `json:"processed"`
+		Succeeded int64    `json:"succeeded"`
+		Failed    int64    `json:"failed"`
+		Skipped   int64    `json:"skipped"`
+		Ambiguous int64    `json:"ambiguous"`
+		Percent   *float64 `json:"percent"`
+	} `json:"progress"`
+}
+
+const runFields = `id jobName status message finishedAt progress { total processed succeeded failed skipped ambiguous percent }`
+
+func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
+	var data struct {
+		Jobs []struct {
+			Name            string   `json:"name"`
+			Cron            string   `json:"cron"`
+			Timezone        string   `json:"timezone"`
+			Enabled         bool     `json:"enabled"`
+			Paused          bool     `json:"paused"`
+			NextScheduledAt *string  `json:"nextScheduledAt"`
+			ActiveRun       *wireRun `json:"activeRun"`
+			LastRun         *wireRun `json:"lastRun"`
+		} `json:"jobs"`
+	}
+	err := c.do(ctx, `query { jobs { name cron timezone enabled paused nextScheduledAt
+		activeRun { `+runFields+` } lastRun { `+runFields+` } } }`, nil, &data)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tSTATE\tNEXT FIRE\tACTIVE RUN\tLAST RUN")
+	for _, j := range data.Jobs {
+		schedule := "manual"
+		if j.Cron != "" {
+			schedule = j.Cron + " " + j.Timezone
+		}
+		state := "enabled"
+		switch {
+		case j.Paused:
+			state = "paused"
+		case !j.Enabled:
+			state = "disabled"
+		}
+		next, active, last := "-", "-", "-"
+		if j.NextScheduledAt != nil {
+			next = *j.NextScheduledAt
+		}
+		if r := j.ActiveRun; r != nil {
+			active = fmt.Sprintf("#%s %s %s", runNumber(r.ID), r.Status, progressText(r))
+		}
+		if r := j.LastRun; r != nil {
+			last = fmt.Sprintf("#%s %s", runNumber(r.ID), r.Status)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, schedule, state, next, active, last)
+	}
+	return tw.Flush()
+}
+
+func (c *apiClient) startJob(ctx context.Context, name, mode string, stdout io.Writer) (string, error) {
+	var data struct {
+		StartJob struct {
+			Run        *wireRun  `json:"run"`
+			UserErrors []userErr `json:"userErrors"`
+		} `json:"startJob"`
+	}
+	err := c.do(ctx, `mutation($in: StartJobInput!) { startJob(input: $in) { run { `+runFields+` } userErrors { code message field } } }`,
+		map[string]any{"in": map[string]any{"name": name, "mode": mode}}, &data)
+	if err != nil {
+		return "", err
+	}
+	if err := userErrs(data.StartJob.UserErrors); err != nil {
+		return "", fmt.Errorf("jobs start %s: %w", name, err)
+	}
+	r := data.StartJob.Run
+	fmt.Fprintf(stdout, "started run %s of %s (%s, id %s)\n", runNumber(r.ID), name, mode, r.ID)
+	return r.ID, nil
+}
+
+func (c *apiClient) cancelRun(ctx context.Context, id string, stdout io.Writer) error {
+	var data struct {
+		CancelRun struct {
+			Run        *wireRun  `json:"run"`
+			UserErrors []userErr `json:"userErrors"`
+		} `json:"cancelRun"`
+	}
+	err := c.do(ctx, `mutation($in: CancelRunInput!) { cancelRun(input: $in) { run { `+runFields+` } userErrors { code message field } } }`,
+		map[string]any{"in": map[string]any{"runId": id}}, &data)
+	if err != nil {
+		return err
+	}
+	if err := userErrs(data.CancelRun.UserErrors); err != nil {
+		return fmt.Errorf("jobs cancel %s: %w", runNumber(id), err)
+	}
+	fmt.Fprintf(stdout, "cancel requested for run %s of %s; it stops at its next item boundary\n", runNumber(id), data.CancelRun.Run.JobName)
+	return nil
+}
+
+func (c *apiClient) updateSchedule(ctx context.Context, in map[string]any, stdout io.Writer) error {
+	var data struct {
+		UpdateJobSchedule struct {
+			Job *struct {
+				Name          string   `json:"name"`
+				Cron          string   `json:"cron"`
+				Timezone      string   `json:"timezone"`
+				Enabled       bool     `json:"enabled"`
+				LeaseSeconds  *int     `json:"leaseSeconds"`
+				NextFireTimes []string `json:"nextFireTimes"`
+			} `json:"job"`
+			UserErrors []userErr `json:"userErrors"`
+		} `json:"updateJobSchedule"`
+	}
+	err := c.do(ctx, `mutation($in: UpdateJobScheduleInput!) { updateJobSchedule(input: $in) {
+		job { name cron timezone enabled leaseSeconds nextFireTimes(n: 3) } userErrors { code message field } } }`,
+		map[string]any{"in": in}, &data)
+	if err != nil {
+		return err
+	}
+	if err := userErrs(data.UpdateJobSchedule.UserErrors); err != nil {
+		return fmt.Errorf("jobs schedule %s: %w", in["name"], err)
+	}
+	j := data.UpdateJobSchedule.Job
+	schedule := "manual only"
+	if j.Cron != "" {
+		schedule = j.Cron + " in " + j.Timezone
+	}
+	fmt.Fprintf(stdout, "%s: %s, enabled=%t\n", j.Name, schedule, j.Enabled)
+	if len(j.NextFireTimes) > 0 {
+		fmt.Fprintf(stdout, "next fires: %s\n", strings.Join(j.NextFireTimes, ", "))
+	}
+	return nil
+}
+
+// watchRun follows a run over a graphql-transport-ws subscription, drawing a progress bar,
+// and returns an error unless the run ends SUCCEEDED.
+func (c *apiClient) watchRun(ctx context.Context, id string, stdout io.Writer) error {
+	final, err := c.subscribeRun(ctx, id, func(r *wireRun) {
+		line := fmt.Sprintf("run %s %-9s %s", runNumber(r.ID), r.Status, progressText(r))
+		if isTerminal(stdout) {
+			fmt.Fprintf(stdout, "\r\033[K%s", line)
+		} else {
+			fmt.Fprintln(stdout, line)
+		}
+	})
+	if isTerminal(stdout) {
+		fmt.Fprintln(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if final == nil {
+		return fmt.Errorf("run %s: the subscription ended before the run did", runNumber(id))
+	}
+	if final.Status != "SUCCEEDED" {
+		msg := ""
+		if final.Message != "" {
+			msg = ": " + final.Message
+		}
+		return fmt.Errorf("run %s ended %s%s", runNumber(id), final.Status, msg)
+	}
+	return nil
+}
+
+// progressText draws "[#####.....]  50.0% 5/10 (1 failed)".
+func progressText(r *wireRun) string {
+	p := r.Progress
+	const width = 20
+	var b strings.Builder
+	if p.Percent != nil {
+		filled := int(*p.Percent / 100 * width)
+		b.WriteString("[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]")
+		fmt.Fprintf(&b, " %5.1f%%", *p.Percent)
+	} else {
+		b.WriteString("[" + strings.Repeat("?", width) + "]")
+	}
+	if p.Total != nil {
+		fmt.Fprintf(&b, " %d/%d", p.Processed, *p.Total)
+	} else {
+		fmt.Fprintf(&b, " %d", p.Processed)
+	}
+	if p.Failed > 0 || p.Ambiguous > 0 {
+		fmt.Fprintf(&b, " (%d failed, %d ambiguous)", p.Failed, p.Ambiguous)
+	}
+	return b.String()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// wsMessage is a graphql-transport-ws message.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// subscribeRun runs the runProgress subscription, calling each for every state, and returns
+// the last state received once the server completes the subscription.
+func (c *apiClient) subscribeRun(ctx context.Context, id string, each func(*wireRun)) (*wireRun, error) {
+	u, _ := url.Parse(c.endpoint)
+	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	dialer := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 10 * time.Second}
+	conn, resp, err := dialer.DialContext(ctx, u.String(), nil)
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("open websocket %s: HTTP %d", u, resp.StatusCode)
+		}
+		return nil, fmt.Errorf("open websocket %s: %w", u, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+
+	send := func(m wsMessage) error { return conn.WriteJSON(m) }
+	initPayload, _ := json.Marshal(map[string]string{"authorization": "Bearer " + c.token})
+	if err := send(wsMessage{Type: "connection_init", Payload: initPayload}); err != nil {
+		return nil, err
+	}
+	sub, _ := json.Marshal(map[string]any{
+		"query":     `subscription($id: ID!) { runProgress(runId: $id) { ` + runFields + ` } }`,
+		"variables": map[string]any{"id": id},
+	})
+	var last *wireRun
+	for {
+		var m wsMessage
+		if err := conn.ReadJSON(&m); err != nil {
+			if ctx.Err() != nil {
+				return last, ctx.Err()
+			}
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return last, fmt.Errorf("server closed the subscription: %d %s", ce.Code, ce.Text)
+			}
+			return last, fmt.Errorf("read subscription: %w", err)
+		}
+		switch m.Type {
+		case "connection_ack":
+			if err := send(wsMessage{ID: "1", Type: "subscribe", Payload: sub}); err != nil {
+				return last, err
+			}
+		case "ping":
+			if err := send(wsMessage{Type: "pong"}); err != nil {
+				return last, err
+			}
+		case "next":
+			var payload struct {
+				Data struct {
+					RunProgress *wireRun `json:"runProgress"`
+				} `json:"data"`
+				Errors []gqlError `json:"errors"`
+			}
+			if err := json.Unmarshal(m.Payload, &payload); err != nil {
+				return last, fmt.Errorf("decode subscription event: %w", err)
+			}
+			if len(payload.Errors) > 0 {
+				return last, fmt.Errorf("%s: %s", payload.Errors[0].Extensions.Code, payload.Errors[0].Message)
+			}
+			if r := payload.Data.RunProgress; r != nil {
+				last = r
+				each(r)
+			}
+		case "error":
+			var errs []gqlError
+			_ = json.Unmarshal(m.Payload, &errs)
+			if len(errs) > 0 {
+				return last, fmt.Errorf("%s: %s", errs[0].Extensions.Code, errs[0].Message)
+			}
+			return last, errors.New("subscription refused")
+		case "complete":
+			_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+			return last, nil
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/graph"
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner"
+)
+
+func TestJobsCommand(t *testing.T) {
+	t.Parallel()
+	url := testenv.Schema(t)
+	rc, env := testenv.Redis(t)
+	pool := testenv.Pool(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runner.NewJob(runner.JobInfo{Name: "cli-job", Version: "1"}, func(ctx context.Context, run *runner.Run) error {
+		if err := run.SetTotal(ctx, 3); err != nil {
+			return err
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if err := run.Process(ctx, runner.Item{Target: k}, func(context.Context, *runner.Attempt) error { return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := r.Register(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.NewHandler(graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	token, _, err := graph.CreateToken(ctx, r.Store(), "cli", "OPERATOR")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	jobs := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := jobsCommand(ctx, append(args, "--url", srv.URL, "--token", token), &out, io.Discard)
+		return out.String(), err
+	}
+	out, err := jobs("start", "cli-job", "--watch")
+	if err != nil {
+		t.Fatalf("start --watch: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "started run 1 of cli-job") || !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, "3/3") {
+		t.Fatalf("start --watch output:\n%s", out)
+	}
+	out, err = jobs("list")
+	if err != nil || !strings.Contains(out, "cli-job") || !strings.Contains(out, "#1 SUCCEEDED") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if _, err := jobs("cancel", "1"); err == nil || !strings.Contains(err.Error(), "NOT_ACTIVE") {
+		t.Fatalf("cancel of a finished run: %v", err)
+	}
+	if _, err := jobs("schedule", "cli-job", "--cron", "every day"); err == nil || !strings.Contains(err.Error(), "INVALID_CRON") {
+		t.Fatalf("schedule with a bad cron: %v", err)
+	}
+	out, err = jobs("schedule", "cli-job", "--cron", "@daily", "--tz", "Europe/Paris")
+	if err != nil || !strings.Contains(out, "@daily in Europe/Paris") {
+		t.Fatalf("schedule: %v\n%s", err, out)
+	}
+	if _, err := jobs("start", "nope"); err == nil || !strings.Contains(err.Error(), "NOT_FOUND") {
+		t.Fatalf("start of an unknown job: %v", err)
+	}
+	var out2 bytes.Buffer
+	if err := jobsCommand(ctx, []string{"list", "--url", srv.URL, "--token", "bt_wrong"}, &out2, io.Discard); err == nil || !strings.Contains(err.Error(), "UNAUTHENTICATED") {
+		t.Fatalf("list with a bad token: %v", err)
+	}
+}

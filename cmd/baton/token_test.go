@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/graph"
+	"github.com/baton-run/baton/internal/testenv"
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+func TestTokenCommandRoundTrip(t *testing.T) {
+	t.Parallel()
+	url := testenv.Schema(t)
+	store := postgres.New(testenv.Pool(t, url))
+	ctx := context.Background()
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := tokenCommand(ctx, append(args, "--database-url", url), &out, &errOut)
+		return out.String(), err
+	}
+
+	out, err := run("create", "--name", "ci-bot", "--role", "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+	if !strings.HasPrefix(token, graph.TokenPrefix) || len(token) < 40 {
+		t.Fatalf("last line %q is not a token", token)
+	}
+	stored, err := store.TokenByHash(ctx, graph.HashToken(token))
+	if err != nil || stored.Name != "ci-bot" || stored.Role != "operator" {
+		t.Fatalf("stored token: %+v, %v", stored, err)
+	}
+	if strings.Contains(stored.Hash, token) || stored.Hash == token {
+		t.Fatal("the token itself is stored")
+	}
+
+	if _, err := run("create", "--name", "ci-bot", "--role", "viewer"); err == nil {
+		t.Fatal("a second live token with the same name was created")
+	}
+	if _, err := run("create", "--name", "x", "--role", "superuser"); err == nil {
+		t.Fatal("an unknown role was accepted")
+	}
+	if _, err := run("create", "--role", "viewer"); err == nil {
+		t.Fatal("a token without a name was created")
+	}
+
+	out, err = run("list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "ci-bot") || !strings.Contains(out, "operator") || !strings.Contains(out, "live") || strings.Contains(out, token) {
+		t.Fatalf("list:\n%s", out)
+	}
+
+	if _, err := run("revoke", "--name", "ci-bot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.TokenByHash(ctx, graph.HashToken(token)); bt.CodeOf(err) != bt.CodeNotFound {
+		t.Fatalf("revoked token still resolves: %v", err)
+	}
+	out, _ = run("list")
+	if !strings.Contains(out, "revoked") {
+		t.Fatalf("list after revoke:\n%s", out)
+	}
+	if _, err := run("revoke", "--name", "ci-bot"); err == nil {
+		t.Fatal("revoking a revoked token succeeded")
+	}
+	// The name is free again.
+	if _, err := run("create", "--name", "ci-bot", "--role", "admin"); err != nil {
+		t.Fatalf("re-create after revoke: %v", err)
+	}
+}

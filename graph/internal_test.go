@@ -1,0 +1,303 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vektah/gqlparser/v2"
+
+	"github.com/baton-run/baton/graph/generated"
+	"github.com/baton-run/baton/graph/model"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+func TestGlobalIDs(t *testing.T) {
+	t.Parallel()
+	id := globalIntID(typeRun, 42)
+	if id != "UnVuOjQy" { // base64("Run:42"), as Relay clients expect
+		t.Fatalf("global id %q", id)
+	}
+	if n, ok := decodeIntID(id, typeRun); !ok || n != 42 {
+		t.Fatalf("decode: %d %v", n, ok)
+	}
+	for _, bad := range []string{"", "UnVuOjQy!", globalIntID(typeLedgerEntry, 42), globalID(typeRun, "x"), globalID(typeRun, "-1")} {
+		if _, ok := decodeIntID(bad, typeRun); ok {
+			t.Errorf("decodeIntID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCursors(t *testing.T) {
+	t.Parallel()
+	c := encodeCursor(cursorRuns, 1234)
+	if id, ok := decodeCursor(c, cursorRuns); !ok || id != 1234 {
+		t.Fatalf("round trip: %d %v", id, ok)
+	}
+	if _, ok := decodeCursor(c, cursorLedger); ok {
+		t.Fatal("a runs cursor decodes as a ledger cursor")
+	}
+	ten, neg, big := 10, -1, MaxPageSize+1
+	for _, tc := range []struct {
+		first *int
+		after *string
+		ok    bool
+		want  page
+	}{
+		{nil, nil, true, page{first: DefaultPageSize}},
+		{&ten, &c, true, page{first: 10, after: 1234}},
+		{&neg, nil, false, page{}},
+		{&big, nil, false, page{}},
+	} {
+		p, err := parsePage(tc.first, tc.after, cursorRuns)
+		if (err == nil) != tc.ok || (tc.ok && p != tc.want) {
+			t.Errorf("parsePage(%v, %v) = %+v, %v", tc.first, tc.after, p, err)
+		}
+	}
+}
+
+func TestConnectionPages(t *testing.T) {
+	t.Parallel()
+	items := []int64{9, 8, 7}
+	got, cursors, info := connection(items, page{first: 2, after: 10}, cursorRuns, func(v int64) int64 { return v })
+	if len(got) != 2 || !info.HasNextPage || !info.HasPreviousPage || *info.EndCursor != cursors[1] {
+		t.Fatalf("page %v, info %+v", got, info)
+	}
+	got, _, info = connection(items[:1], page{first: 2}, cursorRuns, func(v int64) int64 { return v })
+	if len(got) != 1 || info.HasNextPage || info.HasPreviousPage {
+		t.Fatalf("last page %v, info %+v", got, info)
+	}
+}
+
+func TestRateLimiter(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(0, 0)
+	l := newRateLimiter(60, 2, func() time.Time { return now })
+	if !l.allow(1) || !l.allow(1) || l.allow(1) {
+		t.Fatal("a burst of 2 should pass, the 3rd not")
+	}
+	if !l.allow(2) {
+		t.Fatal("buckets are per key")
+	}
+	now = now.Add(time.Second) // 60 a minute: one more
+	if !l.allow(1) || l.allow(1) {
+		t.Fatal("one token a second should refill")
+	}
+	now = now.Add(time.Hour)
+	if !l.allow(1) || !l.allow(1) || l.allow(1) {
+		t.Fatal("the bucket never holds more than the burst")
+	}
+	var nilLimiter *rateLimiter
+	if !nilLimiter.allow(1) {
+		t.Fatal("a nil limiter (disabled) must allow")
+	}
+}
+
+func TestConnLimiter(t *testing.T) {
+	t.Parallel()
+	c := &connLimiter{max: 2, n: map[int64]int{}}
+	r1, ok1 := c.acquire(7)
+	_, ok2 := c.acquire(7)
+	_, ok3 := c.acquire(7)
+	if !ok1 || !ok2 || ok3 {
+		t.Fatalf("acquire: %v %v %v", ok1, ok2, ok3)
+	}
+	r1()
+	r1() // idempotent
+	if _, ok := c.acquire(7); !ok {
+		t.Fatal("a released slot is free again")
+	}
+	if _, ok := c.acquire(7); ok {
+		t.Fatal("a double release freed two slots")
+	}
+}
+
+func TestDepth(t *testing.T) {
+	t.Parallel()
+	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
+	for _, tc := range []struct {
+		query string
+		depth int
+	}{
+		{`{ me { name } }`, 2},
+		{`{ jobs { activeRun { job { name } } } }`, 4},
+		{`query { ...F } fragment F on Query { jobs { ... on Job { lastRun { id } } } }`, 3},
+		{`{ __schema { types { fields { type { ofType { ofType { name } } } } } } }`, 1},
+	} {
+		doc, errs := gqlparser.LoadQuery(schema, tc.query)
+		if errs != nil {
+			t.Fatalf("%s: %v", tc.query, errs)
+		}
+		if d := depth(doc.Operations[0].SelectionSet, 0, map[string]bool{}); d != tc.depth {
+			t.Errorf("depth(%s) = %d, want %d", tc.query, d, tc.depth)
+		}
+	}
+	doc, _ := gqlparser.LoadQuery(schema, `mutation { a: pauseJob(input: {name: "x"}) { job { name } } b: pauseJob(input: {name: "y"}) { job { name } } }`)
+	if n := countFields(doc.Operations[0].SelectionSet, map[string]bool{}); n != 2 {
+		t.Errorf("countFields = %d, want 2", n)
+	}
+}
+
+func TestErrorPresenter(t *testing.T) {
+	t.Parallel()
+	present := presentError(slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		err     error
+		code    string
+		message string
+	}{
+		{errors.New(`ERROR: relation "job_runs" does not exist (SQLSTATE 42P01)`), CodeInternal, "internal error"},
+		{fmt.Errorf("read run: %w", &bt.Error{Code: bt.CodeNotFound, Message: "run 4 not found", Err: errors.New("pgx: no rows")}), "NOT_FOUND", "run 4 not found"},
+		{badInput("first must be at most 100"), CodeBadUserInput, "first must be at most 100"},
+		{forbidden(model.RoleOperator), CodeForbidden, "this needs the OPERATOR role or higher"},
+	} {
+		got := present(ctx, tc.err)
+		if got.Extensions["code"] != tc.code || got.Message != tc.message {
+			t.Errorf("present(%v) = %q %v; want %q %q", tc.err, got.Message, got.Extensions, tc.message, tc.code)
+		}
+	}
+}
+
+func TestRecoverPanic(t *testing.T) {
+	t.Parallel()
+	err := recoverPanic(slog.New(slog.DiscardHandler))(context.Background(), "index out of range [3] with length 2")
+	got := presentError(slog.New(slog.DiscardHandler))(context.Background(), err)
+	if got.Message != "internal error" || got.Extensions["code"] != CodeInternal {
+		t.Fatalf("a panic is presented as %q %v", got.Message, got.Extensions)
+	}
+}
+
+func TestUserErrors(t *testing.T) {
+	t.Parallel()
+	ue, err := userErrors(&bt.Error{Code: bt.CodeInvalidCron, Message: "bad", Field: "cron"}, "name")
+	if err != nil || len(ue) != 1 || ue[0].Code != model.UserErrorCodeInvalidCron || *ue[0].Field != "cron" {
+		t.Fatalf("%+v %v", ue, err)
+	}
+	ue, err = userErrors(bt.Errorf(bt.CodeNotFound, "no job"), "name")
+	if err != nil || *ue[0].Field != "name" {
+		t.Fatalf("%+v %v", ue, err)
+	}
+	// Codes that are not business refusals stay top-level errors.
+	for _, e := range []error{bt.Errorf(bt.CodeLeaseLost, "x"), errors.New("boom")} {
+		if ue, err := userErrors(e, ""); ue != nil || err == nil {
+			t.Errorf("userErrors(%v) = %+v, %v", e, ue, err)
+		}
+	}
+	// Every user error code the schema declares is a runner code.
+	for _, c := range model.AllUserErrorCode {
+		if _, ok := userErrorCodes[bt.Code(c)]; !ok {
+			t.Errorf("schema code %s maps to no runner code", c)
+		}
+	}
+}
+
+func TestSupersedes(t *testing.T) {
+	t.Parallel()
+	run := func(status bt.RunStatus, processed int64) *bt.Run {
+		return &bt.Run{ID: 1, Status: status, Processed: processed}
+	}
+	for _, tc := range []struct {
+		next, prev *bt.Run
+		want       bool
+	}{
+		{run(bt.StatusRunning, 0), nil, true},
+		{run(bt.StatusRunning, 2), run(bt.StatusRunning, 1), true},
+		{run(bt.StatusRunning, 1), run(bt.StatusRunning, 2), false}, // progress never goes back
+		{run(bt.StatusRunning, 2), run(bt.StatusRunning, 2), false}, // nothing new
+		{run(bt.StatusSucceeded, 2), run(bt.StatusRunning, 2), true},
+		{run(bt.StatusRunning, 3), run(bt.StatusFailed, 2), false}, // final is final
+	} {
+		if got := supersedes(tc.next, tc.prev); got != tc.want {
+			t.Errorf("supersedes(%+v, %+v) = %v", tc.next, tc.prev, got)
+		}
+	}
+}
+
+func TestAlertWatcherSharesOnePoller(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	active := []bt.Alert{{ID: "old"}}
+	var polls atomic.Int32
+	polled := make(chan struct{}, 100)
+	w := newAlertWatcher(5*time.Millisecond, func(context.Context) ([]bt.Alert, error) {
+		polls.Add(1)
+		select {
+		case polled <- struct{}{}:
+		default:
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]bt.Alert(nil), active...), nil
+	}, slog.New(slog.DiscardHandler))
+
+	c1, stop1 := w.subscribe()
+	c2, stop2 := w.subscribe()
+	<-polled // the baseline poll: "old" is already active and not announced
+	<-polled
+	mu.Lock()
+	active = append(active, bt.Alert{ID: "new", Kind: bt.AlertAmbiguousEffect})
+	mu.Unlock()
+	for _, c := range []<-chan bt.Alert{c1, c2} {
+		select {
+		case a := <-c:
+			if a.ID != "new" {
+				t.Fatalf("raised %q, want new", a.ID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no alert raised")
+		}
+	}
+	// Nothing more: "new" stays active, "old" was never announced.
+	for range 3 {
+		<-polled
+	}
+	select {
+	case a := <-c1:
+		t.Fatalf("raised %q again", a.ID)
+	default:
+	}
+	stop1()
+	stop2()
+	stop2()
+	w.mu.Lock()
+	running := w.stop != nil
+	w.mu.Unlock()
+	if running {
+		t.Fatal("the poller still runs without subscribers")
+	}
+}
+
+func TestFlightSharesReads(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	release, started := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f := newFlight(time.Hour, func(ctx context.Context, k int) (int, error) {
+		calls.Add(1)
+		once.Do(func() { close(started) })
+		<-release
+		return k * 2, nil
+	})
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := f.get(context.Background(), 21); v != 42 || err != nil {
+				t.Errorf("get = %d, %v", v, err)
+			}
+		}()
+	}
+	<-started // readers arriving later wait for this fetch, or take its cached result
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d fetches for 10 concurrent readers, want 1", n)
+	}
+}

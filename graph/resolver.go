@@ -1,0 +1,181 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// Resolver is the root of the resolvers and the only place their dependencies come in.
+// Resolvers are thin: check the arguments, make one runner or store call, map the result.
+type Resolver struct {
+	runner *runner.Runner
+	store  *postgres.Store
+	log    *slog.Logger
+
+	// feed delivers live events to subscriptions.
+	feed feed
+	// runReads shares re-reads of one run among its subscribers.
+	runReads *flight[int64, *bt.Run]
+	// activeReads shares re-reads of the active runs of a job ("" for all) among runEvents
+	// subscribers.
+	activeReads *flight[string, []*bt.Run]
+	alerts      *alertWatcher
+	// quiet is how long a subscription waits without an event before it re-reads the run
+	// from the database anyway, in case an event was lost without a reconnection.
+	quiet time.Duration
+}
+
+// snapshotTTL is how long one read of a run serves other subscribers re-reading it.
+const snapshotTTL = 200 * time.Millisecond
+
+func newResolver(r *runner.Runner, f feed, log *slog.Logger, alertInterval time.Duration) *Resolver {
+	store := r.Store()
+	active := []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}
+	return &Resolver{
+		runner: r,
+		store:  store,
+		log:    log,
+		feed:   f,
+		runReads: newFlight(snapshotTTL, func(ctx context.Context, id int64) (*bt.Run, error) {
+			return store.Run(ctx, id)
+		}),
+		activeReads: newFlight(snapshotTTL, func(ctx context.Context, job string) ([]*bt.Run, error) {
+			return store.Runs(ctx, postgres.RunFilter{JobName: job, Statuses: active, Limit: 500})
+		}),
+		alerts: newAlertWatcher(alertInterval, r.Alerts, log),
+		quiet:  15 * time.Second,
+	}
+}
+
+// actor returns the caller's name, as recorded in runs and the audit log.
+func actor(ctx context.Context) string {
+	if v := viewerFrom(ctx); v != nil {
+		return v.name
+	}
+	return "anonymous"
+}
+
+// mutationTimeout bounds a mutation. Mutations run detached from the client's connection, so
+// that a client that goes away cannot leave one half-done.
+const mutationTimeout = 30 * time.Second
+
+func mutationContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout)
+}
+
+// auditInvalid records a mutation this layer refused for its input before reaching the
+// runner (a malformed id).
+func (r *Resolver) auditInvalid(ctx context.Context, action string, args map[string]any) {
+	if err := r.runner.Audit(ctx, actor(ctx), action, auditTarget(action, args), args, string(model.UserErrorCodeInvalidInput)); err != nil {
+		r.log.ErrorContext(ctx, "graph: audit refused mutation", "action", action, "err", err)
+	}
+}
+
+func ledgerCounts(m map[bt.LedgerState]int64) []*model.LedgerCount {
+	out := make([]*model.LedgerCount, 0, len(m))
+	for _, s := range ledgerStates {
+		if n := m[s]; n != 0 {
+			out = append(out, &model.LedgerCount{State: s, Count: int(n)})
+		}
+	}
+	return out
+}
+
+// ledgerStates orders ledger counts as the schema's LedgerState enum does.
+var ledgerStates = []bt.LedgerState{
+	bt.LedgerInFlight, bt.LedgerConfirmed, bt.LedgerTransient, bt.LedgerValidationRejected, bt.LedgerConflict,
+	bt.LedgerAmbiguous, bt.LedgerPolicyBlocked, bt.LedgerBugSuspected, bt.LedgerNotApplied, bt.LedgerSkipped,
+}
+
+// nilIfNotFound turns a NOT_FOUND error into a null result, as single-object queries answer
+// for ids that do not exist.
+func nilIfNotFound[T any](v *T, err error) (model.Node, error) {
+	if bt.CodeOf(err) == bt.CodeNotFound {
+		return nil, nil
+	}
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// maxFires bounds the fire times a schedule preview lists.
+const maxFires = 50
+
+func fireCount(n *int) (int, error) {
+	if n == nil {
+		return 5, nil
+	}
+	if *n < 1 || *n > maxFires {
+		return 0, badInput("n must be between 1 and %d", maxFires)
+	}
+	return *n, nil
+}
+
+func timePointers(ts []time.Time) []*time.Time {
+	out := make([]*time.Time, len(ts))
+	for i := range ts {
+		out[i] = &ts[i]
+	}
+	return out
+}
+
+// runsPage lists runs newest first, of one job (or all when job is "").
+func (r *Resolver) runsPage(ctx context.Context, job string, status []bt.RunStatus, first *int, after *string) (*model.RunConnection, error) {
+	p, err := parsePage(first, after, cursorRuns)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := r.store.Runs(ctx, postgres.RunFilter{JobName: job, Statuses: status, BeforeID: p.after, Limit: p.first + 1})
+	if err != nil {
+		return nil, err
+	}
+	runs, cursors, info := connection(runs, p, cursorRuns, func(run *bt.Run) int64 { return run.ID })
+	if err := r.prefetchJobsOf(ctx, runs); err != nil {
+		return nil, err
+	}
+	l := r.loaders(ctx)
+	out := &model.RunConnection{Nodes: runs, PageInfo: info, Edges: make([]*model.RunEdge, len(runs))}
+	for i, run := range runs {
+		l.runByID.Prime(run.ID, run)
+		out.Edges[i] = &model.RunEdge{Cursor: cursors[i], Node: run}
+	}
+	return out, nil
+}
+
+// timeline lists a run's milestones from its record.
+func timeline(run *bt.Run) []*model.RunTimelineEvent {
+	out := []*model.RunTimelineEvent{{
+		At: run.StartedAt, Kind: model.RunTimelineKindRequested,
+		Detail: fmt.Sprintf("%s %s run requested by %s", run.Trigger, run.Mode, run.RequestedBy),
+	}}
+	if run.ActivatedAt != nil {
+		out = append(out, &model.RunTimelineEvent{At: *run.ActivatedAt, Kind: model.RunTimelineKindActivated,
+			Detail: "running on " + run.Instance})
+	}
+	if run.FinishedAt != nil {
+		detail := string(run.Status)
+		if run.StopReason != "" {
+			detail += " (" + string(run.StopReason) + ")"
+		}
+		if run.Message != "" {
+			detail += ": " + run.Message
+		}
+		out = append(out, &model.RunTimelineEvent{At: *run.FinishedAt, Kind: model.RunTimelineKindFinished, Detail: detail})
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,37 @@
+package runner_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// FuzzParseSchedule: any input either parses into a schedule whose next fire is later than
+// the time asked about, or is refused with INVALID_CRON / INVALID_TIMEZONE — never a panic,
+// never another error.
+func FuzzParseSchedule(f *testing.F) {
+	for _, seed := range []struct{ spec, tz string }{
+		{"0 0 4 * * *", "Asia/Seoul"}, {"*/5 * * * *", ""}, {"@daily", "UTC"}, {"@every 90s", ""},
+		{"0 0 30 2 *", ""}, {"61 * * * *", ""}, {"* * * * * * *", ""}, {"", ""}, {"@reboot", ""},
+		{"0 0 * * MON-FRI", "America/New_York"}, {"0 0 1 1 *", "Local"}, {"CRON_TZ=UTC 0 0 * * *", ""},
+		{"0 0 4 * * *", "../etc/passwd"}, {"1-5/0 * * * *", ""}, {"@every -1s", ""},
+	} {
+		f.Add(seed.spec, seed.tz)
+	}
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, spec, tz string) {
+		s, err := runner.ParseSchedule(spec, tz)
+		if err != nil {
+			if c := bt.CodeOf(err); c != bt.CodeInvalidCron && c != bt.CodeInvalidTimezone {
+				t.Fatalf("ParseSchedule(%q, %q): error %v has code %q", spec, tz, err, c)
+			}
+			return
+		}
+		next := s.Next(base)
+		if !next.After(base) {
+			t.Fatalf("ParseSchedule(%q, %q) accepted, but Next(%s) = %s", spec, tz, base, next)
+		}
+	})
+}
