@@ -23,7 +23,11 @@ func demoConfig() (demo.Config, error) {
 	if envBool("BATON_DEMO_FAST", false) {
 		return demo.FastConfig(), nil
 	}
-	var c demo.Config
+	// A schedule each, so the dashboard shows cron in words and next fires from the start.
+	c := demo.Config{
+		Collect: demo.CollectConfig{Cron: "0 */15 * * * *"},
+		Flaky:   demo.FlakyConfig{Cron: "0 0 4 * * *"},
+	}
 	var err error
 	num := func(key string, into *int) {
 		if v := os.Getenv(key); v != "" && err == nil {
