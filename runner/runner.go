@@ -57,6 +57,11 @@ type Config struct {
 	// MaintenanceCron schedules the built-in ledger retention job; "" means "@hourly", "-"
 	// leaves the job unregistered.
 	MaintenanceCron string
+	// RemoteStartWait is how long an instance without workers (PoolSize -1) waits for a
+	// worker instance with a free slot to take a start it hands over through Redis; 0 means
+	// 2s, -1 refuses such starts at once with CAPACITY_EXCEEDED. Instances with workers take
+	// handed-over starts whenever they have a free slot.
+	RemoteStartWait time.Duration
 }
 
 // EventSink receives every change of a run: start, progress, status, finish.
@@ -122,6 +127,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
+	}
+	if cfg.RemoteStartWait == 0 {
+		cfg.RemoteStartWait = 2 * time.Second
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -252,6 +260,7 @@ type StartParams struct {
 	ReplayScope bt.ReplayScope
 
 	noAudit bool // set by operations that audit themselves
+	local   bool // never hand this start to another instance
 }
 
 // Start starts a run of a job on this instance's pool and returns its id at once; the job runs
@@ -286,6 +295,9 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	}
 	if r.draining.Load() {
 		return 0, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
+	}
+	if cap(r.slots) == 0 && !p.local && r.cfg.RemoteStartWait > 0 {
+		return r.startRemotely(ctx, p)
 	}
 	select {
 	case r.slots <- struct{}{}:
@@ -407,6 +419,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
+	if cap(r.slots) > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.serveStarts(ctx) }()
+	}
 	if r.cfg.Scheduler {
 		wg.Add(2)
 		go func() { defer wg.Done(); r.schedule(ctx) }()

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// An instance without worker slots (an API-only instance) hands its starts to an instance
+// that has a free slot, through Redis: it pushes the request on baton:{env}:starts and waits a
+// moment for a worker to take it. A worker takes requests only while it has a free slot, and
+// answers on the request's own reply key. Nothing waits in line: a request no worker takes
+// within RemoteStartWait is withdrawn and answered CAPACITY_EXCEEDED.
+
+type remoteStart struct {
+	ID     string    `json:"id"`
+	Params startWire `json:"params"`
+	Sent   time.Time `json:"sent"`
+}
+
+type startWire struct {
+	Job             string         `json:"job"`
+	Trigger         bt.Trigger     `json:"trigger"`
+	Mode            bt.Mode        `json:"mode"`
+	Actor           string         `json:"actor"`
+	Due             time.Time      `json:"due"`
+	Next            time.Time      `json:"next"`
+	Generation      int64          `json:"generation,omitempty"`
+	FromStart       bool           `json:"fromStart,omitempty"`
+	ReplayRequestID *int64         `json:"replayRequestId,omitempty"`
+	ReplayScope     bt.ReplayScope `json:"replayScope,omitempty"`
+}
+
+type remoteReply struct {
+	RunID   int64   `json:"runId"`
+	Code    bt.Code `json:"code,omitempty"`
+	Message string  `json:"message,omitempty"`
+}
+
+func (r *Runner) startsKey() string         { return "baton:" + r.cfg.Env + ":starts" }
+func (r *Runner) replyKey(id string) string { return "baton:" + r.cfg.Env + ":start-reply:" + id }
+
+// startRemotely hands p to a worker instance and waits for its answer.
+func (r *Runner) startRemotely(ctx context.Context, p StartParams) (int64, error) {
+	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode,
+		Actor: p.Actor, Due: p.Due, Next: p.Next, Generation: p.Generation, FromStart: p.FromStart,
+		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope}}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.cfg.Redis.LPush(ctx, r.startsKey(), body).Err(); err != nil {
+		return 0, fmt.Errorf("hand start of %s to a worker instance: %w", p.Job, err)
+	}
+	wait := r.cfg.RemoteStartWait
+	reply, err := r.cfg.Redis.BLPop(ctx, wait, r.replyKey(req.ID)).Result()
+	if errors.Is(err, redis.Nil) {
+		// Nobody answered in time. Withdraw the request; if it is gone, a worker has it and
+		// its answer is on the way.
+		removed, lerr := r.cfg.Redis.LRem(context.WithoutCancel(ctx), r.startsKey(), 1, body).Result()
+		if lerr == nil && removed == 1 {
+			return 0, bt.Errorf(bt.CodeCapacityExceeded, "instance %s runs no jobs and no worker instance had a free slot", r.cfg.Instance)
+		}
+		reply, err = r.cfg.Redis.BLPop(ctx, 30*time.Second, r.replyKey(req.ID)).Result()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("wait for a worker to start %s: %w", p.Job, err)
+	}
+	var rep remoteReply
+	if err := json.Unmarshal([]byte(reply[1]), &rep); err != nil {
+		return 0, fmt.Errorf("worker's answer to start %s: %w", p.Job, err)
+	}
+	if rep.Code != "" {
+		return 0, &bt.Error{Code: rep.Code, Message: rep.Message}
+	}
+	return rep.RunID, nil
+}
+
+// serveStarts takes start requests from instances without workers while this one has a free
+// slot.
+func (r *Runner) serveStarts(ctx context.Context) {
+	for ctx.Err() == nil {
+		if len(r.slots) == cap(r.slots) || r.draining.Load() {
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		res, err := r.cfg.Redis.BRPop(ctx, time.Second, r.startsKey()).Result()
+		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
+			continue
+		}
+		if err != nil {
+			r.log.Warn("take start requests", "err", err)
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		var req remoteStart
+		if err := json.Unmarshal([]byte(res[1]), &req); err != nil || req.ID == "" {
+			r.log.Warn("malformed start request dropped", "err", err)
+			continue
+		}
+		w := req.Params
+		id, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
+			Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
+			noAudit: true, local: true})
+		rep := remoteReply{RunID: id}
+		if err != nil {
+			rep.Code, rep.Message = bt.CodeOf(err), err.Error()
+			if rep.Code == "" {
+				rep.Code, rep.Message = "INTERNAL", "the worker instance failed to start the run"
+				r.log.Error("remote start", "job", w.Job, "err", err)
+			}
+		}
+		body, _ := json.Marshal(rep)
+		pipe := r.cfg.Redis.TxPipeline()
+		pipe.LPush(ctx, r.replyKey(req.ID), body)
+		pipe.Expire(ctx, r.replyKey(req.ID), time.Minute)
+		if _, err := pipe.Exec(context.WithoutCancel(ctx)); err != nil {
+			r.log.Error("answer start request", "job", w.Job, "err", err)
+		}
+	}
+}
