@@ -183,19 +183,10 @@ func (run *Run) Check(ctx context.Context) error {
 	return run.stopErr()
 }
 
-// renew extends the Redis lock by compare-and-set on the token, then the database lease.
+// renew extends the database lease — the fence — and then the Redis lock, by compare-and-set
+// on the token. The Redis call is bounded by a short timeout: a Redis outage must slow a
+// renewal by at most that, never cost the run its lease.
 func (run *Run) renew(ctx context.Context) error {
-	ok, err := run.r.locks.Extend(ctx, run.rec.JobName, run.fence.Token, run.lease)
-	if err != nil {
-		run.r.metrics.lockErrors.Inc()
-		run.log.Warn("extend redis lock failed; the database lease still fences", "err", err)
-	} else if !ok {
-		// The key was lost (Redis restarted or flushed). Take it back so Redis keeps
-		// pre-empting; if another token holds it, the database lease still decides.
-		if got, err := run.r.locks.Acquire(ctx, run.rec.JobName, run.fence.Token, run.lease); err != nil || !got {
-			run.log.Warn("redis lock lost and not re-acquired; the database lease still fences", "err", err)
-		}
-	}
 	sent := run.now()
 	ls, pause, err := run.r.store.Renew(ctx, run.fence)
 	if err != nil {
@@ -203,7 +194,26 @@ func (run *Run) renew(ctx context.Context) error {
 	}
 	run.apply(sent, ls, pause)
 	run.r.metrics.leaseRenewals.Inc()
+
+	rctx, cancel := context.WithTimeout(ctx, redisTimeout(run.lease))
+	defer cancel()
+	ok, err := run.r.locks.Extend(rctx, run.rec.JobName, run.fence.Token, run.lease)
+	if err != nil {
+		run.r.metrics.lockErrors.Inc()
+		run.log.Warn("extend redis lock failed; the database lease still fences", "err", err)
+	} else if !ok {
+		// The key was lost (Redis restarted or flushed). Take it back so Redis keeps
+		// pre-empting; if another token holds it, the database lease still decides.
+		if got, err := run.r.locks.Acquire(rctx, run.rec.JobName, run.fence.Token, run.lease); err != nil || !got {
+			run.log.Warn("redis lock lost and not re-acquired; the database lease still fences", "err", err)
+		}
+	}
 	return nil
+}
+
+// redisTimeout bounds one lock operation: a tenth of the lease, between 50ms and 500ms.
+func redisTimeout(lease time.Duration) time.Duration {
+	return min(max(lease/10, 50*time.Millisecond), 500*time.Millisecond)
 }
 
 // itemContext returns a context that ends no later than the lease does.

@@ -328,7 +328,9 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		lease = r.cfg.DefaultLease
 	}
 	token := newToken()
-	locked, err := r.locks.Acquire(ctx, p.Job, token, lease)
+	lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(lease))
+	locked, err := r.locks.Acquire(lockCtx, p.Job, token, lease)
+	cancelLock()
 	switch {
 	case err != nil:
 		// Redis is the fast path, not the guard: the database index still refuses a second

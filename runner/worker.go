@@ -31,7 +31,7 @@ func (r *Runner) work(run *Run) {
 		run.requestStop(bt.StopShutdown)
 	}
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout(run.lease))
 		defer cancel()
 		if _, err := r.locks.Release(ctx, run.rec.JobName, run.fence.Token); err != nil {
 			run.log.Warn("release redis lock", "err", err)

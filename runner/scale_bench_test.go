@@ -1,0 +1,657 @@
+package runner_test
+
+// Scale benchmarks: the "scale section" of BENCHMARKS.md (issue 6 items 4 and 6) and the fire
+// lateness goal of issue 2. Each makes its own schema (or database, or private server) and
+// drops it when done.
+//
+// Sizes: the defaults keep `make bench` (5 rounds on 2 cores) under half an hour; with
+// BATON_BENCH_SCALE=full the benchmarks run at the sizes the issues name. Every size is in the
+// benchmark's name (targets=200k, instances=50, ...), so figures of different sizes never mix.
+//
+//	benchmark                     default                         BATON_BENCH_SCALE=full
+//	ScaleSchedulerPass            10,000 jobs (1,000 registered   10,000 jobs, all registered
+//	                              through the API)                through the API
+//	FireLateness                  3 runners, 5 jobs, 10 s         3 runners, 5 jobs, 60 s
+//	LedgerScale                   200k targets, 20k organic items 1M targets, 100k organic items
+//	IdleRSS                       1 `baton serve`, 10 s window    the same
+//	ScaleSimulation               50 instances × 1,000 jobs,      the same, 120 s storm
+//	                              50 storm jobs for 10 s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// fullScale reports whether BATON_BENCH_SCALE=full asks for the issues' full sizes.
+func fullScale() bool { return os.Getenv("BATON_BENCH_SCALE") == "full" }
+
+// scaled returns def, or full under BATON_BENCH_SCALE=full.
+func scaled[T any](def, full T) T {
+	if fullScale() {
+		return full
+	}
+	return def
+}
+
+// countLabel writes n the short way for a benchmark name: 200k, 1M.
+func countLabel(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "M"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// quantile returns the q-quantile (nearest rank) of samples, which it sorts.
+func quantile(samples []time.Duration, q float64) time.Duration {
+	if len(samples) == 0 {
+		return 0
+	}
+	slices.Sort(samples)
+	i := int(math.Ceil(q*float64(len(samples)))) - 1
+	return samples[min(max(i, 0), len(samples)-1)]
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// ---------------------------------------------------------------------------------------------
+// One scheduler pass with 10,000 registered jobs
+
+// BenchmarkScaleSchedulerPass times one steady-state scheduler pass over 10,000 registered jobs,
+// as Runner.schedulePass does it: the one ScheduleState query (database clock, maintenance
+// switch, every schedulable job), then each job's parsed schedule (cached by spec and timezone)
+// and its next fire, keeping the earliest. No job is due, as in almost every pass. It reports
+// ms/pass and its two parts, and two per-job costs of the set-up that grow with the number of
+// jobs: Register (one upsert and commit per job, what every instance does at start) and the
+// first pass's SetNextFire (one UPDATE per job whose next fire is unset: after registration or
+// a schedule change). Those two are measured on 1,000 of the jobs (all 10,000 with
+// BATON_BENCH_SCALE=full: 10,000 sequential commits take about half a minute here); the other
+// jobs are inserted with SQL.
+func BenchmarkScaleSchedulerPass(b *testing.B) {
+	const n = 10_000
+	viaAPI := scaled(1_000, n)
+	b.Run(fmt.Sprintf("jobs=%s", countLabel(n)), func(b *testing.B) {
+		ctx := context.Background()
+		url := testenv.Schema(b)
+		rc, env := testenv.Redis(b)
+		pool := testenv.Pool(b, url)
+		r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 1,
+			Logger: quietLogger(), MaintenanceCron: "-"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// A mix of schedules as a large installation has them: five and six fields, descriptors,
+		// a few timezones; none due within the benchmark.
+		specs := []struct{ cron, tz string }{
+			{"0 3 * * *", "UTC"}, {"0 0 4 * * *", "Europe/Paris"}, {"@daily", "UTC"}, {"15 */6 * * *", "America/New_York"},
+			{"0 30 2 * * 1-5", "Asia/Tokyo"}, {"@weekly", "UTC"}, {"0 0 1 * *", "Europe/Berlin"}, {"45 23 * * 0", "UTC"},
+		}
+		noop := func(context.Context, *runner.Run) error { return nil }
+		names := make([]string, n)
+		var jobs []runner.Job
+		var crons, tzs []string
+		for i := range names {
+			s := specs[i%len(specs)]
+			names[i] = fmt.Sprintf("job-%05d", i)
+			if i < viaAPI {
+				jobs = append(jobs, runner.NewJob(runner.JobInfo{Name: names[i], Cron: s.cron, Timezone: s.tz}, noop))
+			} else {
+				crons, tzs = append(crons, s.cron), append(tzs, s.tz)
+			}
+		}
+		t0 := time.Now()
+		if err := r.Register(ctx, jobs...); err != nil {
+			b.Fatal(err)
+		}
+		register := time.Since(t0)
+		if _, err := pool.Exec(ctx, `INSERT INTO job_settings (name, cron, timezone, next_scheduled_at)
+			SELECT name, cron, tz, now() + interval '1 day' FROM unnest($1::text[], $2::text[], $3::text[]) AS t(name, cron, tz)`,
+			names[viaAPI:], crons, tzs); err != nil {
+			b.Fatal(err)
+		}
+
+		store := r.Store()
+		cache := map[string]*runner.Schedule{}
+		schedule := func(spec, tz string) *runner.Schedule {
+			s, ok := cache[spec+"\x00"+tz]
+			if !ok {
+				if s, err = runner.ParseSchedule(spec, tz); err != nil {
+					b.Fatal(err)
+				}
+				cache[spec+"\x00"+tz] = s
+			}
+			return s
+		}
+		st, err := store.ScheduleState(ctx, names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 = time.Now()
+		set := 0
+		for _, j := range st.Jobs {
+			if j.Next == nil {
+				if _, err := store.SetNextFire(ctx, j.Name, schedule(j.Cron, j.Timezone).Next(st.Now)); err != nil {
+					b.Fatal(err)
+				}
+				set++
+			}
+		}
+		firstPass := time.Since(t0)
+		if set != viaAPI {
+			b.Fatalf("first pass set %d next fires, want %d", set, viaAPI)
+		}
+
+		var query, compute time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			// The runner passes JobNames(), a fresh copy of its registered names, each pass.
+			st, err := store.ScheduleState(ctx, slices.Clone(names))
+			if err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			wait := 10 * time.Second
+			for _, j := range st.Jobs {
+				next := schedule(j.Cron, j.Timezone).Next(st.Now)
+				if j.Next == nil || !j.Next.After(st.Now) {
+					b.Fatalf("job %s is due or unscheduled", j.Name)
+				}
+				wait = min(wait, j.Next.Sub(st.Now), next.Sub(st.Now))
+			}
+			compute += time.Since(t1)
+			query += t1.Sub(t0)
+			if len(st.Jobs) != n || wait <= 0 {
+				b.Fatalf("pass saw %d jobs (want %d), wait %s", len(st.Jobs), n, wait)
+			}
+		}
+		b.ReportMetric(millis(query+compute)/float64(b.N), "ms/pass")
+		b.ReportMetric(millis(query)/float64(b.N), "query-ms/pass")
+		b.ReportMetric(millis(compute)/float64(b.N), "next-ms/pass")
+		b.ReportMetric(millis(register)/float64(viaAPI), "register-ms/job")
+		b.ReportMetric(millis(firstPass)/float64(viaAPI), "set-next-ms/job")
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fire lateness
+
+// BenchmarkFireLateness runs five jobs with the cron "* * * * * *" on three runners with the
+// scheduler on (production poll interval, 10 s: fires must not wait for it) and reports how
+// late the runs started: started_at - scheduled_for, both by the database clock, p50/p99/max.
+// It also counts fires, and fails on a fire that started twice.
+func BenchmarkFireLateness(b *testing.B) {
+	const runners, jobs = 3, 5
+	window := scaled(10*time.Second, 60*time.Second)
+	b.Run(fmt.Sprintf("runners=%d/jobs=%d", runners, jobs), func(b *testing.B) {
+		ctx := context.Background()
+		url := testenv.Schema(b)
+		rc, env := testenv.Redis(b)
+		admin := testenv.Pool(b, url)
+		var names []string
+		var js []runner.Job
+		for i := range jobs {
+			names = append(names, fmt.Sprintf("every-second-%d", i))
+			js = append(js, runner.NewJob(runner.JobInfo{Name: names[i], Cron: "* * * * * *"},
+				func(context.Context, *runner.Run) error { return nil }))
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{}, runners)
+		for i := range runners {
+			r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, Instance: fmt.Sprintf("r%d", i),
+				Scheduler: true, Logger: quietLogger(), MaintenanceCron: "-"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Register(ctx, js...); err != nil {
+				b.Fatal(err)
+			}
+			go func() { _ = r.Run(runCtx); done <- struct{}{} }()
+		}
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				for range runners {
+					<-done
+				}
+			}
+		}
+		b.Cleanup(stop)
+		for b.Loop() {
+			time.Sleep(window) // the window measured: the runners fire on their own meanwhile
+		}
+		stop()
+
+		var p50, p99, worst float64
+		var fires, dups int
+		err := admin.QueryRow(ctx, `
+			SELECT count(*), count(*) - count(DISTINCT (job_name, scheduled_for)),
+				percentile_disc(0.5) WITHIN GROUP (ORDER BY l), percentile_disc(0.99) WITHIN GROUP (ORDER BY l), max(l)
+			FROM (SELECT job_name, scheduled_for, EXTRACT(EPOCH FROM started_at - scheduled_for)::float8 * 1000 AS l
+			      FROM job_runs WHERE trigger = 'SCHEDULED') x`).Scan(&fires, &dups, &p50, &p99, &worst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fires == 0 || dups != 0 {
+			b.Fatalf("%d scheduled runs, %d of them a second run of one fire", fires, dups)
+		}
+		b.ReportMetric(p50, "p50-ms")
+		b.ReportMetric(p99, "p99-ms")
+		b.ReportMetric(worst, "max-ms")
+		b.ReportMetric(float64(fires), "fires")
+	})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preflight on a large generation, and ledger bytes per million items
+
+// BenchmarkLedgerScale loads one job's generation with N ledger targets (200k by default, 1M
+// with BATON_BENCH_SCALE=full; INSERT ... SELECT generate_series, rows shaped as the runner
+// writes them: ~98 % CONFIRMED, the rest failed in each class or ambiguous), the matching
+// per-state counters and a finished run, then:
+//   - preflight: Runner.Preflight of the run (scope FAILED) — p50/p99 ms. Preflight reads
+//     counters, never the ledger, so it must not grow with N.
+//   - bytes: pg_total_relation_size of job_ledger (heap, TOAST, indexes) plus job_ledger_counts,
+//     per million items (MB of 10^6 bytes: bytes per item = MB per million items); and the same
+//     measured on ledger rows written by a real run of external-effect items through
+//     ProcessBatch (an intent row, then its result: an UPDATE of an indexed column, so not HOT),
+//     as the table grows in production before autovacuum.
+func BenchmarkLedgerScale(b *testing.B) {
+	n := scaled(200_000, 1_000_000)
+	organic := scaled(20_000, 100_000)
+	ctx := context.Background()
+	url := testenv.Schema(b)
+	rc, env := testenv.Redis(b)
+	pool := testenv.Pool(b, url)
+	const job = "settle"
+	warm := 10
+	j := runner.NewJob(runner.JobInfo{Name: job, Version: "1", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
+		for i := range warm {
+			it := runner.Item{Target: fmt.Sprintf("warm-%d", i), Checkpoint: strconv.Itoa(i), Input: i}
+			if err := run.Process(ctx, it, func(context.Context, *runner.Attempt) error { return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	organicJob := runner.NewJob(runner.JobInfo{Name: "organic", Version: "1", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
+		items := make([]runner.Item, 0, 500)
+		for i := range organic {
+			items = append(items, runner.Item{Target: fmt.Sprintf("customer-%08d", i), Checkpoint: strconv.Itoa(i), External: true, Input: i})
+			if len(items) == cap(items) || i == organic-1 {
+				err := run.ProcessBatch(ctx, items, 8, func(_ context.Context, it runner.Item, a *runner.Attempt) error {
+					a.SetEffectRef("pay_" + it.Target)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				items = items[:0]
+			}
+		}
+		return nil
+	})
+	f := &finals{done: map[int64]chan bt.Run{}}
+	r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, PoolSize: 2, Events: f,
+		Logger: quietLogger(), MaintenanceCron: "-"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Register(ctx, j, organicJob); err != nil {
+		b.Fatal(err)
+	}
+	id, err := r.Start(ctx, runner.StartParams{Job: job, Mode: bt.ModeRestart})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if run := f.wait(b, id); run.Status != bt.StatusSucceeded {
+		b.Fatalf("run %d %s", id, run.Status)
+	}
+	run, err := r.Store().Run(ctx, id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := loadLedger(b, pool, job, run.Generation, id, n)
+
+	b.Run(fmt.Sprintf("targets=%s/preflight", countLabel(n)), func(b *testing.B) {
+		var lat []time.Duration
+		var p *bt.Preflight
+		for b.Loop() {
+			t0 := time.Now()
+			p, err = r.Preflight(ctx, id, bt.ScopeFailed)
+			lat = append(lat, time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if p.Confirmed != want[bt.LedgerConfirmed] || p.Ambiguous != want[bt.LedgerAmbiguous] ||
+			p.FailedByClass[bt.LedgerTransient] != want[bt.LedgerTransient] {
+			b.Fatalf("preflight counts %d confirmed, %d ambiguous, %v failed; loaded %v", p.Confirmed, p.Ambiguous, p.FailedByClass, want)
+		}
+		b.ReportMetric(millis(quantile(lat, 0.5)), "p50-ms")
+		b.ReportMetric(millis(quantile(lat, 0.99)), "p99-ms")
+	})
+
+	b.Run(fmt.Sprintf("targets=%s/bytes", countLabel(n)), func(b *testing.B) {
+		var total, heap, index float64
+		var rows int64
+		for b.Loop() {
+			if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts'),
+				pg_relation_size('job_ledger'), pg_indexes_size('job_ledger'), (SELECT count(*) FROM job_ledger)`).Scan(&total, &heap, &index, &rows); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perM := func(bytes float64) float64 { return bytes / float64(rows) } // bytes per item = MB (10^6 B) per 10^6 items
+		b.ReportMetric(perM(total), "MB/1M-items")
+		b.ReportMetric(perM(heap), "heap-MB/1M-items")
+		b.ReportMetric(perM(index), "index-MB/1M-items")
+
+		// The same, grown by a real run: size before and after organic external items.
+		var before, after float64
+		if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts')`).Scan(&before); err != nil {
+			b.Fatal(err)
+		}
+		oid, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if run := f.wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
+			b.Fatalf("organic run %s with %d items", run.Status, run.Processed)
+		}
+		if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts')`).Scan(&after); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric((after-before)/float64(organic), "organic-MB/1M-items")
+	})
+}
+
+// loadLedger bulk-loads n targets of job's generation gen, written by run, with the counters
+// the item path would have kept, and returns the generation's counts by state.
+func loadLedger(tb testing.TB, pool *pgxpool.Pool, job string, gen, run int64, n int) map[bt.LedgerState]int64 {
+	tb.Helper()
+	ctx := context.Background()
+	// State by target number, per 1,000: 2 AMBIGUOUS_EFFECT, 8 TRANSIENT, 5 VALIDATION_REJECTED,
+	// 3 BUG_SUSPECTED, 2 SKIPPED, the rest CONFIRMED. Keys, hashes and refs have the runner's
+	// lengths (IdempotencyKey: "bt_" + 32 hex; input hash: 64 hex).
+	_, err := pool.Exec(ctx, `
+		INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
+			external, effect_ref, last_error, last_error_sig, same_error_count, run_id)
+		SELECT $1, $2, 'customer-' || lpad(g::text, 8, '0'), '', s.state, CASE WHEN s.state = 'SKIPPED' THEN 0 ELSE 1 END,
+			'bt_' || md5($5 || g), md5(g::text) || md5(g::text || 'x'), true,
+			CASE WHEN s.state = 'CONFIRMED' THEN 'pay_' || lpad(g::text, 12, '0') END,
+			CASE WHEN s.state NOT IN ('CONFIRMED', 'SKIPPED') THEN 'provider answered 422: amount exceeds the daily limit' END,
+			CASE WHEN s.state NOT IN ('CONFIRMED', 'SKIPPED') THEN s.state || ':' || md5(s.state) END,
+			CASE WHEN s.state NOT IN ('CONFIRMED', 'SKIPPED') THEN 1 ELSE 0 END, $3
+		FROM generate_series(1, $4) g
+		CROSS JOIN LATERAL (SELECT CASE
+			WHEN g % 1000 < 2 THEN 'AMBIGUOUS_EFFECT' WHEN g % 1000 < 10 THEN 'TRANSIENT'
+			WHEN g % 1000 < 15 THEN 'VALIDATION_REJECTED' WHEN g % 1000 < 18 THEN 'BUG_SUSPECTED'
+			WHEN g % 1000 < 20 THEN 'SKIPPED' ELSE 'CONFIRMED' END AS state) s`, job, gen, run, n, fmt.Sprintf("%s:%d:", job, gen))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The counters, for the generation (run 0) and the run, as the item path keeps them.
+	_, err = pool.Exec(ctx, `
+		INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+		SELECT job_name, generation, r.id, state, count(*) FROM job_ledger, (VALUES (0::bigint), ($3::bigint)) r(id)
+		WHERE job_name = $1 AND generation = $2 GROUP BY 1, 2, 3, 4
+		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = EXCLUDED.n`, job, gen, run)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE job_ledger`); err != nil { // as autovacuum would soon
+		tb.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT state, n FROM job_ledger_counts WHERE job_name = $1 AND generation = $2 AND run_id = 0`, job, gen)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	want := map[bt.LedgerState]int64{}
+	for rows.Next() {
+		var st string
+		var c int64
+		if err := rows.Scan(&st, &c); err != nil {
+			tb.Fatal(err)
+		}
+		want[bt.LedgerState(st)] = c
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return want
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idle RSS and database load of one `baton serve`
+
+// BenchmarkIdleRSS builds ./cmd/baton, starts `baton serve` (scheduler, 4 workers, no demo
+// jobs: the built-in maintenance job only) against a fresh database on a private server, waits
+// for /readyz and for start-up work to end, then reports the process's resident memory (VmRSS) and
+// the database transactions it makes per second at idle (pg_stat_database of its database,
+// committed + rolled back, over a 10 s window: the production poll interval; the server
+// reports a backend's counts within about a second, so a window is exact to ±1 transaction).
+func BenchmarkIdleRSS(b *testing.B) {
+	ctx := context.Background()
+	bin := filepath.Join(b.TempDir(), "baton")
+	build := exec.Command("go", "build", "-o", bin, "github.com/baton-run/baton/cmd/baton")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/baton: %v\n%s", err, out)
+	}
+	dbURL, dbName, stats := freshDatabase(b)
+	_, env := testenv.Redis(b)
+	port := testenv.FreePort(b)
+	logf, err := os.Create(filepath.Join(b.TempDir(), "serve.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+testenv.RedisURL(), "BATON_ENV="+env,
+		fmt.Sprintf("BATON_ADDR=127.0.0.1:%d", port), "BATON_LOG_LEVEL=warn", "BATON_DEMO=false")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = logf.Close()
+	})
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	testenv.Eventually(b, time.Minute, "baton serve to be ready", func() bool {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logf.Name())
+			b.Fatalf("baton serve exited: %v\n%s", err, log)
+		default:
+		}
+		resp, err := http.Get(ready)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	xacts := func() int64 {
+		var n int64
+		if err := stats.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, dbName).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	waitQuiet(b, xacts, 1) // start-up work (migrations, registration, first pass) is over
+	const window = 10 * time.Second
+	var rate float64
+	for b.Loop() {
+		x0, t0 := xacts(), time.Now()
+		time.Sleep(window)
+		rate = float64(xacts()-x0) / time.Since(t0).Seconds()
+	}
+	rss, hwm := procMemory(b, cmd.Process.Pid)
+	b.ReportMetric(rss, "rss-MB")
+	b.ReportMetric(hwm, "peak-rss-MB")
+	b.ReportMetric(rate, "db-xact/s")
+}
+
+// freshDatabase starts a private PostgreSQL (quietPostgres: autovacuum off, so that the
+// database's transactions are its clients' alone), creates a database on it and returns its
+// URL, its name and a connection to another database to read statistics from without adding
+// transactions to the new one.
+func freshDatabase(tb testing.TB) (url, name string, stats *pgx.Conn) {
+	tb.Helper()
+	ctx := context.Background()
+	pg := quietPostgres(tb, 0)
+	stats, err := pgx.Connect(ctx, pg.URL("postgres"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = stats.Close(context.Background()) })
+	name = "idle"
+	if _, err := stats.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatal(err)
+	}
+	return pg.URL(name), name, stats
+}
+
+// procMemory returns a process's resident and peak resident memory in MB (10^6 bytes).
+func procMemory(tb testing.TB, pid int) (rss, hwm float64) {
+	tb.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[0], 64)
+		switch k {
+		case "VmRSS":
+			rss = kb * 1024 / 1e6
+		case "VmHWM":
+			hwm = kb * 1024 / 1e6
+		}
+	}
+	if rss == 0 {
+		tb.Fatal(errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status"))
+	}
+	return rss, hwm
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scale simulation: 50 instances, 1,000 jobs
+
+// BenchmarkScaleSimulation is issue 6's scale simulation: 50 Runner instances in this process,
+// each with its own pgx pool (3 connections) and Redis client, the scheduler on (production
+// poll interval, 10 s) and 4 worker slots, the same 1,000 jobs registered on each with crons
+// far away, on a private PostgreSQL (max_connections raised to fit 50 pools). It reports:
+//   - at idle, over 10 s: database transactions per second per instance (pg_stat_database)
+//     and statements per second per instance (counted in each pool), after the start-up
+//     passes have settled (settle-s: from Run to every next fire computed and the load quiet);
+//   - in a cron storm (50 of the jobs get "* * * * * *" for 10 s; 120 s with
+//     BATON_BENCH_SCALE=full): fires, fires that started twice (must be 0: the benchmark
+//     fails otherwise), seconds a storm job missed, lateness p50/p99 and the database
+//     transactions per second per instance meanwhile.
+//
+// TestScaleFiresOnce is the short form that `make test` runs.
+func BenchmarkScaleSimulation(b *testing.B) {
+	const instances, jobs, stormJobs = 50, 1000, 50
+	stormWindow := scaled(10*time.Second, 120*time.Second)
+	b.Run(fmt.Sprintf("instances=%d/jobs=%d", instances, jobs), func(b *testing.B) {
+		c := newScaleCluster(b, scaleOpts{instances: instances, jobs: jobs, maxConnections: instances*3 + 30})
+		t0 := time.Now()
+		c.start()
+		c.waitScheduled()
+		waitQuiet(b, c.xacts, 2*instances)
+		settle := time.Since(t0)
+
+		const idle = 10 * time.Second
+		var idleXact, idleStmt float64
+		for b.Loop() {
+			x0, s0, t0 := c.xacts(), c.statements(), time.Now()
+			time.Sleep(idle)
+			secs := time.Since(t0).Seconds()
+			idleXact = float64(c.xacts()-x0) / secs / instances
+			idleStmt = float64(c.statements()-s0) / secs / instances
+		}
+
+		x0, t1 := c.xacts(), time.Now()
+		storm := c.storm(stormJobs)
+		stormFor(b, c, stormWindow)
+		stormXact := float64(c.xacts()-x0) / time.Since(t1).Seconds() / instances
+		c.endStorm(storm)
+		c.stop()
+		res := c.stormResult(storm)
+		if res.duplicates != 0 {
+			b.Fatalf("%d fires started twice:\n%s", res.duplicates, strings.Join(c.duplicateFires(storm), "\n"))
+		}
+		b.ReportMetric(idleXact, "db-xact/s/instance")
+		b.ReportMetric(idleStmt, "stmt/s/instance")
+		b.ReportMetric(settle.Seconds(), "settle-s")
+		b.ReportMetric(float64(res.fires), "storm-fires")
+		b.ReportMetric(float64(res.duplicates), "storm-duplicates")
+		b.ReportMetric(float64(res.missed), "storm-missed")
+		b.ReportMetric(res.p50ms, "storm-p50-ms")
+		b.ReportMetric(res.p99ms, "storm-p99-ms")
+		b.ReportMetric(stormXact, "storm-db-xact/s/instance")
+	})
+}
+
+// waitQuiet waits until the transaction rate of xacts stays under perSecond for two
+// consecutive seconds: start-up work is over.
+func waitQuiet(tb testing.TB, xacts func() int64, perSecond int64) {
+	tb.Helper()
+	quiet := 0
+	last := xacts()
+	deadline := time.Now().Add(3 * time.Minute)
+	for quiet < 2 {
+		if time.Now().After(deadline) {
+			tb.Fatalf("the database load did not settle under %d transactions/s", perSecond)
+		}
+		time.Sleep(time.Second)
+		n := xacts()
+		if n-last < perSecond {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = n
+	}
+}
