@@ -17,7 +17,7 @@ import (
 
 // write commits one fenced write and applies what it returned.
 func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
-	w.JobName, w.Generation = run.rec.JobName, run.rec.Generation
+	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
 	run.noteWritten(w.Ledger)
 	sent := run.now()
 	ls, pause, err := run.r.store.WriteItems(ctx, run.fence, w, writes)

@@ -35,6 +35,7 @@ type startWire struct {
 	FromStart       bool           `json:"fromStart,omitempty"`
 	ReplayRequestID *int64         `json:"replayRequestId,omitempty"`
 	ReplayScope     bt.ReplayScope `json:"replayScope,omitempty"`
+	Missed          []time.Time    `json:"missed,omitempty"`
 }
 
 type remoteReply struct {
@@ -50,7 +51,7 @@ func (r *Runner) replyKey(id string) string { return "baton:" + r.cfg.Env + ":st
 func (r *Runner) startRemotely(ctx context.Context, p StartParams) (int64, error) {
 	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode,
 		Actor: p.Actor, Due: p.Due, Next: p.Next, Generation: p.Generation, FromStart: p.FromStart,
-		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope}}
+		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope, Missed: p.Missed}}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, err
@@ -119,7 +120,7 @@ func (r *Runner) serveStarts(ctx context.Context) {
 		w := req.Params
 		id, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
 			Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
-			noAudit: true, local: true})
+			Missed: w.Missed, noAudit: true, local: true})
 		rep := remoteReply{RunID: id}
 		if err != nil {
 			rep.Code, rep.Message = bt.CodeOf(err), err.Error()

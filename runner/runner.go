@@ -250,8 +250,10 @@ type StartParams struct {
 	Mode    Mode    // default RESUME
 	Actor   string  // who asked; default "system"
 	// Due and Next are set by the scheduler for SCHEDULED starts: the fire being claimed and
-	// the one after it.
+	// the one after it. Missed lists the fires between them that passed unclaimed; the
+	// claimer records them as skipped.
 	Due, Next time.Time
+	Missed    []time.Time
 	// Generation, FromStart and ReplayRequestID are set for REPLAY starts.
 	Generation      int64
 	FromStart       bool
@@ -317,6 +319,13 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		claimed, err := r.store.ClaimFire(ctx, p.Job, p.Due, p.Next)
 		if err != nil || !claimed {
 			return 0, err
+		}
+		if len(p.Missed) > 0 {
+			r.metrics.firesSkipped.Add(float64(len(p.Missed)))
+			detail := fmt.Sprintf("no scheduler claimed it in time; the fire of %s ran instead", p.Due.UTC().Format(time.RFC3339))
+			if err := r.store.RecordMissedFires(context.WithoutCancel(ctx), p.Job, p.Missed, r.cfg.Instance, detail); err != nil {
+				r.log.Error("record missed fires", "job", p.Job, "err", err)
+			}
 		}
 		due := p.Due
 		scheduledFor = &due

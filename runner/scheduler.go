@@ -40,6 +40,10 @@ func (r *Runner) schedule(ctx context.Context) {
 	}
 }
 
+// maxMissedFires bounds the missed fires recorded for one claim (an every-second job after a
+// long outage); the rest go unrecorded rather than flood the table.
+const maxMissedFires = 1000
+
 type scheduleCache map[string]*Schedule
 
 func (c scheduleCache) get(spec, tz string) (*Schedule, error) {
@@ -96,11 +100,17 @@ func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Dur
 			consider(next)
 		case !j.Next.After(st.Now):
 			due := *j.Next
+			// Fires that passed while no scheduler could claim them: one runs (due), the rest
+			// are recorded as missed by whoever claims it.
+			var missed []time.Time
+			for t := sched.Next(due); !t.IsZero() && !t.After(st.Now) && len(missed) < maxMissedFires; t = sched.Next(t) {
+				missed = append(missed, t)
+			}
 			fires.Add(1)
 			go func() {
 				defer fires.Done()
 				_, err := r.Start(ctx, StartParams{Job: j.Name, Trigger: bt.TriggerScheduled, Mode: r.scheduledMode(j.Name),
-					Actor: "scheduler", Due: due, Next: next})
+					Actor: "scheduler", Due: due, Next: next, Missed: missed})
 				if errors.Is(err, bt.ErrCapacityExceeded) {
 					// Not claimed: the fire stays due for an instance with a free slot.
 					r.log.Warn("due fire left for another instance: no free slot", "job", j.Name)

@@ -285,3 +285,31 @@ func testLockHolder(b *bundle, job string) (bool, string, error) {
 }
 
 var _ = errors.New
+
+func TestMissedFiresAreRecorded(t *testing.T) {
+	b := setup(t)
+	job := newItemsJob("outage", 1)
+	job.cron = "* * * * * *"
+	r := b.runner(nil, job)
+	ctx := context.Background()
+	// Every scheduler was down for five seconds: the fire due then is still claimed once.
+	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = date_trunc('second', now()) - interval '5 seconds'
+		WHERE name = 'outage'`); err != nil {
+		t.Fatal(err)
+	}
+	late := b.runner(schedulerOn, job)
+	_, _ = r, late
+	testenv.Eventually(t, 10*time.Second, "the due fire to run and the missed ones to be recorded", func() bool {
+		return b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'outage'`) >= 1 &&
+			b.count(`SELECT count(*) FROM job_schedule_events WHERE job_name = 'outage' AND outcome = 'SKIPPED_MISSED'`) >= 4
+	})
+	// Each missed second is accounted for exactly once, and none of them also ran.
+	if n := b.count(`SELECT count(*) FROM (SELECT scheduled_for FROM job_schedule_events WHERE outcome = 'SKIPPED_MISSED'
+		GROUP BY 1 HAVING count(*) > 1) d`); n != 0 {
+		t.Fatalf("%d missed fires recorded twice", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_schedule_events e JOIN job_runs r ON r.scheduled_for = e.scheduled_for
+		WHERE e.outcome = 'SKIPPED_MISSED'`); n != 0 {
+		t.Fatalf("%d fires both ran and were recorded missed", n)
+	}
+}

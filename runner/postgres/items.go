@@ -47,6 +47,10 @@ type ItemsWrite struct {
 	// Checkpoint, when non-nil, advances the shard's checkpoint.
 	Checkpoint *string
 	Shard      string
+	// Lease bounds how long the item transaction may sit idle (a worker frozen between its
+	// statements): PostgreSQL then ends the session, the transaction rolls back and its lock on
+	// the run row goes, so the recoverer can fail the run. 0 leaves the server's setting.
+	Lease time.Duration
 }
 
 // itemsSQL is the one fenced item statement, for a single item and for a batch alike: the
@@ -146,6 +150,12 @@ func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrite
 		return LeaseState{}, "", fmt.Errorf("begin item transaction: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
+	if w.Lease > 0 {
+		if _, err := tx.Exec(ctx, "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
+			fmt.Sprintf("%dms", w.Lease.Milliseconds())); err != nil {
+			return LeaseState{}, "", fmt.Errorf("bound item transaction: %w", err)
+		}
+	}
 	ls, pause, err := leaseResult(tx.QueryRow(ctx, itemsSQL, w.args(f)...), "item write", f)
 	if err != nil {
 		return ls, pause, err

@@ -238,11 +238,15 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]ExpiredRun, error) {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
+	// SKIP LOCKED: a run whose row is locked by a stalled worker's open item transaction is
+	// left for a later pass (the worker's session is cut off after the lease by
+	// idle_in_transaction_session_timeout, which releases it) instead of blocking this pass
+	// and every scheduled fire behind it.
 	rows, err := tx.Query(ctx, `UPDATE job_runs SET status = 'FAILED', stop_reason = 'LEASE_EXPIRED', finished_at = now(),
 			message = 'lease expired at ' || to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 				|| ' on instance ' || instance || ': the worker stopped renewing it; start with RESUME to continue from checkpoint '
 				|| quote_literal(checkpoint)
-		WHERE status IN ('STARTING', 'RUNNING') AND lease_until < now()
+		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < now() FOR UPDATE SKIP LOCKED)
 		RETURNING id, job_name, lease_token, generation`)
 	if err != nil {
 		return nil, fmt.Errorf("recover expired leases: %w", err)

@@ -261,6 +261,14 @@ func (s *Store) RecordScheduleEvent(ctx context.Context, job string, at time.Tim
 	return err
 }
 
+// RecordMissedFires records fires that came and went while no scheduler could claim them (all
+// instances down or frozen): one row each, so every fire either ran or is accounted for.
+func (s *Store) RecordMissedFires(ctx context.Context, job string, at []time.Time, instance, detail string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO job_schedule_events (job_name, scheduled_for, outcome, instance, detail)
+		SELECT $1, t, 'SKIPPED_MISSED', $3, $4 FROM unnest($2::timestamptz[]) AS t`, job, at, instance, detail)
+	return err
+}
+
 // ScheduleEvents lists a job's recorded skipped fires, newest first.
 func (s *Store) ScheduleEvents(ctx context.Context, job string, limit int) ([]bt.ScheduleEvent, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, job_name, scheduled_for, outcome, instance, detail, created_at
