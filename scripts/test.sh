@@ -77,7 +77,9 @@ frontend_tests() {
 
 browser_tests() {
 	scripts/npm-deps.sh e2e
-	(cd e2e && npm test)
+	# e2e/run.sh builds the SPA and baton itself, unless given a binary that embeds the SPA:
+	# `make build` above just made one.
+	(cd e2e && E2E_BATON_BIN=${BATON_BIN:-} npm test)
 }
 
 # --- install what is missing ------------------------------------------------------------------

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-run/baton/frontend"
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/migrations"
@@ -70,7 +71,7 @@ type Options struct {
 	// admin token (if any).
 	Ready func(base, adminToken string)
 	// Console serves the admin SPA under /admin/ and the playground at /playground; nil
-	// serves a note that the console was not built into this binary.
+	// means the console embedded in this module (package frontend).
 	Console http.Handler
 }
 
@@ -193,9 +194,7 @@ func Serve(ctx context.Context, o Options) error {
 		DevMode: o.DevMode, Logger: log}))
 	console := o.Console
 	if console == nil {
-		console = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			http.Error(w, "the admin console is not built into this binary (run make build)", http.StatusNotFound)
-		})
+		console = frontend.Handler()
 	}
 	mux.Handle("/admin/", console)
 	mux.Handle("/playground", console)

@@ -132,7 +132,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		DatabaseURL: c.DatabaseURL, RedisURL: c.RedisURL, Env: c.Env, Addr: c.Addr, Instance: c.Instance,
 		PoolSize: c.PoolSize, Scheduler: c.Scheduler, PollInterval: c.PollInterval, Lease: c.Lease,
 		ShutdownTimeout: c.ShutdownTimeout, DevMode: c.Dev, AllowedOrigins: c.AllowedOrigins,
-		DBMaxConns: c.DBMaxConns, Logger: log, Version: version, Console: consoleHandler(),
+		DBMaxConns: c.DBMaxConns, Logger: log, Version: version,
 	}
 	if c.Demo {
 		cfg, err := demoConfig()

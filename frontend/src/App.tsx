@@ -1,0 +1,62 @@
+import { MantineProvider } from '@mantine/core';
+import { Notifications } from '@mantine/notifications';
+import { lazy, Suspense } from 'react';
+import { BrowserRouter, Navigate, Route, Routes } from 'react-router';
+
+import { AuthGate } from './auth/AuthContext';
+import { Layout } from './components/Layout';
+import { Loading } from './components/QueryState';
+import { AlertsPage } from './pages/AlertsPage';
+import { AmbiguousPage } from './pages/AmbiguousPage';
+import { AuditPage } from './pages/AuditPage';
+import { JobPage } from './pages/JobPage';
+import { JobsPage } from './pages/JobsPage';
+import { NotFoundPage } from './pages/NotFoundPage';
+import { ReplayPage } from './pages/ReplayPage';
+import { ReplaysPage } from './pages/ReplaysPage';
+import { RunPage } from './pages/RunPage';
+import { theme } from './theme';
+
+// GraphiQL (with its editor) is large: it loads only when the playground is opened.
+const PlaygroundPage = lazy(() => import('./pages/PlaygroundPage'));
+
+export function AppRoutes() {
+  return (
+    <Routes>
+      <Route element={<Layout />}>
+        <Route path="/admin" element={<JobsPage />} />
+        <Route path="/admin/jobs" element={<Navigate to="/admin" replace />} />
+        <Route path="/admin/jobs/:name" element={<JobPage />} />
+        <Route path="/admin/runs/:id" element={<RunPage />} />
+        <Route path="/admin/runs/:id/replay" element={<ReplayPage />} />
+        <Route path="/admin/replays" element={<ReplaysPage />} />
+        <Route path="/admin/ambiguous" element={<AmbiguousPage />} />
+        <Route path="/admin/alerts" element={<AlertsPage />} />
+        <Route path="/admin/audit" element={<AuditPage />} />
+        <Route path="/admin/playground" element={<Navigate to="/playground" replace />} />
+        <Route
+          path="/playground"
+          element={
+            <Suspense fallback={<Loading lines={8} label="Loading the playground" />}>
+              <PlaygroundPage />
+            </Suspense>
+          }
+        />
+        <Route path="*" element={<NotFoundPage />} />
+      </Route>
+    </Routes>
+  );
+}
+
+export function App() {
+  return (
+    <MantineProvider theme={theme} defaultColorScheme="auto">
+      <Notifications position="bottom-right" limit={5} />
+      <BrowserRouter>
+        <AuthGate>
+          <AppRoutes />
+        </AuthGate>
+      </BrowserRouter>
+    </MantineProvider>
+  );
+}

@@ -1,0 +1,165 @@
+// Jobs: the dashboard list, one job's page, the schedule editor and the job-level mutations.
+import { graphql } from '../gql';
+
+export const JobsQuery = graphql(`
+  query Jobs {
+    maintenance
+    jobs {
+      id
+      name
+      description
+      cron
+      timezone
+      enabled
+      paused
+      nextScheduledAt
+      riskLevel
+      currentGeneration
+      activeRun {
+        ...RunSummaryFields
+      }
+      lastRun {
+        ...RunSummaryFields
+      }
+    }
+  }
+`);
+
+export const JobQuery = graphql(`
+  query Job($name: String!) {
+    job(name: $name) {
+      id
+      name
+      description
+      cron
+      timezone
+      enabled
+      paused
+      nextScheduledAt
+      nextFireTimes(n: 5)
+      riskLevel
+      leaseSeconds
+      version
+      currentGeneration
+      updatedAt
+      updatedBy
+      activeRun {
+        ...RunSummaryFields
+      }
+      lastRun {
+        ...RunSummaryFields
+      }
+      ledgerSummary {
+        state
+        count
+      }
+    }
+  }
+`);
+
+export const JobRunsQuery = graphql(`
+  query JobRuns($name: String!, $status: [RunStatus!], $first: Int, $after: String) {
+    job(name: $name) {
+      id
+      runs(status: $status, first: $first, after: $after) {
+        nodes {
+          ...RunSummaryFields
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+      }
+    }
+  }
+`);
+
+export const CronPreviewQuery = graphql(`
+  query CronPreview($cron: String!, $timezone: String!) {
+    cronPreview(cron: $cron, timezone: $timezone, n: 5) {
+      valid
+      nextFireTimes
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const StartJobMutation = graphql(`
+  mutation StartJob($name: String!, $mode: RunMode!) {
+    startJob(input: { name: $name, mode: $mode }) {
+      run {
+        ...RunSummaryFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const UpdateJobScheduleMutation = graphql(`
+  mutation UpdateJobSchedule($input: UpdateJobScheduleInput!) {
+    updateJobSchedule(input: $input) {
+      job {
+        id
+        name
+        cron
+        timezone
+        enabled
+        leaseSeconds
+        nextScheduledAt
+        nextFireTimes(n: 5)
+        updatedAt
+        updatedBy
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const PauseJobMutation = graphql(`
+  mutation PauseJob($name: String!) {
+    pauseJob(input: { name: $name }) {
+      job {
+        id
+        name
+        paused
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const ResumeJobMutation = graphql(`
+  mutation ResumeJob($name: String!) {
+    resumeJob(input: { name: $name }) {
+      job {
+        id
+        name
+        paused
+      }
+      run {
+        ...RunSummaryFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);

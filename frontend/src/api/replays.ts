@@ -1,0 +1,155 @@
+// Replays: the preflight, requests, and the four-eyes approval queue.
+import { graphql } from '../gql';
+
+export const PreflightFields = graphql(`
+  fragment PreflightFields on ReplayPreflight {
+    jobName
+    generation
+    scope
+    riskLevel
+    confirmed
+    failedByClass {
+      state
+      count
+    }
+    ambiguous
+    inFlight
+    targetsInScope
+    fixQueue
+    lastCheckpointAgeSeconds
+    downstreamErrorRate
+    downstreamCalls
+    jobVersionChanged
+    runJobVersion
+    currentJobVersion
+    requiresApproval
+    approvalReasons
+    blocked
+    blockingReasons
+    checks {
+      name
+      value
+      threshold
+      verdict
+      detail
+    }
+    computedAt
+  }
+`);
+
+export const ReplayPreflightQuery = graphql(`
+  query ReplayPreflight($runId: ID!, $scope: ReplayScope!) {
+    run(id: $runId) {
+      id
+      jobName
+      status
+      generation
+      startedAt
+      finishedAt
+      job {
+        id
+        name
+        riskLevel
+      }
+    }
+    replayPreflight(runId: $runId, scope: $scope) {
+      ...PreflightFields
+    }
+  }
+`);
+
+export const ReplayRequestFields = graphql(`
+  fragment ReplayRequestFields on ReplayRequest {
+    id
+    generation
+    scope
+    status
+    reason
+    compensationRef
+    requestedBy
+    decidedBy
+    decisionNote
+    createdAt
+    decidedAt
+    executedAt
+    job {
+      id
+      name
+      riskLevel
+    }
+    sourceRun {
+      id
+      status
+    }
+    replayRun {
+      id
+      status
+    }
+    preflight {
+      ...PreflightFields
+    }
+  }
+`);
+
+export const ReplayRequestsQuery = graphql(`
+  query ReplayRequests($status: [ReplayStatus!], $first: Int, $after: String) {
+    replayRequests(status: $status, first: $first, after: $after) {
+      nodes {
+        ...ReplayRequestFields
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+    }
+  }
+`);
+
+export const RequestReplayMutation = graphql(`
+  mutation RequestReplay($input: RequestReplayInput!) {
+    requestReplay(input: $input) {
+      replayRequest {
+        ...ReplayRequestFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const ApproveReplayMutation = graphql(`
+  mutation ApproveReplay($requestId: ID!, $note: String) {
+    approveReplay(input: { requestId: $requestId, note: $note }) {
+      replayRequest {
+        ...ReplayRequestFields
+      }
+      run {
+        id
+        status
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const RejectReplayMutation = graphql(`
+  mutation RejectReplay($requestId: ID!, $note: String) {
+    rejectReplay(input: { requestId: $requestId, note: $note }) {
+      replayRequest {
+        ...ReplayRequestFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);

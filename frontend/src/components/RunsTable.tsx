@@ -1,0 +1,116 @@
+// A job's runs, newest first: filter by status, keyset pages; refreshed on run lifecycle events.
+import { Anchor, Chip, Group, Stack, Table, Text } from '@mantine/core';
+import { useEffect, useState } from 'react';
+import { Link } from 'react-router';
+import { useQuery } from 'urql';
+
+import { JobRunsQuery } from '../api/jobs';
+import { runNumber, runPath } from '../api/runs';
+import type { RunStatus } from '../gql/graphql';
+import { useCursorPager } from '../hooks/useCursorPager';
+import { runStatusMeta, triggerLabel } from '../model/status';
+import { formatDuration, formatNumber } from '../model/time';
+import { RunStatusBadge } from './Badges';
+import { Pager } from './Pager';
+import { Empty, ErrorAlert, Loading } from './QueryState';
+import { TimeAgo } from './Time';
+
+const STATUSES: RunStatus[] = ['STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'PAUSED'];
+const PAGE = 10;
+
+export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey: number }) {
+  const [statuses, setStatuses] = useState<RunStatus[]>([]);
+  const pager = useCursorPager();
+  const { reset } = pager;
+  useEffect(() => reset(), [statuses, reset]);
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: JobRunsQuery,
+    variables: { name: jobName, status: statuses.length ? statuses : null, first: PAGE, after: pager.after },
+    requestPolicy: 'cache-and-network',
+  });
+  useEffect(() => {
+    if (refreshKey > 0) refetch({ requestPolicy: 'network-only' });
+  }, [refreshKey, refetch]);
+  const conn = data?.job?.runs;
+
+  return (
+    <Stack gap="sm" data-testid="runs-table">
+      <Chip.Group multiple value={statuses} onChange={(v) => setStatuses(v as RunStatus[])}>
+        <Group gap={6} role="group" aria-label="Filter runs by status">
+          {STATUSES.map((s) => (
+            <Chip key={s} value={s} size="xs" color={runStatusMeta(s).color} wrapperProps={{ 'data-testid': `runs-filter-${s}` }}>
+              {runStatusMeta(s).label}
+            </Chip>
+          ))}
+        </Group>
+      </Chip.Group>
+      {error && <ErrorAlert error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />}
+      {fetching && !conn && <Loading label="Loading runs" />}
+      {conn && conn.nodes.length === 0 && <Empty title="No runs" description={statuses.length ? 'No run has these statuses.' : 'This job has not run yet.'} />}
+      {conn && conn.nodes.length > 0 && (
+        <div className="table-wrap">
+          <Table striped highlightOnHover miw={760} verticalSpacing={6}>
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Run</Table.Th>
+                <Table.Th>Status</Table.Th>
+                <Table.Th>Trigger</Table.Th>
+                <Table.Th>By</Table.Th>
+                <Table.Th>Started</Table.Th>
+                <Table.Th>Duration</Table.Th>
+                <Table.Th>Processed</Table.Th>
+                <Table.Th>Message</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {conn.nodes.map((r) => (
+                <Table.Tr key={r.id} data-testid="run-row">
+                  <Table.Td>
+                    <Anchor component={Link} to={runPath(r.id)}>
+                      #{runNumber(r.id)}
+                    </Anchor>
+                  </Table.Td>
+                  <Table.Td>
+                    <RunStatusBadge status={r.status} testid="run-row-status" />
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">
+                      {triggerLabel(r.trigger)} · {r.mode.toLowerCase()}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">{r.requestedBy}</Text>
+                  </Table.Td>
+                  <Table.Td>
+                    <TimeAgo iso={r.startedAt} size="sm" />
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">{r.finishedAt ? formatDuration(Date.parse(r.finishedAt) - Date.parse(r.startedAt)) : 'running'}</Text>
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm">
+                      {formatNumber(r.progress.processed)}
+                      {r.progress.total !== null && r.progress.total !== undefined ? ` / ${formatNumber(r.progress.total)}` : ''}
+                      {r.progress.failed > 0 && (
+                        <Text span c="red" size="sm">
+                          {' '}
+                          ({r.progress.failed} failed)
+                        </Text>
+                      )}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td maw={260}>
+                    <Text size="xs" c="dimmed" lineClamp={1} title={r.message}>
+                      {r.message || '—'}
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </div>
+      )}
+      {conn && <Pager pager={pager} hasNextPage={conn.pageInfo.hasNextPage} endCursor={conn.pageInfo.endCursor} label="runs" />}
+    </Stack>
+  );
+}

@@ -1,0 +1,192 @@
+// The schedule editor: cron with its words and the next 5 fire times as one types (the API's
+// cronPreview validates), a time zone picker, enabled and the lease override.
+import { Button, Code, Group, List, NumberInput, Select, Stack, Switch, Text, TextInput } from '@mantine/core';
+import { useMemo, useState, type ReactNode } from 'react';
+import { useMutation, useQuery } from 'urql';
+
+import { CronPreviewQuery, UpdateJobScheduleMutation } from '../api/jobs';
+import type { UpdateJobScheduleInput } from '../gql/graphql';
+import { useDebounced } from '../hooks/useDebounced';
+import { cronInWords } from '../model/cron';
+import { userErrorWords, type UserErrorLike } from '../model/errors';
+import { formatDateTime, timeZones } from '../model/time';
+import { ActionButton } from './ActionButton';
+import { UserErrorList } from './QueryState';
+import { report } from './report';
+
+export interface ScheduleJob {
+  name: string;
+  cron: string;
+  timezone: string;
+  enabled: boolean;
+  leaseSeconds?: number | null | undefined;
+}
+
+/** scheduleChanges is the update input with only the fields that differ from the job. */
+export function scheduleChanges(job: ScheduleJob, cron: string, timezone: string, enabled: boolean, lease: number | null): UpdateJobScheduleInput | null {
+  const input: UpdateJobScheduleInput = { name: job.name };
+  let changed = false;
+  if (cron.trim() !== job.cron) {
+    input.cron = cron.trim();
+    changed = true;
+  }
+  if (timezone !== job.timezone) {
+    input.timezone = timezone;
+    changed = true;
+  }
+  if (enabled !== job.enabled) {
+    input.enabled = enabled;
+    changed = true;
+  }
+  if ((lease ?? null) !== (job.leaseSeconds ?? null)) {
+    input.leaseSeconds = lease ?? 0;
+    changed = true;
+  }
+  return changed ? input : null;
+}
+
+/** fieldError renders a user error under its field: the code in words, the code, the server's detail. */
+function fieldError(e: UserErrorLike | undefined): ReactNode {
+  if (!e) return undefined;
+  return (
+    <>
+      {userErrorWords(e.code)} <Code fz="xs">{e.code}</Code> {e.message}
+    </>
+  );
+}
+
+export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: () => void }) {
+  const [cron, setCron] = useState(job.cron);
+  const [tz, setTz] = useState(job.timezone || 'UTC');
+  const [enabled, setEnabled] = useState(job.enabled);
+  const [lease, setLease] = useState<number | null>(job.leaseSeconds ?? null);
+  const [saveErrors, setSaveErrors] = useState<UserErrorLike[]>([]);
+  const [saving, setSaving] = useState(false);
+  const [, update] = useMutation(UpdateJobScheduleMutation);
+
+  const zones = useMemo(() => {
+    const z = timeZones();
+    return z.includes(tz) ? z : [tz, ...z];
+  }, [tz]);
+
+  const dCron = useDebounced(cron.trim(), 250);
+  const dTz = useDebounced(tz, 250);
+  const [preview] = useQuery({ query: CronPreviewQuery, variables: { cron: dCron, timezone: dTz }, pause: dCron === '' });
+  const settled = dCron === cron.trim() && dTz === tz;
+  const pv = dCron !== '' && settled ? preview.data?.cronPreview : undefined;
+  const previewErrors = pv?.userErrors ?? [];
+  const cronError = previewErrors.find((e) => e.code === 'INVALID_CRON' || e.field === 'cron');
+  const tzError = previewErrors.find((e) => e.code === 'INVALID_TIMEZONE' || e.field === 'timezone');
+  const saveCronError = saveErrors.find((e) => e.field === 'cron' || e.code === 'INVALID_CRON');
+
+  const changes = scheduleChanges(job, cron, tz, enabled, lease);
+  const blocked = !changes
+    ? 'Nothing changed.'
+    : cron.trim() !== '' && !settled
+      ? 'Checking the cron…'
+      : pv && !pv.valid
+        ? 'Fix the schedule first: the server says it is not valid.'
+        : null;
+
+  const save = async () => {
+    if (!changes) return;
+    setSaving(true);
+    setSaveErrors([]);
+    const res = await update({ input: changes });
+    setSaving(false);
+    const errs = res.data?.updateJobSchedule?.userErrors ?? [];
+    if (errs.length > 0) {
+      setSaveErrors(errs);
+      return;
+    }
+    if (report(res, (d) => d.updateJobSchedule, `${job.name}: schedule saved`)) onSaved();
+  };
+
+  return (
+    <Stack gap="sm" data-testid="schedule-editor">
+      <Group align="flex-start" grow preventGrowOverflow={false} wrap="wrap">
+        <TextInput
+          label="Cron"
+          description="5 fields (minute first), 6 fields (seconds first) or @daily, @hourly, @every 10m…; empty: manual only"
+          value={cron}
+          onChange={(e) => {
+            setCron(e.currentTarget.value);
+            setSaveErrors([]);
+          }}
+          error={fieldError(cronError ?? saveCronError)}
+          errorProps={{ 'data-testid': 'cron-error' }}
+          styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
+          miw={260}
+          data-testid="cron-input"
+          aria-describedby="cron-words"
+        />
+        <Select
+          label="Time zone"
+          description="IANA zone the cron is read in"
+          data={zones}
+          value={tz}
+          onChange={(v) => v && setTz(v)}
+          searchable
+          limit={50}
+          nothingFoundMessage="No such zone"
+          error={fieldError(tzError)}
+          miw={220}
+          data-testid="timezone-select"
+          allowDeselect={false}
+        />
+      </Group>
+      {!cronError && (
+        <Text size="sm" id="cron-words" data-testid="cron-preview-words">
+          {cronInWords(cron, tz)}
+        </Text>
+      )}
+      {cron.trim() !== '' && (
+        <div data-testid="cron-preview">
+          {pv?.valid && (
+            <>
+              <Text size="xs" c="dimmed">
+                With this schedule the next fires would be ({tz}):
+              </Text>
+              <List size="sm" spacing={2} data-testid="cron-preview-times">
+                {pv.nextFireTimes.map((t) => (
+                  <List.Item key={t}>{formatDateTime(t, tz)}</List.Item>
+                ))}
+              </List>
+            </>
+          )}
+        </div>
+      )}
+      <Switch label="Schedule enabled" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} data-testid="schedule-enabled" />
+      <Group align="flex-end">
+        <NumberInput
+          label="Lease override (seconds)"
+          description="empty: the job's or the instance's default"
+          value={lease ?? ''}
+          onChange={(v) => setLease(typeof v === 'number' && v > 0 ? v : null)}
+          min={1}
+          max={86400}
+          w={220}
+        />
+      </Group>
+      <UserErrorList errors={saveErrors.filter((e) => e !== saveCronError)} />
+      <Group>
+        <ActionButton need="OPERATOR" blockedBy={blocked} loading={saving} onClick={() => void save()} data-testid="schedule-save">
+          Save schedule
+        </ActionButton>
+        <Button
+          variant="subtle"
+          disabled={!changes}
+          onClick={() => {
+            setCron(job.cron);
+            setTz(job.timezone || 'UTC');
+            setEnabled(job.enabled);
+            setLease(job.leaseSeconds ?? null);
+            setSaveErrors([]);
+          }}
+        >
+          Revert
+        </Button>
+      </Group>
+    </Stack>
+  );
+}

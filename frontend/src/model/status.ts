@@ -1,0 +1,161 @@
+// How the API's enums look and read in the console: colours, labels, plain-word meanings.
+import type {
+  AlertKind,
+  LedgerState,
+  ReplayStatus,
+  RiskLevel,
+  Role,
+  RunStatus,
+  RunTrigger,
+  StopReason,
+  Verdict,
+} from '../gql/graphql';
+
+/** What the console shows for an enum value. */
+export interface Meta {
+  label: string;
+  color: string;
+  /** One sentence an operator understands without the docs. */
+  description: string;
+}
+
+export interface RunStatusMeta extends Meta {
+  /** The run holds (or is acquiring) a lease and may still change. */
+  active: boolean;
+}
+
+const RUN_STATUS: Record<RunStatus, RunStatusMeta> = {
+  STARTING: { label: 'Starting', color: 'blue', active: true, description: 'The run was requested and is acquiring its lease.' },
+  RUNNING: { label: 'Running', color: 'cyan', active: true, description: 'The run is processing items.' },
+  SUCCEEDED: { label: 'Succeeded', color: 'green', active: false, description: 'The run processed every item.' },
+  FAILED: { label: 'Failed', color: 'red', active: false, description: 'The run stopped on an error or a stop condition.' },
+  CANCELLED: { label: 'Cancelled', color: 'gray', active: false, description: 'Someone cancelled the run; committed items stay.' },
+  PAUSED: { label: 'Paused', color: 'yellow', active: false, description: 'The run stopped for a pause or maintenance; a RESUME run continues it.' },
+};
+
+/** runStatusMeta maps a run status to its label, colour and whether the run is active. */
+export function runStatusMeta(status: RunStatus): RunStatusMeta {
+  return RUN_STATUS[status];
+}
+
+/** isActive reports whether a run in this status may still change. */
+export function isActive(status: RunStatus): boolean {
+  return RUN_STATUS[status].active;
+}
+
+const LEDGER_STATE: Record<LedgerState, Meta> = {
+  IN_FLIGHT: { label: 'In flight', color: 'blue', description: 'An attempt started and has no outcome yet.' },
+  CONFIRMED: { label: 'Confirmed', color: 'green', description: 'The effect happened and was recorded.' },
+  TRANSIENT: { label: 'Transient', color: 'orange', description: 'A passing failure; nothing was applied, safe to retry.' },
+  VALIDATION_REJECTED: { label: 'Rejected', color: 'red', description: 'The other side refused the input as invalid.' },
+  CONFLICT: { label: 'Conflict', color: 'red', description: 'The other side reported a conflicting state.' },
+  AMBIGUOUS_EFFECT: { label: 'Ambiguous', color: 'grape', description: 'Unknown whether the effect happened: reconcile before retrying.' },
+  POLICY_BLOCKED: { label: 'Policy blocked', color: 'pink', description: 'A policy stopped this target.' },
+  BUG_SUSPECTED: { label: 'Bug suspected', color: 'red', description: 'The target failed the same way repeatedly: it needs a fix, not a retry.' },
+  NOT_APPLIED: { label: 'Not applied', color: 'teal', description: 'Confirmed that the effect did not happen: safe to retry.' },
+  SKIPPED: { label: 'Skipped', color: 'gray', description: 'The job skipped this target.' },
+};
+
+/** LEDGER_STATES lists every ledger state in display order. */
+export const LEDGER_STATES: LedgerState[] = Object.keys(LEDGER_STATE) as LedgerState[];
+
+export function ledgerStateMeta(state: LedgerState): Meta {
+  return LEDGER_STATE[state];
+}
+
+const VERDICT: Record<Verdict, Meta> = {
+  OK: { label: 'OK', color: 'green', description: 'Within limits.' },
+  WARN: { label: 'Warning', color: 'yellow', description: 'Allowed, but read the detail.' },
+  BLOCK: { label: 'Blocks', color: 'red', description: 'The replay cannot go ahead while this holds.' },
+};
+
+export function verdictMeta(v: Verdict): Meta {
+  return VERDICT[v];
+}
+
+const REPLAY_STATUS: Record<ReplayStatus, Meta> = {
+  PENDING_APPROVAL: { label: 'Pending approval', color: 'yellow', description: 'Waiting for a second person (an approver) to decide.' },
+  APPROVED: { label: 'Approved', color: 'blue', description: 'Approved; its run is about to start.' },
+  REJECTED: { label: 'Rejected', color: 'gray', description: 'An approver rejected the request.' },
+  BLOCKED: { label: 'Blocked', color: 'red', description: 'The preflight blocked the replay.' },
+  EXECUTED: { label: 'Executed', color: 'green', description: 'The replay run was started.' },
+};
+
+export function replayStatusMeta(s: ReplayStatus): Meta {
+  return REPLAY_STATUS[s];
+}
+
+const RISK: Record<RiskLevel, Meta> = {
+  LOW: { label: 'Low risk', color: 'gray', description: 'Replays run without approval.' },
+  MEDIUM: { label: 'Medium risk', color: 'yellow', description: 'Replays deserve a careful look at the preflight.' },
+  HIGH: { label: 'High risk', color: 'red', description: 'Money, permissions or external sends: replays need a compensation reference and a second person.' },
+};
+
+export function riskMeta(r: RiskLevel): Meta {
+  return RISK[r];
+}
+
+const TRIGGER: Record<RunTrigger, string> = {
+  SCHEDULED: 'Scheduled',
+  MANUAL: 'Manual',
+  REPLAY: 'Replay',
+  RECONCILE: 'Reconcile',
+};
+
+export function triggerLabel(t: RunTrigger): string {
+  return TRIGGER[t];
+}
+
+const STOP_REASON: Record<StopReason, string> = {
+  CANCELLED: 'cancelled by an operator',
+  PAUSED: 'the job was paused',
+  MAINTENANCE: 'cluster maintenance',
+  SHUTDOWN: 'the instance shut down',
+  LEASE_EXPIRED: 'its lease expired (the worker stopped renewing it)',
+  ERROR: 'an error',
+  PANIC: 'a panic in the job code',
+  STOP_CONDITION: 'a stop condition tripped',
+  SHUTDOWN_TIMEOUT: 'the instance shut down before the item finished',
+};
+
+/** stopReasonWords says why a run stopped: "cluster maintenance". */
+export function stopReasonWords(r: StopReason): string {
+  return STOP_REASON[r];
+}
+
+const ALERT_KIND: Record<AlertKind, string> = {
+  HEARTBEAT_MISSED: 'Heartbeat missed',
+  CHECKPOINT_STALLED: 'Checkpoint stalled',
+  TARGET_RETRIED: 'Target retried repeatedly',
+  DOWNSTREAM_ERRORS: 'Downstream errors',
+  NO_LEDGER_WRITES: 'No ledger writes',
+  AMBIGUOUS_EFFECT: 'Ambiguous effect',
+};
+
+export function alertKindLabel(k: AlertKind): string {
+  return ALERT_KIND[k];
+}
+
+/** severityColor colours an alert's severity (WARNING, CRITICAL). */
+export function severityColor(severity: string): string {
+  return severity.toUpperCase() === 'CRITICAL' ? 'red' : 'orange';
+}
+
+const ROLE_ORDER: Record<Role, number> = { VIEWER: 0, OPERATOR: 1, APPROVER: 2, ADMIN: 3 };
+
+/** roleAtLeast reports whether role may do what needed may (VIEWER < OPERATOR < APPROVER < ADMIN). */
+export function roleAtLeast(role: Role, needed: Role): boolean {
+  return ROLE_ORDER[role] >= ROLE_ORDER[needed];
+}
+
+/** roleLabel: "operator". */
+export function roleLabel(role: Role): string {
+  return role.toLowerCase();
+}
+
+/** roleReason is why a role may not do something: "Needs the operator role; you are a viewer." */
+export function roleReason(role: Role, needed: Role): string | null {
+  if (roleAtLeast(role, needed)) return null;
+  const article = (r: Role): string => (r === 'OPERATOR' || r === 'APPROVER' || r === 'ADMIN' ? 'an' : 'a');
+  return `Needs the ${roleLabel(needed)} role; you are ${article(role)} ${roleLabel(role)}.`;
+}

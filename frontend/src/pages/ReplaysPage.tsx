@@ -1,0 +1,175 @@
+// Replay requests and the approval queue: approvers approve or reject with a note; nobody can
+// approve their own request.
+import { Accordion, Anchor, Card, Chip, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core';
+import { useEffect, useState } from 'react';
+import { Link } from 'react-router';
+import { useMutation, useQuery } from 'urql';
+
+import { ApproveReplayMutation, RejectReplayMutation, ReplayRequestsQuery } from '../api/replays';
+import { jobPath, runNumber, runPath } from '../api/runs';
+import { useViewer } from '../auth/AuthContext';
+import { ActionButton } from '../components/ActionButton';
+import { ReplayStatusBadge, RiskBadge } from '../components/Badges';
+import { Pager } from '../components/Pager';
+import { PreflightPanel } from '../components/PreflightPanel';
+import { Empty, ErrorAlert, Loading } from '../components/QueryState';
+import { report } from '../components/report';
+import { TimeAgo } from '../components/Time';
+import type { ReplayRequestFieldsFragment, ReplayStatus } from '../gql/graphql';
+import { useCursorPager } from '../hooks/useCursorPager';
+import { replayStatusMeta } from '../model/status';
+
+const STATUSES: ReplayStatus[] = ['PENDING_APPROVAL', 'APPROVED', 'EXECUTED', 'REJECTED', 'BLOCKED'];
+
+/** decisionBlockedBy says why the viewer cannot decide a request, or null. */
+export function decisionBlockedBy(req: { status: ReplayStatus; requestedBy: string }, viewerName: string): string | null {
+  if (req.status !== 'PENDING_APPROVAL') return `The request is ${replayStatusMeta(req.status).label.toLowerCase()}: it was decided already.`;
+  if (req.requestedBy === viewerName) return 'You requested this replay: a second person must approve or reject it.';
+  return null;
+}
+
+function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onDecided: () => void }) {
+  const viewer = useViewer();
+  const [note, setNote] = useState('');
+  const [busy, setBusy] = useState<string | null>(null);
+  const [, approve] = useMutation(ApproveReplayMutation);
+  const [, reject] = useMutation(RejectReplayMutation);
+  const blocked = decisionBlockedBy(req, viewer.name);
+  const pending = req.status === 'PENDING_APPROVAL';
+
+  const decide = async (what: 'approve' | 'reject') => {
+    setBusy(what);
+    if (what === 'approve') {
+      report(await approve({ requestId: req.id, note: note.trim() || null }), (d) => d.approveReplay, 'Replay approved: its run is starting');
+    } else {
+      report(await reject({ requestId: req.id, note: note.trim() || null }), (d) => d.rejectReplay, 'Replay rejected');
+    }
+    setBusy(null);
+    onDecided();
+  };
+
+  return (
+    <Card withBorder radius="md" data-testid="replay-request-card" data-status={req.status} data-requested-by={req.requestedBy}>
+      <Stack gap="xs">
+        <Group justify="space-between">
+          <Group gap="xs">
+            <Anchor component={Link} to={jobPath(req.job.name)} fw={700}>
+              {req.job.name}
+            </Anchor>
+            <RiskBadge risk={req.job.riskLevel} />
+            <ReplayStatusBadge status={req.status} />
+            <Text size="sm" c="dimmed">
+              scope {req.scope} · generation {req.generation} · source{' '}
+              <Anchor component={Link} to={runPath(req.sourceRun.id)}>
+                run #{runNumber(req.sourceRun.id)}
+              </Anchor>
+            </Text>
+          </Group>
+          <Text size="xs" c="dimmed">
+            requested by <b>{req.requestedBy}</b> <TimeAgo iso={req.createdAt} size="xs" />
+          </Text>
+        </Group>
+        <Text size="sm">
+          <b>Reason:</b> {req.reason}
+        </Text>
+        <Text size="sm">
+          <b>Compensation:</b> {req.compensationRef ? <Code>{req.compensationRef}</Code> : <Text span c="dimmed">none given</Text>}
+        </Text>
+        {req.decidedBy && (
+          <Text size="sm">
+            <b>{req.status === 'REJECTED' ? 'Rejected' : 'Decided'} by</b> {req.decidedBy} <TimeAgo iso={req.decidedAt} size="sm" />
+            {req.decisionNote ? ` — “${req.decisionNote}”` : ''}
+          </Text>
+        )}
+        {req.replayRun && (
+          <Text size="sm">
+            <b>Replay run:</b>{' '}
+            <Anchor component={Link} to={runPath(req.replayRun.id)} data-testid="replay-run-link">
+              #{runNumber(req.replayRun.id)}
+            </Anchor>{' '}
+            ({req.replayRun.status.toLowerCase()})
+          </Text>
+        )}
+        <Accordion variant="contained" chevronPosition="left">
+          <Accordion.Item value="preflight">
+            <Accordion.Control>
+              Preflight at request time: {req.preflight.targetsInScope} target(s) in scope
+              {req.preflight.blocked ? ', blocked' : req.preflight.requiresApproval ? ', needs approval' : ''}
+            </Accordion.Control>
+            <Accordion.Panel>
+              <PreflightPanel pf={req.preflight} />
+            </Accordion.Panel>
+          </Accordion.Item>
+        </Accordion>
+        {pending && (
+          <Group align="flex-end">
+            <Textarea
+              label="Note"
+              placeholder="what you checked"
+              value={note}
+              onChange={(e) => setNote(e.currentTarget.value)}
+              autosize
+              minRows={1}
+              style={{ flex: 1 }}
+              data-testid="decision-note"
+            />
+            <ActionButton need="APPROVER" blockedBy={blocked} color="green" loading={busy === 'approve'} onClick={() => void decide('approve')} data-testid="replay-approve">
+              Approve
+            </ActionButton>
+            <ActionButton need="APPROVER" blockedBy={blocked} color="red" variant="light" loading={busy === 'reject'} onClick={() => void decide('reject')} data-testid="replay-reject">
+              Reject
+            </ActionButton>
+          </Group>
+        )}
+      </Stack>
+    </Card>
+  );
+}
+
+export function ReplaysPage() {
+  const [statuses, setStatuses] = useState<ReplayStatus[]>(['PENDING_APPROVAL']);
+  const pager = useCursorPager();
+  const { reset } = pager;
+  useEffect(() => reset(), [statuses, reset]);
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: ReplayRequestsQuery,
+    variables: { status: statuses.length ? statuses : null, first: 20, after: pager.after },
+    requestPolicy: 'cache-and-network',
+  });
+  const conn = data?.replayRequests;
+  const refresh = () => refetch({ requestPolicy: 'network-only' });
+
+  return (
+    <Stack>
+      <div>
+        <Title order={1} size="h2">
+          Replays
+        </Title>
+        <Text c="dimmed" size="sm">
+          Four eyes: a replay that needs approval waits here until an approver other than its requester decides.
+        </Text>
+      </div>
+      <Chip.Group multiple value={statuses} onChange={(v) => setStatuses(v as ReplayStatus[])}>
+        <Group gap={6} role="group" aria-label="Filter requests by status">
+          {STATUSES.map((s) => (
+            <Chip key={s} value={s} size="sm" color={replayStatusMeta(s).color} wrapperProps={{ 'data-testid': `replays-filter-${s}` }}>
+              {replayStatusMeta(s).label}
+            </Chip>
+          ))}
+        </Group>
+      </Chip.Group>
+      {error && <ErrorAlert error={error} onRetry={refresh} />}
+      {fetching && !conn && <Loading lines={6} label="Loading replay requests" />}
+      {conn && conn.nodes.length === 0 && (
+        <Empty
+          title={statuses.length === 1 && statuses[0] === 'PENDING_APPROVAL' ? 'Nothing waits for approval' : 'No replay requests'}
+          description="Replays are requested from a run's page (Replay…)."
+        />
+      )}
+      {conn?.nodes.map((r) => (
+        <RequestCard key={r.id} req={r} onDecided={refresh} />
+      ))}
+      {conn && <Pager pager={pager} hasNextPage={conn.pageInfo.hasNextPage} endCursor={conn.pageInfo.endCursor} label="replays" />}
+    </Stack>
+  );
+}

@@ -1,0 +1,330 @@
+// One run, live: progress bar and counts, items/s sparkline, ETA, checkpoint, lease countdown
+// and holder, cancel and resume; its status timeline, errors and ledger.
+import { Anchor, Badge, Button, Card, Code, Grid, Group, SimpleGrid, Stack, Tabs, Text, Timeline, Title, Tooltip } from '@mantine/core';
+import { IconPlayerPlay, IconPlayerStop, IconRepeat } from '@tabler/icons-react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { useMutation, useQuery, useSubscription } from 'urql';
+
+import { StartJobMutation } from '../api/jobs';
+import { CancelRunMutation, jobPath, RunProgressSubscription, RunQuery, runNumber, runPath } from '../api/runs';
+import { useOnReconnect } from '../auth/AuthContext';
+import { ActionButton } from '../components/ActionButton';
+import { RiskBadge, RunStatusBadge } from '../components/Badges';
+import { cancelBlockedBy, startBlockedBy } from '../components/JobControls';
+import { useMaintenance } from '../components/Layout';
+import { LedgerSummary, LedgerTable } from '../components/LedgerTable';
+import { Empty, ErrorAlert, Loading } from '../components/QueryState';
+import { report } from '../components/report';
+import { RunErrors } from '../components/RunErrors';
+import { RunProgressBar } from '../components/RunProgressBar';
+import { Sparkline } from '../components/Sparkline';
+import { DateTime, TimeAgo } from '../components/Time';
+import type { RunLiveFieldsFragment } from '../gql/graphql';
+import { useNow } from '../hooks/useNow';
+import { currentRate, reduceRunProgress } from '../live/runProgress';
+import { isActive, runStatusMeta, stopReasonWords, triggerLabel } from '../model/status';
+import { etaMs, formatDuration, formatEta, formatRelative } from '../model/time';
+
+function Stat({ label, children, testid }: { label: string; children: React.ReactNode; testid?: string }) {
+  return (
+    <div>
+      <Text size="xs" c="dimmed" tt="uppercase" fw={600}>
+        {label}
+      </Text>
+      <div data-testid={testid}>{children}</div>
+    </div>
+  );
+}
+
+/** averageRate is a finished run's items per second between activation and the end. */
+function averageRate(run: RunLiveFieldsFragment): number | null {
+  const from = Date.parse(run.activatedAt ?? run.startedAt);
+  const to = run.finishedAt ? Date.parse(run.finishedAt) : NaN;
+  if (Number.isNaN(from) || Number.isNaN(to) || to <= from) return null;
+  return run.progress.processed / ((to - from) / 1000);
+}
+
+function LeaseCountdown({ run, now }: { run: RunLiveFieldsFragment; now: number }) {
+  if (!isActive(run.status)) {
+    return (
+      <Text size="sm" c="dimmed">
+        released (run ended)
+      </Text>
+    );
+  }
+  const left = Date.parse(run.leaseUntil) - now;
+  return (
+    <Stack gap={0}>
+      <Text size="sm" fw={600} c={left < 0 ? 'red' : left < 5000 ? 'orange' : undefined}>
+        {left >= 0 ? `ends in ${formatDuration(left)}` : `expired ${formatDuration(-left)} ago`}
+      </Text>
+      <Text size="xs" c="dimmed">
+        held by <Code>{run.instance || '—'}</Code>
+      </Text>
+      <Text size="xs" c="dimmed">
+        heartbeat {formatRelative(run.heartbeatAt, now)}
+      </Text>
+    </Stack>
+  );
+}
+
+export function RunPage() {
+  const id = useParams()['id'] ?? '';
+  const navigate = useNavigate();
+  const { on: maintenance } = useMaintenance();
+  const [{ data, fetching, error }, refetch] = useQuery({ query: RunQuery, variables: { id }, requestPolicy: 'cache-and-network' });
+  const [liveRes] = useSubscription({ query: RunProgressSubscription, variables: { runId: id } }, reduceRunProgress);
+  const [, cancelRun] = useMutation(CancelRunMutation);
+  const [, startJob] = useMutation(StartJobMutation);
+  const [busy, setBusy] = useState<string | null>(null);
+  const now = useNow(1000);
+
+  const live = liveRes.data;
+  // While the query for a new id is in flight, urql may still hold the previous run.
+  const fetched = data?.run?.id === id ? data.run : undefined;
+  // The subscription's snapshot is newer than the query's once it arrives.
+  // Once the database says the run has ended, it is the final word.
+  const run: RunLiveFieldsFragment | undefined =
+    fetched && !isActive(fetched.status) ? fetched : live && live.run.id === id ? live.run : fetched ?? undefined;
+  const status = run?.status;
+  const refetchFresh = useCallback(() => refetch({ requestPolicy: 'network-only' }), [refetch]);
+
+  // When the run ends (or changes status), reload what the subscription does not carry.
+  const [refreshKey, setRefreshKey] = useState(0);
+  const [refreshedFor, setRefreshedFor] = useState<string | null>(null);
+  useEffect(() => {
+    if (!status || !fetched || status === fetched.status || refreshedFor === status) return;
+    setRefreshedFor(status);
+    setRefreshKey((k) => k + 1);
+    refetchFresh();
+  }, [status, fetched, refreshedFor, refetchFresh]);
+  useOnReconnect(refetchFresh);
+
+  const rate = run ? (isActive(run.status) ? currentRate(live, run, now) : averageRate(run)) : null;
+  const eta = run && isActive(run.status) ? etaMs(run.progress.total, run.progress.processed, rate) : run ? 0 : null;
+
+  const timeline = useMemo(() => {
+    const items: { at: string; title: string; detail: string; color: string }[] = [];
+    for (const e of fetched?.events ?? []) {
+      items.push({ at: e.at, title: e.kind.charAt(0) + e.kind.slice(1).toLowerCase(), detail: e.detail, color: e.kind === 'FINISHED' ? 'gray' : 'blue' });
+    }
+    // Status changes seen live after the page opened (the first is the snapshot, not a
+    // change); the end is the server's FINISHED event once it is loaded.
+    const finished = items.some((i) => i.title === 'Finished');
+    for (const c of (live?.changes ?? []).slice(1)) {
+      if (finished && !isActive(c.status)) continue;
+      items.push({ at: c.at, title: runStatusMeta(c.status).label, detail: 'seen live', color: runStatusMeta(c.status).color });
+    }
+    return items.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  }, [fetched, live]);
+
+  if (error && !data) return <ErrorAlert error={error} onRetry={refetchFresh} />;
+  if ((fetching && !fetched) || (data?.run && !fetched)) return <Loading lines={8} label="Loading the run" />;
+  if (!fetched || !run) return <Empty title="No such run" description={`There is no run with id ${id}.`} />;
+
+  const active = isActive(run.status);
+  const job = fetched.job;
+  const startBlocked = startBlockedBy({ paused: false }, active ? run : null, maintenance);
+
+  const cancel = async () => {
+    setBusy('cancel');
+    report(await cancelRun({ runId: run.id }), (d) => d.cancelRun, `Run #${runNumber(run.id)}: cancel requested`);
+    setBusy(null);
+  };
+  const resume = async () => {
+    setBusy('resume');
+    const p = report(await startJob({ name: run.jobName, mode: 'RESUME' }), (d) => d.startJob, `${run.jobName}: resumed from the checkpoint`);
+    setBusy(null);
+    if (p?.run) navigate(runPath(p.run.id));
+  };
+
+  return (
+    <Stack>
+      <div>
+        <Text size="sm">
+          <Anchor component={Link} to="/admin">
+            Jobs
+          </Anchor>{' '}
+          /{' '}
+          <Anchor component={Link} to={jobPath(run.jobName)}>
+            {run.jobName}
+          </Anchor>{' '}
+          /
+        </Text>
+        <Group justify="space-between" align="flex-start">
+          <Group gap="sm">
+            <Title order={1} size="h2" data-testid="run-title" data-run-id={run.id}>
+              Run #{runNumber(run.id)}
+            </Title>
+            <RunStatusBadge status={run.status} />
+            <RiskBadge risk={job.riskLevel} />
+            {run.cancelRequested && active && (
+              <Badge color="gray" variant="outline" data-testid="cancel-requested">
+                cancel requested{run.cancelRequestedBy ? ` by ${run.cancelRequestedBy}` : ''}
+              </Badge>
+            )}
+            {run.pauseRequested && active && (
+              <Badge color="yellow" variant="outline">
+                pause requested
+              </Badge>
+            )}
+          </Group>
+          <Group gap="xs">
+            <ActionButton
+              need="OPERATOR"
+              blockedBy={cancelBlockedBy(active ? run : null)}
+              color="red"
+              variant="light"
+              leftSection={<IconPlayerStop size={16} />}
+              loading={busy === 'cancel'}
+              onClick={() => void cancel()}
+              data-testid="run-cancel"
+            >
+              Cancel run
+            </ActionButton>
+            <Tooltip label="Start a RESUME run of the job: it continues from the last committed checkpoint" withArrow disabled={startBlocked !== null}>
+              <span>
+                <ActionButton
+                  need="OPERATOR"
+                  blockedBy={active ? 'The run is still active.' : run.status === 'SUCCEEDED' ? 'The run succeeded: there is nothing to resume.' : startBlocked}
+                  leftSection={<IconPlayerPlay size={16} />}
+                  loading={busy === 'resume'}
+                  onClick={() => void resume()}
+                  data-testid="run-resume"
+                >
+                  Resume from checkpoint
+                </ActionButton>
+              </span>
+            </Tooltip>
+            <Button
+              component={Link}
+              to={`${runPath(run.id)}/replay`}
+              variant="default"
+              leftSection={<IconRepeat size={16} />}
+              data-testid="run-replay-link"
+            >
+              Replay…
+            </Button>
+          </Group>
+        </Group>
+        <Text size="sm" c="dimmed">
+          {triggerLabel(fetched.trigger)} · {fetched.mode} · requested by {fetched.requestedBy} · generation {fetched.generation} · job version{' '}
+          {fetched.jobVersion}
+          {fetched.scheduledFor && (
+            <>
+              {' '}
+              · for the fire at <DateTime iso={fetched.scheduledFor} timeZone={job.timezone} size="sm" />
+            </>
+          )}
+        </Text>
+        {fetched.resumedFrom && (
+          <Text size="sm" data-testid="resumed-from">
+            Continues{' '}
+            <Anchor component={Link} to={runPath(fetched.resumedFrom.id)}>
+              run #{runNumber(fetched.resumedFrom.id)}
+            </Anchor>{' '}
+            ({runStatusMeta(fetched.resumedFrom.status).label.toLowerCase()})
+          </Text>
+        )}
+      </div>
+
+      <Card withBorder radius="md">
+        <Stack>
+          <RunProgressBar progress={run.progress} status={run.status} size="xl" />
+          <SimpleGrid cols={{ base: 2, sm: 3, lg: 6 }} spacing="md">
+            <Stat label="Items / s" testid="run-rate">
+              <Text size="sm" fw={600}>
+                {rate === null ? '—' : rate.toFixed(rate < 10 ? 1 : 0)}
+              </Text>
+              {(live?.rates.length ?? 0) > 1 && <Sparkline values={live?.rates ?? []} label="Items per second, one point a second" width={140} height={32} />}
+              {!active && (
+                <Text size="xs" c="dimmed">
+                  average over the run
+                </Text>
+              )}
+            </Stat>
+            <Stat label="ETA" testid="run-eta">
+              <Text size="sm" fw={600}>
+                {active ? formatEta(eta) : 'done'}
+              </Text>
+            </Stat>
+            <Stat label="Elapsed">
+              <Text size="sm" fw={600}>
+                {formatDuration((run.finishedAt ? Date.parse(run.finishedAt) : now) - Date.parse(run.startedAt))}
+              </Text>
+              <Text size="xs" c="dimmed">
+                started <TimeAgo iso={run.startedAt} size="xs" />
+              </Text>
+            </Stat>
+            <Stat label="Lease" testid="run-lease">
+              <LeaseCountdown run={run} now={now} />
+            </Stat>
+            <Stat label="Checkpoint">
+              <Text className="mono" data-testid="run-checkpoint">
+                {run.checkpoint || '—'}
+              </Text>
+            </Stat>
+            <Stat label="Started from">
+              <Text className="mono" data-testid="run-start-checkpoint">
+                {run.startCheckpoint || '(the beginning)'}
+              </Text>
+            </Stat>
+          </SimpleGrid>
+          {(run.message || run.stopReason) && (
+            <Text size="sm" c={run.status === 'FAILED' ? 'red' : undefined} data-testid="run-message">
+              {run.stopReason && <>Stopped: {stopReasonWords(run.stopReason)}. </>}
+              {run.message}
+            </Text>
+          )}
+        </Stack>
+      </Card>
+
+      <Grid>
+        <Grid.Col span={{ base: 12, md: 4 }}>
+          <Card withBorder radius="md" h="100%">
+            <Title order={2} size="h4" mb="sm">
+              Timeline
+            </Title>
+            <Timeline active={timeline.length - 1} bulletSize={16} lineWidth={2} data-testid="run-timeline">
+              {timeline.map((t, i) => (
+                <Timeline.Item key={`${t.title}-${i}`} title={t.title} color={t.color}>
+                  <Text size="xs" c="dimmed">
+                    <DateTime iso={t.at} size="xs" />
+                  </Text>
+                  {t.detail && <Text size="xs">{t.detail}</Text>}
+                </Timeline.Item>
+              ))}
+            </Timeline>
+          </Card>
+        </Grid.Col>
+        <Grid.Col span={{ base: 12, md: 8 }}>
+          <Card withBorder radius="md">
+            <Title order={2} size="h4" mb="sm">
+              Ledger of this run
+            </Title>
+            <LedgerSummary summary={fetched.ledgerSummary} />
+            <Text size="xs" c="dimmed" mt="xs">
+              Entries this run last wrote, by state{active ? ' — as of opening the page; the counts above are live' : ''}.
+            </Text>
+          </Card>
+        </Grid.Col>
+      </Grid>
+
+      <Card withBorder radius="md">
+        <Tabs defaultValue="errors" keepMounted={false}>
+          <Tabs.List>
+            <Tabs.Tab value="errors">Errors{run.progress.failed > 0 ? ` (${run.progress.failed})` : ''}</Tabs.Tab>
+            <Tabs.Tab value="ledger">Ledger</Tabs.Tab>
+          </Tabs.List>
+          <Tabs.Panel value="errors" pt="md">
+            <RunErrors runId={run.id} refreshKey={refreshKey} />
+          </Tabs.Panel>
+          <Tabs.Panel value="ledger" pt="md">
+            <LedgerTable jobName={run.jobName} runId={run.id} />
+          </Tabs.Panel>
+        </Tabs>
+      </Card>
+    </Stack>
+  );
+}
