@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -119,6 +120,11 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			if domain.Field != "" {
 				out.Extensions["field"] = domain.Field
 			}
+		case isEnumCoercion(err):
+			// gqlparser checks enum values of variables without regard to case; the generated
+			// enum types then refuse anything but the exact name. That is bad input, not ours.
+			out.Message = err.Error()
+			out.Extensions = map[string]any{"code": CodeBadUserInput}
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			out.Message = "request cancelled or timed out"
 			out.Extensions = map[string]any{"code": "CANCELLED"}
@@ -137,4 +143,12 @@ func recoverPanic(log *slog.Logger) graphql.RecoverFunc {
 		log.ErrorContext(ctx, "graphql: panic in resolver", "panic", fmt.Sprint(v), "path", graphql.GetPath(ctx).String())
 		return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": CodeInternal}}
 	}
+}
+
+// isEnumCoercion reports whether err is a generated enum type refusing a value ("x is not a
+// valid AmbiguousResolution").
+func isEnumCoercion(err error) bool {
+	msg := err.Error()
+	i := strings.Index(msg, " is not a valid ")
+	return i > 0 && !strings.ContainsAny(msg[i+len(" is not a valid "):], " \n")
 }

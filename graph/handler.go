@@ -265,6 +265,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.next.ServeHTTP(w, r)
 }
 
+// nulMessage refuses NUL characters: no text Baton stores may hold one (PostgreSQL refuses
+// them), so a request carrying one is refused whole, before it can half-happen.
+const nulMessage = "strings must not contain the NUL character (\\u0000)"
+
 // serveGraphQL checks the method, the size and the token, then hands over to gqlgen.
 func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	upgrade := r.Header.Get("Upgrade") != ""
@@ -281,6 +285,10 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet:
 		if int64(len(r.URL.RawQuery)) > s.cfg.MaxBodyBytes {
 			writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("query string is larger than %d bytes", s.cfg.MaxBodyBytes))
+			return
+		}
+		if strings.Contains(r.URL.RawQuery, "%00") || strings.Contains(r.URL.RawQuery, `\u0000`) {
+			writeError(w, http.StatusBadRequest, CodeBadUserInput, nulMessage)
 			return
 		}
 	case r.Method == http.MethodPost && !upgrade:
@@ -323,6 +331,10 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body")
+			return
+		}
+		if bytes.Contains(body, []byte(`\u0000`)) || bytes.IndexByte(body, 0) >= 0 {
+			writeError(w, http.StatusBadRequest, CodeBadUserInput, nulMessage)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

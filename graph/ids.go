@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Global ids are Relay's: base64 of "Type:key". Clients treat them as opaque.
@@ -31,7 +32,8 @@ func parseGlobalID(id string) (typ, key string, ok bool) {
 		return "", "", false
 	}
 	typ, key, ok = strings.Cut(string(raw), ":")
-	if !ok || typ == "" || key == "" {
+	// A key is a job name or a number: never a NUL, never broken UTF-8 (PostgreSQL refuses both).
+	if !ok || typ == "" || key == "" || strings.ContainsRune(key, 0) || !utf8.ValidString(key) {
 		return "", "", false
 	}
 	return typ, key, true

@@ -105,6 +105,12 @@ func (r *mutationResolver) UpdateJobSchedule(ctx context.Context, input model.Up
 	defer cancel()
 	u := runner.ScheduleUpdate{Cron: input.Cron, Timezone: input.Timezone, Enabled: input.Enabled, Actor: actor(ctx)}
 	if input.LeaseSeconds != nil {
+		if secs := *input.LeaseSeconds; secs < 0 || secs > 86400 {
+			// Refused here, before time.Duration could overflow; audited like the runner's refusals.
+			_ = r.runner.Audit(ctx, actor(ctx), "updateJobSchedule", "job:"+input.Name, map[string]any{"leaseSeconds": secs}, string(model.UserErrorCodeInvalidInput))
+			return &model.UpdateJobSchedulePayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "leaseSeconds",
+				"leaseSeconds must be between 1 and 86400 (0 clears the override), not %d", secs)}, nil
+		}
 		lease := time.Duration(*input.LeaseSeconds) * time.Second
 		u.Lease = &lease
 	}

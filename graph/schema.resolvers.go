@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/baton-run/baton/graph/generated"
@@ -86,6 +87,9 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 		// The audit log is for operators, whichever way it is reached.
 		if v := viewerFrom(ctx); v == nil || !v.role.AtLeast(model.RoleOperator) {
 			return nil, forbidden(model.RoleOperator)
+		}
+		if n <= 0 || n == math.MaxInt64 {
+			return nil, nil // no audit entry has that id; n+1 below must not overflow
 		}
 		entries, err := r.runner.AuditLog(ctx, n+1, 1)
 		if err != nil {

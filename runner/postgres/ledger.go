@@ -187,7 +187,7 @@ func (s *Store) Audit(ctx context.Context, a AuditRecord) error { return insertA
 // AuditLog lists audit rows, newest first, before beforeID (0: from the newest).
 func (s *Store) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, actor, action, target, arguments, outcome, created_at FROM audit_log
-		WHERE $1 = 0 OR id < $1 ORDER BY id DESC LIMIT $2`, beforeID, limit)
+		WHERE $1::bigint = 0 OR id < $1::bigint ORDER BY id DESC LIMIT $2`, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,7 @@ func (s *Store) ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, 
 		st = append(st, string(x))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+replayColumns+` FROM replay_requests
-		WHERE ($1::text[] IS NULL OR status = ANY($1)) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, st, beforeID, limit)
+		WHERE ($1::text[] IS NULL OR status = ANY($1)) AND ($2::bigint = 0 OR id < $2::bigint) ORDER BY id DESC LIMIT $3`, st, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}

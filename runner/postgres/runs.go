@@ -359,7 +359,7 @@ func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*bt.Run, error) {
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs
 		WHERE ($1 = '' OR job_name = $1) AND ($2::text[] IS NULL OR status = ANY($2))
-		  AND ($3 = 0 OR id < $3)
+		  AND ($3::bigint = 0 OR id < $3::bigint)
 		ORDER BY id DESC LIMIT $4`, f.JobName, statuses, f.BeforeID, f.Limit)
 	if err != nil {
 		return nil, err
