@@ -133,10 +133,12 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 			inFlightAtKill[target] = id
 		}
 		rows.Close()
-		r.RecoverExpired(ctx)
-		if n := b.count(`SELECT count(*) FROM job_runs WHERE status IN ('STARTING', 'RUNNING')`); n != 0 {
-			t.Fatalf("trial %d: %d active runs after recovery", trial, n)
-		}
+		// The recoverer skips a run whose row the dead worker's last statement still locks
+		// (its backend may not have noticed the death yet); a later pass takes it.
+		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("trial %d: the dead worker's run to be recovered", trial), func() bool {
+			r.RecoverExpired(ctx)
+			return b.count(`SELECT count(*) FROM job_runs WHERE status IN ('STARTING', 'RUNNING')`) == 0
+		})
 		if n := b.count(`SELECT count(*) FROM job_ledger WHERE state = 'IN_FLIGHT'`); n != 0 {
 			t.Fatalf("trial %d: %d IN_FLIGHT rows survived recovery", trial, n)
 		}
