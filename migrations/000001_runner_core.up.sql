@@ -65,6 +65,8 @@ CREATE TABLE job_runs (
 -- Invariant 1: at most one active run per job, whatever Redis says.
 CREATE UNIQUE INDEX job_runs_one_active ON job_runs (job_name) WHERE status IN ('STARTING', 'RUNNING');
 CREATE INDEX job_runs_job_id ON job_runs (job_name, id DESC);
+-- RESUME finds the generation's first run (its start date) and last run without a scan.
+CREATE INDEX job_runs_job_generation ON job_runs (job_name, generation, id);
 CREATE INDEX job_runs_status_id ON job_runs (status, id DESC);
 CREATE INDEX job_runs_active_lease ON job_runs (lease_until) WHERE status IN ('STARTING', 'RUNNING');
 

@@ -13,7 +13,7 @@ package runner_test
 //	                              through the API)                through the API
 //	FireLateness                  3 runners, 5 jobs, 10 s         3 runners, 5 jobs, 60 s
 //	LedgerScale                   200k targets, 20k organic items 1M targets, 100k organic items
-//	IdleRSS                       1 `baton serve`, 10 s window    the same
+//	IdleRSS                       1 `baton serve`, one 10 s poll  the same
 //	ScaleSimulation               50 instances × 1,000 jobs,      the same, 120 s storm
 //	                              50 storm jobs for 10 s
 
@@ -359,35 +359,43 @@ func BenchmarkLedgerScale(b *testing.B) {
 	})
 
 	b.Run(fmt.Sprintf("targets=%s/bytes", countLabel(n)), func(b *testing.B) {
-		var total, heap, index float64
-		var rows int64
-		for b.Loop() {
-			if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts'),
-				pg_relation_size('job_ledger'), pg_indexes_size('job_ledger'), (SELECT count(*) FROM job_ledger)`).Scan(&total, &heap, &index, &rows); err != nil {
+		size := func() float64 {
+			var bytes float64
+			if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts')`).Scan(&bytes); err != nil {
 				b.Fatal(err)
 			}
+			return bytes
 		}
-		perM := func(bytes float64) float64 { return bytes / float64(rows) } // bytes per item = MB (10^6 B) per 10^6 items
-		b.ReportMetric(perM(total), "MB/1M-items")
-		b.ReportMetric(perM(heap), "heap-MB/1M-items")
-		b.ReportMetric(perM(index), "index-MB/1M-items")
-
-		// The same, grown by a real run: size before and after organic external items.
-		var before, after float64
-		if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts')`).Scan(&before); err != nil {
+		var heap, index float64
+		var rows int64
+		if err := pool.QueryRow(ctx, `SELECT pg_relation_size('job_ledger'), pg_indexes_size('job_ledger'), (SELECT count(*) FROM job_ledger)`).Scan(&heap, &index, &rows); err != nil {
 			b.Fatal(err)
 		}
-		oid, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
-		if err != nil {
-			b.Fatal(err)
+		loaded := size()
+		// The same, grown by a real run: the size before and after each run of organic
+		// external-effect items (a new generation each time).
+		var grown float64
+		var items int
+		for b.Loop() {
+			before := size()
+			oid, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if run := f.wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
+				b.Fatalf("organic run %s with %d items", run.Status, run.Processed)
+			}
+			for r.Active(oid) {
+				time.Sleep(time.Millisecond)
+			}
+			grown += size() - before
+			items += organic
 		}
-		if run := f.wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
-			b.Fatalf("organic run %s with %d items", run.Status, run.Processed)
-		}
-		if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts')`).Scan(&after); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric((after-before)/float64(organic), "organic-MB/1M-items")
+		// Bytes per item = MB (10^6 bytes) per million items.
+		b.ReportMetric(loaded/float64(rows), "MB/1M-items")
+		b.ReportMetric(heap/float64(rows), "heap-MB/1M-items")
+		b.ReportMetric(index/float64(rows), "index-MB/1M-items")
+		b.ReportMetric(grown/float64(items), "organic-MB/1M-items")
 	})
 }
 
@@ -450,17 +458,20 @@ func loadLedger(tb testing.TB, pool *pgxpool.Pool, job string, gen, run int64, n
 // ---------------------------------------------------------------------------------------------
 // Idle RSS and database load of one `baton serve`
 
-// BenchmarkIdleRSS builds ./cmd/baton, starts `baton serve` (scheduler, 4 workers, no demo
+// BenchmarkIdleRSS builds ./cmd/baton (or takes $BATON_BIN), starts `baton serve` (scheduler, 4 workers, no demo
 // jobs: the built-in maintenance job only) against a fresh database on a private server, waits
 // for /readyz and for start-up work to end, then reports the process's resident memory (VmRSS) and
 // the database transactions it makes per second at idle (pg_stat_database of its database,
-// committed + rolled back, over a 10 s window: the production poll interval).
+// committed + rolled back, over one poll interval: 10 s, the production default).
 func BenchmarkIdleRSS(b *testing.B) {
 	ctx := context.Background()
-	bin := filepath.Join(b.TempDir(), "baton")
-	build := exec.Command("go", "build", "-o", bin, "github.com/baton-run/baton/cmd/baton")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/baton: %v\n%s", err, out)
+	bin := os.Getenv("BATON_BIN") // scripts/bench.sh builds it once, before the rounds
+	if bin == "" {
+		bin = filepath.Join(b.TempDir(), "baton")
+		build := exec.Command("go", "build", "-o", bin, "github.com/baton-run/baton/cmd/baton")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build ./cmd/baton: %v\n%s", err, out)
+		}
 	}
 	dbURL, dbName, stats := freshDatabase(b)
 	_, env := testenv.Redis(b)
@@ -511,18 +522,21 @@ func BenchmarkIdleRSS(b *testing.B) {
 		return n
 	}
 	waitQuiet(b, xacts, 1) // start-up work (migrations, registration, first pass) is over
-	// A backend may hold the counts of its start-up work until it next runs a statement: wait
-	// for the instance's next poll, then start the window midway between two polls, so that it
-	// holds exactly one poll and its counts have arrived by the end.
-	before := xacts()
-	testenv.Eventually(b, time.Minute, "the instance's next poll", func() bool { return xacts() != before })
-	time.Sleep(5 * time.Second)
-	const window = 10 * time.Second
+	// Count one whole poll interval, from just after one poll to just after the next. (A
+	// backend may hold the counts of its start-up work until it next runs a statement: they
+	// arrive with the first poll, before the count starts.)
+	afterPoll := func() (int64, time.Time) {
+		before := xacts()
+		testenv.Eventually(b, time.Minute, "the instance's next poll", func() bool { return xacts() != before })
+		time.Sleep(1500 * time.Millisecond) // the poll's last counts arrive
+		return xacts(), time.Now()
+	}
+	x0, t0 := afterPoll()
 	var rate float64
 	for b.Loop() {
-		x0, t0 := xacts(), time.Now()
-		time.Sleep(window)
-		rate = float64(xacts()-x0) / time.Since(t0).Seconds()
+		x1, t1 := afterPoll()
+		rate = float64(x1-x0) / t1.Sub(t0).Seconds()
+		x0, t0 = x1, t1
 	}
 	rss, hwm := procMemory(b, cmd.Process.Pid)
 	b.ReportMetric(rss, "rss-MB")
@@ -587,13 +601,16 @@ func procMemory(tb testing.TB, pid int) (rss, hwm float64) {
 // each with its own pgx pool (3 connections) and Redis client, the scheduler on (production
 // poll interval, 10 s) and 4 worker slots, the same 1,000 jobs registered on each with crons
 // far away, on a private PostgreSQL (max_connections raised to fit 50 pools). It reports:
-//   - at idle, over 10 s: database transactions per second per instance (pg_stat_database)
-//     and statements per second per instance (counted in each pool), after the start-up
-//     passes have settled (settle-s: from Run to every next fire computed and the load quiet);
+//   - start-up: register-s (every instance registering the 1,000 jobs at once, one upsert each)
+//     and settle-s (from then to every next fire computed and the database load quiet);
+//   - at idle: database transactions per second per instance (pg_stat_database, over 10 s)
+//     and statements per second per instance (counted in each pool, over 20 s);
 //   - in a cron storm (50 of the jobs get "* * * * * *" for 10 s; 120 s with
-//     BATON_BENCH_SCALE=full): fires, fires that started twice (must be 0: the benchmark
-//     fails otherwise), seconds a storm job missed, lateness p50/p99 and the database
-//     transactions per second per instance meanwhile.
+//     BATON_BENCH_SCALE=full): scheduled runs; fires that ran twice or ran and were also
+//     recorded skipped (storm-duplicates, must be 0); fires recorded as skipped because the
+//     job was still running, or as missed (no scheduler claimed them within their second; a
+//     later fire ran instead); seconds with none of those (storm-unaccounted, must be 0);
+//     lateness p50/p99 of the runs; database transactions per second per instance meanwhile.
 //
 // TestScaleFiresOnce is the short form that `make test` runs.
 func BenchmarkScaleSimulation(b *testing.B) {
@@ -602,19 +619,23 @@ func BenchmarkScaleSimulation(b *testing.B) {
 	b.Run(fmt.Sprintf("instances=%d/jobs=%d", instances, jobs), func(b *testing.B) {
 		c := newScaleCluster(b, scaleOpts{instances: instances, jobs: jobs, maxConnections: instances*3 + 30})
 		t0 := time.Now()
-		c.start()
+		register := c.start()
 		c.waitScheduled()
 		waitQuiet(b, c.xacts, 2*instances)
 		settle := time.Since(t0)
 
-		const idle = 10 * time.Second
+		// Statements are counted in the pools over 20 s; the server's transactions over the
+		// second 10 s only: a backend may hold the counts of its start-up work until it next
+		// runs a statement, which every instance does within a poll interval (10 s).
+		const poll = 10 * time.Second
 		var idleXact, idleStmt float64
 		for b.Loop() {
-			x0, s0, t0 := c.xacts(), c.statements(), time.Now()
-			time.Sleep(idle)
-			secs := time.Since(t0).Seconds()
-			idleXact = float64(c.xacts()-x0) / secs / instances
-			idleStmt = float64(c.statements()-s0) / secs / instances
+			s0, t0 := c.statements(), time.Now()
+			time.Sleep(poll)
+			x0, t1 := c.xacts(), time.Now()
+			time.Sleep(poll)
+			idleXact = float64(c.xacts()-x0) / time.Since(t1).Seconds() / instances
+			idleStmt = float64(c.statements()-s0) / time.Since(t0).Seconds() / instances
 		}
 
 		x0, t1 := c.xacts(), time.Now()
@@ -624,15 +645,18 @@ func BenchmarkScaleSimulation(b *testing.B) {
 		c.endStorm(storm)
 		c.stop()
 		res := c.stormResult(storm)
-		if res.duplicates != 0 {
-			b.Fatalf("%d fires started twice:\n%s", res.duplicates, strings.Join(c.duplicateFires(storm), "\n"))
+		if res.duplicates != 0 { // reported (BENCHMARKS.md judges it); TestScaleFiresOnce fails on it
+			b.Logf("%d fires started twice or were also recorded skipped:\n%s", res.duplicates, strings.Join(c.duplicateFires(storm), "\n"))
 		}
 		b.ReportMetric(idleXact, "db-xact/s/instance")
 		b.ReportMetric(idleStmt, "stmt/s/instance")
+		b.ReportMetric(register.Seconds(), "register-s")
 		b.ReportMetric(settle.Seconds(), "settle-s")
-		b.ReportMetric(float64(res.fires), "storm-fires")
+		b.ReportMetric(float64(res.runs), "storm-runs")
 		b.ReportMetric(float64(res.duplicates), "storm-duplicates")
 		b.ReportMetric(float64(res.missed), "storm-missed")
+		b.ReportMetric(float64(res.skipped), "storm-skipped")
+		b.ReportMetric(float64(res.unaccounted), "storm-unaccounted")
 		b.ReportMetric(res.p50ms, "storm-p50-ms")
 		b.ReportMetric(res.p99ms, "storm-p99-ms")
 		b.ReportMetric(stormXact, "storm-db-xact/s/instance")

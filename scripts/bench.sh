@@ -25,6 +25,12 @@
 #   RIVER_SMALL_JOBS=2000  a second River run with this many jobs (0 skips it)
 #   RIVER_REPS=3         timed repetitions per River run (after one untimed warm-up)
 #   REDIS_REQUESTS=100000  REDIS_CLIENTS=1
+#   BATON_BENCH_SCALE=     "full" runs the scale benchmarks at the sizes the issues name (1M
+#                        ledger targets, 1M runs, 10M ledger rows, 10,000 WebSocket subscribers,
+#                        longer storms: hours, not minutes); empty keeps the defaults, which fit
+#                        `make bench` in under half an hour on 2 cores. Sizes are in the
+#                        benchmark names, so the report never mixes them.
+#   GO_BENCH_TIMEOUT=20m go test -timeout of one round's Go benchmarks (default 180m when full)
 #   BENCH_OUT=BENCHMARKS.md  where the report goes
 # The figures are only comparable within one run: compare ratios, never absolute numbers across
 # runs or machines.
@@ -42,6 +48,12 @@ RIVER_SMALL_JOBS=${RIVER_SMALL_JOBS:-2000}
 RIVER_REPS=${RIVER_REPS:-3}
 REDIS_REQUESTS=${REDIS_REQUESTS:-100000}
 REDIS_CLIENTS=${REDIS_CLIENTS:-1}
+BATON_BENCH_SCALE=${BATON_BENCH_SCALE:-}
+if [[ $BATON_BENCH_SCALE == full ]]; then
+	GO_BENCH_TIMEOUT=${GO_BENCH_TIMEOUT:-180m}
+else
+	GO_BENCH_TIMEOUT=${GO_BENCH_TIMEOUT:-20m}
+fi
 BENCH_OUT=${BENCH_OUT:-BENCHMARKS.md}
 
 log() { printf 'bench: %s\n' "$*" >&2; }
@@ -50,6 +62,8 @@ die() {
 	exit 1
 }
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$ROUNDS'"
+[[ -z $BATON_BENCH_SCALE || $BATON_BENCH_SCALE == full ]] || die "BATON_BENCH_SCALE must be empty or 'full', not '$BATON_BENCH_SCALE'"
+export BATON_BENCH_SCALE
 ((ROUNDS >= 5)) || log "warning: ROUNDS=$ROUNDS; medians of fewer than 5 rounds are for trials only"
 
 # --- tools and services -------------------------------------------------------------------------
@@ -93,11 +107,14 @@ if (($# == 0)); then
 	set -- "${bench_pkgs[@]}"
 fi
 log "packages: $*"
-log "building the benchmarks, bench/river and bench/report"
+log "building the benchmarks, ./cmd/baton, bench/river and bench/report"
 "$GO" test -p 1 -count 1 -run '^$' -bench '^$' "$@" >"$RAW/build.log" 2>&1 || {
 	cat "$RAW/build.log" >&2
 	die "go test could not build the benchmarks"
 }
+# BenchmarkIdleRSS runs `baton serve`: built once here, not in every round.
+"$GO" build -o "$RAW/bin/baton" ./cmd/baton || die "could not build ./cmd/baton"
+export BATON_BIN="$ROOT/$RAW/bin/baton"
 (cd bench && "$GO" build -o "../$RAW/bin/river" ./river && "$GO" build -o "../$RAW/bin/report" ./report) ||
 	die "could not build bench/river or bench/report"
 
@@ -112,7 +129,7 @@ printf 'INSERT INTO %s.t (v) VALUES (1);\n' "$scratch" >"$RAW/insert.sql"
 # --- the commands of one round (also written to commands.tsv, as the report quotes them) --------
 pgb1=(pgbench -n -M prepared -c 1 -j 1 -T "$PGBENCH_SECONDS" -f "$RAW/insert.sql" "$DATABASE_URL")
 pgb8=(pgbench -n -M prepared -c 8 -j 2 -T "$PGBENCH_SECONDS" -f "$RAW/insert.sql" "$DATABASE_URL")
-gob=("$GO" test -p 1 -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -benchmem -count 1 -timeout 20m "$@")
+gob=("$GO" test -p 1 -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -benchmem -count 1 -timeout "$GO_BENCH_TIMEOUT" "$@")
 river=("$RAW/bin/river" -url "$DATABASE_URL" -jobs "$RIVER_JOBS" -reps "$RIVER_REPS")
 river_small=("$RAW/bin/river" -url "$DATABASE_URL" -jobs "$RIVER_SMALL_JOBS" -reps "$RIVER_REPS")
 redisb=(redis-benchmark -u "$REDIS_URL" -c "$REDIS_CLIENTS" -n "$REDIS_REQUESTS" -t set --csv)
@@ -139,6 +156,7 @@ show() {
 	printf 'setup\t%s\n' "psql \"\$DATABASE_URL\" -c 'CREATE SCHEMA $scratch' -c 'CREATE TABLE $scratch.t (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int NOT NULL)'"
 	printf 'setup\t%s\n' "insert.sql: $(cat "$RAW/insert.sql")"
 	printf 'setup\t%s\n' "(cd bench && go build -o ../$RAW/bin/river ./river)"
+	printf 'setup\t%s\n' "go build -o $RAW/bin/baton ./cmd/baton && export BATON_BIN=\$PWD/$RAW/bin/baton${BATON_BENCH_SCALE:+ BATON_BENCH_SCALE=$BATON_BENCH_SCALE}"
 	printf 'pgbench-1\t%s\n' "$(show "${pgb1[@]}")"
 	printf 'pgbench-8\t%s\n' "$(show "${pgb8[@]}")"
 	printf 'baton\t%s\n' "$(show "${gob[@]}")"
@@ -171,7 +189,7 @@ meta redis_benchmark "$(redis-benchmark --version)"
 meta git "$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')"
 meta loadavg_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta rounds "$ROUNDS"
-meta settings "BENCH=$BENCH BENCHTIME=$BENCHTIME PGBENCH_SECONDS=$PGBENCH_SECONDS RIVER_JOBS=$RIVER_JOBS RIVER_SMALL_JOBS=$RIVER_SMALL_JOBS RIVER_REPS=$RIVER_REPS REDIS_REQUESTS=$REDIS_REQUESTS REDIS_CLIENTS=$REDIS_CLIENTS"
+meta settings "BENCH=$BENCH BENCHTIME=$BENCHTIME PGBENCH_SECONDS=$PGBENCH_SECONDS RIVER_JOBS=$RIVER_JOBS RIVER_SMALL_JOBS=$RIVER_SMALL_JOBS RIVER_REPS=$RIVER_REPS REDIS_REQUESTS=$REDIS_REQUESTS REDIS_CLIENTS=$REDIS_CLIENTS${BATON_BENCH_SCALE:+ BATON_BENCH_SCALE=$BATON_BENCH_SCALE}"
 
 # --- rounds --------------------------------------------------------------------------------------
 failures=0

@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RunRow is a job_runs row as the harness reads it straight from PostgreSQL.
+type RunRow struct {
+	ID              int64
+	JobName         string
+	Status          string
+	StopReason      string
+	Trigger         string
+	Mode            string
+	Instance        string
+	Generation      int64
+	ResumedFrom     *int64
+	Checkpoint      string
+	StartCheckpoint string
+	Processed       int64
+	Succeeded       int64
+	Failed          int64
+	Skipped         int64
+	Ambiguous       int64
+	LeaseUntil      time.Time
+	StartedAt       time.Time
+	FinishedAt      *time.Time
+	ScheduledFor    *time.Time
+	Message         string
+}
+
+// Active reports whether the run is STARTING or RUNNING.
+func (r *RunRow) Active() bool { return r.Status == "STARTING" || r.Status == "RUNNING" }
+
+const runRowColumns = `id, job_name, status, COALESCE(stop_reason, ''), trigger, mode, instance, generation, resumed_from,
+	checkpoint, start_checkpoint, processed, succeeded, failed, skipped, ambiguous, lease_until, started_at, finished_at,
+	scheduled_for, message`
+
+func scanRunRow(row pgx.Row) (*RunRow, error) {
+	var r RunRow
+	err := row.Scan(&r.ID, &r.JobName, &r.Status, &r.StopReason, &r.Trigger, &r.Mode, &r.Instance, &r.Generation,
+		&r.ResumedFrom, &r.Checkpoint, &r.StartCheckpoint, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped, &r.Ambiguous,
+		&r.LeaseUntil, &r.StartedAt, &r.FinishedAt, &r.ScheduledFor, &r.Message)
+	return &r, err
+}
+
+func dbCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 15*time.Second)
+}
+
+// RunRow reads one run, failing the test if it cannot.
+func (c *Cluster) RunRow(id int64) *RunRow {
+	c.T.Helper()
+	r, err := c.runRow(id)
+	if err != nil {
+		c.T.Fatalf("cluster: read run %d: %v", id, err)
+	}
+	return r
+}
+
+func (c *Cluster) runRow(id int64) (*RunRow, error) {
+	ctx, cancel := dbCtx()
+	defer cancel()
+	return scanRunRow(c.DB.QueryRow(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE id = $1`, id))
+}
+
+// Runs lists the runs of job (all jobs when job is ""), oldest first.
+func (c *Cluster) Runs(job string) []*RunRow {
+	c.T.Helper()
+	ctx, cancel := dbCtx()
+	defer cancel()
+	rows, err := c.DB.Query(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE $1 = '' OR job_name = $1 ORDER BY id`, job)
+	if err != nil {
+		c.T.Fatalf("cluster: list runs: %v", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*RunRow, error) { return scanRunRow(r) })
+	if err != nil {
+		c.T.Fatalf("cluster: list runs: %v", err)
+	}
+	return out
+}
+
+// ActiveRuns lists the runs that are STARTING or RUNNING.
+func (c *Cluster) ActiveRuns() ([]*RunRow, error) {
+	ctx, cancel := dbCtx()
+	defer cancel()
+	rows, err := c.DB.Query(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE status IN ('STARTING', 'RUNNING') ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*RunRow, error) { return scanRunRow(r) })
+}
+
+// WaitRun polls run id every 50ms until ok(row) holds, and returns that row. Database errors
+// (PostgreSQL may be restarting) are retried until the timeout.
+func (c *Cluster) WaitRun(id int64, timeout time.Duration, what string, ok func(*RunRow) bool) *RunRow {
+	c.T.Helper()
+	deadline := time.Now().Add(timeout)
+	var last *RunRow
+	var lastErr error
+	for {
+		r, err := c.runRow(id)
+		if err == nil {
+			last = r
+			if ok(r) {
+				return r
+			}
+		} else {
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			c.T.Fatalf("cluster: run %d: %s: not within %s (last %s, last error %v)", id, what, timeout, describe(last), lastErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func describe(r *RunRow) string {
+	if r == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("run %d %s %s/%s on %s processed %d checkpoint %q", r.ID, r.JobName, r.Status, r.StopReason,
+		r.Instance, r.Processed, r.Checkpoint)
+}
+
+// Settle waits until no run is STARTING or RUNNING and returns how long that took. It fails
+// the test, listing the runs, if they are still active after timeout.
+func (c *Cluster) Settle(timeout time.Duration) time.Duration {
+	c.T.Helper()
+	start := time.Now()
+	var active []*RunRow
+	for {
+		var err error
+		active, err = c.ActiveRuns()
+		if err == nil && len(active) == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, r := range active {
+		c.T.Errorf("cluster: still active after %s: %s", timeout, describe(r))
+	}
+	c.T.FailNow()
+	return 0
+}
+
+// DisableSchedules turns every job's cron off (straight in job_settings, which each
+// scheduler pass reads), so the cluster can settle.
+func (c *Cluster) DisableSchedules() {
+	c.T.Helper()
+	ctx, cancel := dbCtx()
+	defer cancel()
+	if _, err := c.DB.Exec(ctx, `UPDATE job_settings SET enabled = false`); err != nil {
+		c.T.Fatalf("cluster: disable schedules: %v", err)
+	}
+	c.Logf("schedules disabled")
+}
+
+// QueryInt runs a query returning one integer.
+func (c *Cluster) QueryInt(sql string, args ...any) int64 {
+	c.T.Helper()
+	ctx, cancel := dbCtx()
+	defer cancel()
+	var n int64
+	if err := c.DB.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		c.T.Fatalf("cluster: %s: %v", sql, err)
+	}
+	return n
+}
