@@ -84,7 +84,7 @@ check-generate: generate ## Fail if `make generate` changes or adds files (CI dr
 	fi
 
 .PHONY: bench
-bench: ## Go benchmarks (-count 5, -benchmem) into .data/bench.txt (scripts/bench.sh)
+bench: ## Benchmarks beside PostgreSQL, Redis and River baselines, ROUNDS (5) interleaved rounds; writes BENCHMARKS.md (scripts/bench.sh)
 	scripts/bench.sh
 
 .PHONY: fuzz
