@@ -31,8 +31,8 @@ type sizes struct {
 	stormJobs                    int
 	stormFor                     time.Duration
 	burst                        int // concurrent startJob calls
-	// The Redis partition runs with a lease of its own: while Redis does not answer, each
-	// lease renewal first waits for the Redis client to give up (see knownbug_test.go).
+	// How the Redis partition cuts the holder off (Cut or Blackhole), and with which lease
+	// (0: the cluster's default).
 	redisPartition      ProxyMode
 	redisPartitionLease time.Duration
 }
@@ -40,7 +40,7 @@ type sizes struct {
 var short = sizes{
 	name: "short", pages: 300, accounts: 200, pageLatency: 30 * time.Millisecond, providerLatency: 30 * time.Millisecond,
 	rounds: 1, outage: 1 * time.Second, stormJobs: 10, stormFor: 20 * time.Second, burst: 300,
-	redisPartition: Cut, redisPartitionLease: 6 * time.Second,
+	redisPartition: Cut,
 }
 
 // demoCluster starts three `baton serve --demo` instances with the demo jobs sized by s

@@ -13,7 +13,9 @@ import (
 var soak = sizes{
 	name: "soak", pages: 6000, accounts: 3000, pageLatency: 20 * time.Millisecond, providerLatency: 20 * time.Millisecond,
 	rounds: 5, outage: 8 * time.Second, crashPostgres: true, stormJobs: 50, stormFor: 2 * time.Minute, burst: 1000,
-	// A stalled Redis at the default 30s lease: each renewal waits ~5s for the Redis client.
+	// A stalled Redis, at a 30s lease: while Redis does not answer each renewal still waits
+	// seconds for the Redis client (TestKnownBugRedisStallLosesLease), which a short lease
+	// does not survive.
 	redisPartition: Blackhole, redisPartitionLease: 30 * time.Second,
 }
 
@@ -25,3 +27,80 @@ func TestSoakPartitionRedis(t *testing.T)      { scenarioPartitionRedis(t, soak)
 func TestSoakPartitionPostgres(t *testing.T)   { scenarioPartitionPostgres(t, soak) }
 func TestSoakRollingRestartStorm(t *testing.T) { scenarioRollingRestartStorm(t, soak) }
 func TestSoakConcurrentStart(t *testing.T)     { scenarioConcurrentStart(t, soak) }
+
+// Fixed in 316cb74 ("recoverer skips runs locked by a frozen worker, item transactions end
+// with the lease"). It was: a worker stalled inside an item transaction blocked lease
+// recovery — and with it every instance's scheduler — until its connection died.
+//
+// postgres.(*Store).WriteItems, for an item with job writes (Attempt.Tx, as demo-collect
+// does), opens a transaction whose first statement is the fenced UPDATE of the job_runs row;
+// the row stays locked until COMMIT. If the worker stops between that UPDATE and COMMIT —
+// frozen (SIGSTOP, a long GC or VM pause) or partitioned from PostgreSQL — its session sits
+// "idle in transaction" holding the lock: PostgreSQL has no idle_in_transaction_session_timeout
+// set and the TCP connection is healthy. The recoverer's UPDATE ... WHERE lease_until < now()
+// (postgres.RecoverExpired) then waits on that row lock on every instance, forever, so the
+// expired run is never failed (and no other expired run anywhere is either). The recoverer
+// runs inside the scheduler loop (runner.schedule), so no cron job fires on any instance
+// meanwhile. Observed: pg_stat_activity shows the worker's session "idle in transaction"
+// (last query the demo_collected INSERT) and the recoverers of the other instances waiting
+// on Lock/tuple and Lock/transactionid behind it; the run stays RUNNING long past its lease.
+// The regression tests below retry until a stall has had every chance to land inside an
+// item transaction (before the fix, within 8 to 14 attempts), so they live in the soak.
+
+// TestSoakStalledTransactionRecovered stalls the holder's PostgreSQL traffic (blackhole) 25
+// times, so that some stalls land inside an item transaction, and each time expects the run
+// to be failed within lease + poll (while the storm jobs keep firing).
+func TestSoakStalledTransactionRecovered(t *testing.T) {
+	stalledTransaction(t, func(n *Node) { n.BlackholePostgres() }, func(n *Node) { n.Heal() })
+}
+
+// TestSoakFrozenTransactionRecovered is the same with SIGSTOP instead of a stall.
+func TestSoakFrozenTransactionRecovered(t *testing.T) {
+	stalledTransaction(t, func(n *Node) { n.Pause() }, func(n *Node) { n.Continue() })
+}
+
+func stalledTransaction(t *testing.T, stall, unstall func(*Node)) {
+	c := New(t, Config{Kind: StormNodes, PoolSize: 8, Env: map[string]string{
+		"STORM_JOBS": "3", "STORM_DEMO": "1", "BATON_DEMO_PAGES": "100000", "BATON_DEMO_PAGE_LATENCY": "2ms"}})
+	holder := c.Node(1)
+	for attempt := 1; attempt <= 25; attempt++ {
+		// A woken worker may still hold the Redis lock for a moment after the heal.
+		var id int64
+		for deadline := time.Now().Add(10 * time.Second); id == 0; {
+			res, err := holder.API().StartJob(ctxT(t), "demo-collect", "RESTART")
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case res.Run != nil:
+				id = res.Run.DBID()
+			case res.Code() != "ALREADY_RUNNING" || time.Now().After(deadline):
+				t.Fatalf("startJob refused: %+v", res.UserErrors)
+			default:
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		waitProcessed(t, c, id, 20)
+		stall(holder)
+		at := time.Now()
+		for time.Since(at) < recoveryBound(c) && c.RunRow(id).Active() {
+			time.Sleep(50 * time.Millisecond)
+		}
+		r := c.RunRow(id)
+		if !r.Active() {
+			c.Logf("attempt %d: run %d recovered in %s", attempt, id, time.Since(at).Round(time.Millisecond))
+			unstall(holder)
+			holder.WaitReady(30 * time.Second)
+			continue
+		}
+		sessions := c.pgActivity()
+		before := c.QueryInt(`SELECT count(*) FROM job_runs WHERE job_name LIKE 'storm-%'`)
+		time.Sleep(5 * time.Second)
+		fired := c.QueryInt(`SELECT count(*) FROM job_runs WHERE job_name LIKE 'storm-%'`) - before
+		r = c.RunRow(id)
+		unstall(holder)
+		t.Errorf("attempt %d: run %d is still %s %s after its holder stalled, its lease ended %s ago; "+
+			"3 jobs due every second fired %d times cluster-wide in the last 5s\n%s",
+			attempt, id, r.Status, time.Since(at).Round(time.Millisecond), time.Since(r.LeaseUntil).Round(time.Millisecond), fired, sessions)
+		return
+	}
+}

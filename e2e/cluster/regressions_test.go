@@ -1,0 +1,73 @@
+//go:build unix
+
+package cluster
+
+// Regression tests for product bugs this suite found (they were pinned in knownbug_test.go
+// until fixed). Short enough for `make test`.
+
+import (
+	"testing"
+	"time"
+)
+
+// Fixed in 7bae8bb ("renew the database lease first and bound every Redis lock call") for
+// Redis going away; still open when Redis stalls (TestKnownBugRedisStallLosesLease). It was:
+// runner.(*Run).renew called locks.Extend with the job's context (no deadline) before
+// store.Renew; with Redis unreachable go-redis kept retrying (about 1.4s when connections
+// are reset, about 5s per renewal when Redis does not answer), so any lease shorter than
+// about twice that wait expired while the worker waited on Redis — the run FAILED
+// LEASE_EXPIRED although PostgreSQL, the fence, was healthy. Observed: a 2s lease lost about
+// a second after the cut; a 10s lease lost at its first renewal under a stall.
+
+// TestClusterRedisCutKeepsLease: 2s lease, the holder cut off Redis → the run goes on and
+// makes progress in every half lease.
+func TestClusterRedisCutKeepsLease(t *testing.T) { redisOutageKeepsLease(t, Cut, 2*time.Second) }
+
+func redisOutageKeepsLease(t *testing.T, mode ProxyMode, lease time.Duration) {
+	s := short
+	s.pages = 2000
+	c := demoClusterLease(t, s, 4, lease)
+	holder := c.Node(1)
+	id := start(t, holder, "demo-collect", "RESTART")
+	waitProcessed(t, c, id, 10)
+	holder.SetRedisMode(mode)
+	defer holder.Heal()
+	last := c.RunRow(id)
+	// Two leases without Redis, checked every half lease: the run stays active and moves.
+	for i := 0; i < 4; i++ {
+		time.Sleep(lease / 2)
+		r := c.RunRow(id)
+		c.Logf("%s: %s, lease ends in %s", (time.Duration(i+1) * lease / 2), describe(r), time.Until(r.LeaseUntil).Round(time.Millisecond))
+		if !r.Active() {
+			t.Fatalf("the holder lost its lease while only Redis was unreachable (%s, lease %s): %s: %s", mode, lease, describe(r), r.Message)
+		}
+		if r.Processed <= last.Processed {
+			t.Errorf("no progress for half a lease while Redis is unreachable (%s): processed %d → %d", mode, last.Processed, r.Processed)
+		}
+		last = r
+	}
+}
+
+// Fixed in 316cb74 ("missed fires are recorded"). It was: a late claim moved
+// next_scheduled_at past now, and the fires in between were neither run nor recorded.
+
+// TestClusterFrozenSchedulersRecordMissedFires freezes every instance (SIGSTOP) for 3s
+// under a cron storm: the fires of the frozen seconds must be recorded (SKIPPED_MISSED).
+func TestClusterFrozenSchedulersRecordMissedFires(t *testing.T) {
+	c := New(t, Config{Kind: StormNodes, PoolSize: 8, Env: map[string]string{"STORM_JOBS": "5"}})
+	time.Sleep(3 * time.Second)
+	for _, n := range c.Nodes {
+		n.Pause()
+	}
+	time.Sleep(3 * time.Second)
+	for _, n := range c.Nodes {
+		n.Continue()
+	}
+	time.Sleep(3 * time.Second)
+	c.DisableSchedules()
+	c.Settle(30 * time.Second)
+	checkFires(t, c, false, true)
+	if n := c.QueryInt(`SELECT count(*) FROM job_schedule_events WHERE outcome = 'SKIPPED_MISSED'`); n == 0 {
+		t.Errorf("no fire was recorded SKIPPED_MISSED after every scheduler was frozen for 3s")
+	}
+}
