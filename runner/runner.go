@@ -25,7 +25,10 @@ import (
 type Config struct {
 	// DB is the shared PostgreSQL (schema migrated with package migrations).
 	DB *pgxpool.Pool
-	// Redis is the shared Redis, used for the ShedLock-style pre-emption lock.
+	// Redis is the shared Redis, used for the ShedLock-style pre-emption lock. Build it with
+	// ContextTimeoutEnabled set (server.Serve does): every lock call carries a short deadline,
+	// which go-redis otherwise ignores on socket reads, so a stalled Redis could hold a lease
+	// renewal for seconds.
 	Redis redis.UniversalClient
 	// Env namespaces Redis keys: baton:{Env}:lock:{job}. Default "default".
 	Env string
@@ -88,7 +91,10 @@ type Runner struct {
 
 	slots    chan struct{}
 	draining atomic.Bool
-	wake     chan struct{}
+	// startMu orders Shutdown after starts in flight: Start holds it shared from its draining
+	// check until its worker is counted in workers, Shutdown takes it to set draining.
+	startMu sync.RWMutex
+	wake    chan struct{}
 
 	activeMu sync.Mutex
 	active   map[int64]*Run
@@ -301,6 +307,11 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	if cap(r.slots) == 0 && !p.local && r.cfg.RemoteStartWait > 0 {
 		return r.startRemotely(ctx, p)
 	}
+	r.startMu.RLock()
+	defer r.startMu.RUnlock()
+	if r.draining.Load() {
+		return 0, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
+	}
 	select {
 	case r.slots <- struct{}{}:
 	default:
@@ -314,8 +325,19 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		}
 	}()
 
+	// From the claim on, the start runs to a known outcome even if the caller goes away (a
+	// scheduler stopping, an HTTP request cancelled): a cancellation that lands while a COMMIT
+	// is on the wire would report an error for a claim or a run that did commit, leaving a fire
+	// neither run nor recorded, or an orphan STARTING run that blocks the job for a lease.
+	callerCtx := ctx
+	ctx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancelStart()
+
 	var scheduledFor *time.Time
 	if p.Trigger == bt.TriggerScheduled {
+		if callerCtx.Err() != nil {
+			return 0, callerCtx.Err()
+		}
 		claimed, err := r.store.ClaimFire(ctx, p.Job, p.Due, p.Next)
 		if err != nil || !claimed {
 			return 0, err
@@ -392,6 +414,9 @@ func (r *Runner) recordSkip(ctx context.Context, p StartParams, at *time.Time, o
 	}
 }
 
+// startTimeout bounds the database and Redis work of one Start once it has begun.
+const startTimeout = 15 * time.Second
+
 // leaseSecondsFor rounds a lease up to whole seconds (the database stores seconds).
 func leaseSecondsFor(d time.Duration) int {
 	s := int((d + time.Second - 1) / time.Second)
@@ -448,7 +473,9 @@ func (r *Runner) Run(ctx context.Context) error {
 // up to ShutdownTimeout (or ctx). Runs still going after that are ended FAILED with reason
 // SHUTDOWN_TIMEOUT; either way RESUME continues them from their checkpoint.
 func (r *Runner) Shutdown(ctx context.Context) error {
+	r.startMu.Lock()
 	r.draining.Store(true)
+	r.startMu.Unlock()
 	r.activeMu.Lock()
 	for _, run := range r.active {
 		run.requestStop(bt.StopShutdown)

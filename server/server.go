@@ -132,6 +132,10 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("parse redis url: %w", err)
 	}
+	// Without ContextTimeoutEnabled go-redis ignores context deadlines on socket reads: a
+	// stalled Redis (accepting, never answering) would hold every lock call for ReadTimeout
+	// and more, long enough to cost a run its lease although PostgreSQL, the fence, is healthy.
+	ropt.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(ropt)
 	defer rdb.Close()
 

@@ -123,6 +123,7 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	if err != nil {
 		t.Fatalf("parse redis url: %v", err)
 	}
+	opt.ContextTimeoutEnabled = true // as server.Serve builds its client
 	c := redis.NewClient(opt)
 	prefix := RandomName("bt")
 	if err := c.Ping(context.Background()).Err(); err != nil {
