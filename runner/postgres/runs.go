@@ -63,8 +63,13 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 
 	var paused, maintenance bool
 	var gen int64
+	// FOR NO KEY UPDATE, not FOR UPDATE: it serialises starts of the job all the same, but does
+	// not conflict with the KEY SHARE locks that foreign keys to job_settings take. A finishing
+	// run (which holds its job_runs row and then inserts a checkpoint referencing job_settings)
+	// and the job's next start (which waits on that row through the one-active-run index) would
+	// otherwise lock in opposite orders and deadlock.
 	err = tx.QueryRow(ctx, `SELECT js.paused, cs.maintenance, js.current_generation
-		FROM job_settings js CROSS JOIN cluster_state cs WHERE js.name = $1 FOR UPDATE OF js`, n.JobName).
+		FROM job_settings js CROSS JOIN cluster_state cs WHERE js.name = $1 FOR NO KEY UPDATE OF js`, n.JobName).
 		Scan(&paused, &maintenance, &gen)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "job %q not found", n.JobName)
@@ -180,8 +185,35 @@ func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason
 		stop = &r
 	}
 	// One statement: the run ends and its checkpoint becomes the generation's resume point
-	// together, or neither happens.
-	run, err := scanRun(s.pool.QueryRow(ctx, `WITH fin AS (
+	// together, or neither happens. A deadlock victim has written nothing, and the statement is
+	// fenced, so it is simply tried again.
+	var run *bt.Run
+	var err error
+	for attempt := 1; ; attempt++ {
+		run, err = s.finish(ctx, f, status, stop, message)
+		if attempt < 3 && isDeadlock(err) {
+			continue
+		}
+		break
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &bt.Error{Code: bt.CodeLeaseLost, Message: fmt.Sprintf("finish run %d refused: lease lost", f.RunID)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish run %d: %w", f.RunID, err)
+	}
+	return run, nil
+}
+
+// isDeadlock reports whether PostgreSQL aborted the statement to break a deadlock or a
+// serialization conflict.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+func (s *Store) finish(ctx context.Context, f Fence, status bt.RunStatus, stop *string, message string) (*bt.Run, error) {
+	return scanRun(s.pool.QueryRow(ctx, `WITH fin AS (
 			UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
 				finished_at = now(), lease_until = LEAST(lease_until, now()), pause_reason = NULL
 			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > now()
@@ -193,13 +225,6 @@ func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason
 				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
 		)
 		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &bt.Error{Code: bt.CodeLeaseLost, Message: fmt.Sprintf("finish run %d refused: lease lost", f.RunID)}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish run %d: %w", f.RunID, err)
-	}
-	return run, nil
 }
 
 // syncableCheckpoint selects ended runs whose checkpoint the next RESUME should start from.
