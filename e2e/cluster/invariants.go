@@ -224,9 +224,6 @@ type VerifyOptions struct {
 	NoResume bool
 	// RunTimeout bounds each RESUME run; 0 means 3 minutes.
 	RunTimeout time.Duration
-	// Strict fails on the traces of the known product bugs (knownbug_test.go) too, which
-	// are otherwise logged with "KNOWN BUG".
-	Strict bool
 }
 
 // Verify waits for the cluster to settle, then checks every invariant and fails the test for
@@ -235,7 +232,6 @@ func (k *Checker) Verify(opts VerifyOptions) {
 	t := k.c.T
 	t.Helper()
 	c := k.c
-	k.strict = opts.Strict
 	if opts.RunTimeout <= 0 {
 		opts.RunTimeout = 3 * time.Minute
 	}
@@ -311,8 +307,7 @@ func (k *Checker) static(ctx context.Context) {
 			FROM job_schedule_events GROUP BY job_name, scheduled_for HAVING count(*) > 1`},
 		{"invariant 9: a scheduled fire both ran and was recorded skipped",
 			`SELECT format('%s fire %s ran as run %s and was recorded %s by %s', r.job_name, r.scheduled_for, r.id, e.outcome, e.instance)
-			FROM job_schedule_events e JOIN job_runs r ON r.job_name = e.job_name AND r.scheduled_for = e.scheduled_for
-			WHERE r.activated_at IS NOT NULL OR $1`},
+			FROM job_schedule_events e JOIN job_runs r ON r.job_name = e.job_name AND r.scheduled_for = e.scheduled_for`},
 		{"invariant 1: more than one active run",
 			`SELECT format('%s has %s active runs', job_name, count(*)) FROM job_runs
 			WHERE status IN ('STARTING', 'RUNNING') GROUP BY job_name HAVING count(*) > 1`},
@@ -321,11 +316,7 @@ func (k *Checker) static(ctx context.Context) {
 			WHERE (status IN ('STARTING', 'RUNNING')) = (finished_at IS NOT NULL)`},
 	}
 	for _, ch := range checks {
-		var args []any
-		if strings.Contains(ch.sql, "$1") {
-			args = append(args, k.strict)
-		}
-		rows, err := c.DB.Query(ctx, ch.sql, args...)
+		rows, err := c.DB.Query(ctx, ch.sql)
 		if err != nil {
 			c.T.Errorf("verify: %s: query: %v", ch.what, err)
 			continue
@@ -346,8 +337,7 @@ func (k *Checker) static(ctx context.Context) {
 }
 
 // report logs what is worth knowing but not a failure: provider calls made after a lease was
-// lost and, unless strict, the traces of the product bugs pinned in knownbug_test.go that a
-// scenario may hit by chance.
+// lost.
 func (k *Checker) report(ctx context.Context) {
 	c := k.c
 	// Calls a worker started after its lease was taken from it: not a duplicate (the ledger
@@ -359,20 +349,6 @@ func (k *Checker) report(ctx context.Context) {
 		WHERE r.stop_reason = 'LEASE_EXPIRED' AND e.applied_at > r.finished_at`).Scan(&late)
 	if err == nil && late > 0 {
 		c.Logf("verify: %d provider effect(s) applied after the calling run lost its lease (in-flight calls; their targets are AMBIGUOUS, not paid twice)", late)
-	}
-	if k.strict {
-		return
-	}
-	rows, err := c.DB.Query(ctx, `SELECT format('%s fire %s: recorded %s by %s, yet run %s was inserted (never activated, ended %s/%s)',
-			r.job_name, r.scheduled_for, e.outcome, e.instance, r.id, r.status, COALESCE(r.stop_reason, ''))
-		FROM job_schedule_events e JOIN job_runs r ON r.job_name = e.job_name AND r.scheduled_for = e.scheduled_for
-		WHERE r.activated_at IS NULL`)
-	if err != nil {
-		return
-	}
-	found, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-	for _, f := range found {
-		c.Logf("KNOWN BUG (TestKnownBugShutdownOrphansScheduledRun): %s", f)
 	}
 }
 
