@@ -159,35 +159,50 @@ func (s *callStats) take(force bool) map[int64]*statBucket {
 func (s *callStats) evaluate(conds []StopCondition) []bt.Check {
 	out := make([]bt.Check, 0, len(conds))
 	for _, c := range conds {
-		c = c.withDefaults()
-		v, n := s.rate(c.Metric, c.Window)
-		ch := bt.Check{Name: c.Name, Value: v, Threshold: c.Threshold, Verdict: bt.VerdictOK,
-			Detail: fmt.Sprintf("%.1f%% of %d calls over %s", v*100, n, c.Window)}
-		if n < int64(c.MinCalls) {
-			ch.Detail += fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls)
-		} else if v > c.Threshold {
-			ch.Verdict = bt.VerdictBlock
-		}
-		out = append(out, ch)
+		out = append(out, s.check(c.withDefaults()))
 	}
 	return out
 }
 
-// checkStopConditions stops the run at the next boundary if a condition has tripped.
-func (run *Run) checkStopConditions() {
-	for _, ch := range run.stats.evaluate(run.stopConditions()) {
-		if ch.Verdict == bt.VerdictBlock {
-			run.mu.Lock()
-			if run.stop == "" {
-				run.stop = bt.StopCondition
-				c := ch
-				run.stopDetail = &c
-			}
-			run.mu.Unlock()
-			run.log.Warn("stop condition tripped; stopping at the next boundary", "condition", ch.Name, "detail", ch.Detail)
-			return
+func (s *callStats) check(c StopCondition) bt.Check {
+	v, n := s.rate(c.Metric, c.Window)
+	ch := bt.Check{Name: c.Name, Value: v, Threshold: c.Threshold, Verdict: bt.VerdictOK,
+		Detail: fmt.Sprintf("%.1f%% of %d calls over %s", v*100, n, c.Window)}
+	if n < int64(c.MinCalls) {
+		ch.Detail += fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls)
+	} else if v > c.Threshold {
+		ch.Verdict = bt.VerdictBlock
+	}
+	return ch
+}
+
+// tripped returns the first stop condition that blocks, if any. It runs after every item
+// call, so it formats nothing unless a condition trips.
+func (s *callStats) tripped(conds []StopCondition) (bt.Check, bool) {
+	for _, c := range conds {
+		c = c.withDefaults()
+		if v, n := s.rate(c.Metric, c.Window); n >= int64(c.MinCalls) && v > c.Threshold {
+			ch := s.check(c)
+			ch.Verdict = bt.VerdictBlock
+			return ch, true
 		}
 	}
+	return bt.Check{}, false
+}
+
+// checkStopConditions stops the run at the next boundary if a condition has tripped.
+func (run *Run) checkStopConditions() {
+	ch, ok := run.stats.tripped(run.stopConditions())
+	if !ok {
+		return
+	}
+	run.mu.Lock()
+	if run.stop == "" {
+		run.stop = bt.StopCondition
+		run.stopDetail = &ch
+	}
+	run.mu.Unlock()
+	run.log.Warn("stop condition tripped; stopping at the next boundary", "condition", ch.Name, "detail", ch.Detail)
 }
 
 func (run *Run) stopConditions() []StopCondition {

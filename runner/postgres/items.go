@@ -53,10 +53,27 @@ type ItemsWrite struct {
 	Lease time.Duration
 }
 
-// itemsSQL is the one fenced item statement, for a single item and for a batch alike: the
-// ledger rows arrive as parallel arrays and every insert selects FROM fence, so nothing is
-// written unless this run still holds its lease by the database clock.
-const itemsSQL = `
+// itemsSQL is the one fenced item statement of a batch: the ledger rows arrive as parallel
+// arrays and every insert selects FROM fence, so nothing is written unless this run still holds
+// its lease by the database clock. itemSQL is the same statement for exactly one item, with
+// scalar parameters in the same positions: no arrays to encode and unnest, and a plan
+// PostgreSQL can cache (with array parameters it plans the statement afresh on every
+// execution, which costs more than the statement itself on the strict path).
+var (
+	itemsSQL = itemsStatement(`SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg)`,
+		`cardinality($12::text[]) > 0`)
+	itemSQL = itemsStatement(`SELECT $12::text AS target, $13::text AS step, $14::text AS state, $15::int AS attempt,
+		$16::text AS key, $17::text AS hash, $18::bool AS changed, $19::bool AS ext, $20::text AS effect,
+		$21::text AS evidence, $22::text AS err, $23::text AS sig, $24::int AS same, $25::bool AS count_run,
+		$26::text AS err_class, $27::text AS err_msg`, `true`)
+)
+
+// itemsStatement builds the fenced item statement around input, a query yielding the ledger
+// rows from parameters $12..$27, and hasRows, true when it yields any.
+func itemsStatement(input, hasRows string) string {
+	return `
 WITH fence AS (
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
@@ -64,19 +81,11 @@ WITH fence AS (
 		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN now() ELSE last_checkpoint_at END,
 		checkpoint = CASE WHEN $8::text IS NOT NULL AND $9 = '' THEN $8 ELSE checkpoint END,
 		heartbeat_at = now(),
-		last_progress_at = CASE WHEN $3 > 0 OR cardinality($12::text[]) > 0 THEN now() ELSE last_progress_at END
+		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN now() ELSE last_progress_at END
 	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now()
 	RETURNING ` + leaseReturning + `
 ), input AS (
-	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[])
-		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg)
-), prev AS (
-	-- One index probe per input row: LIMIT keeps the planner from flattening this into a
-	-- join that hashes the whole generation when its statistics are stale.
-	SELECT l.state FROM input i CROSS JOIN LATERAL (
-		SELECT state FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
-	) l
+	` + input + `
 ), led AS (
 	INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id)
@@ -90,12 +99,20 @@ WITH fence AS (
 		evidence_ref = COALESCE(EXCLUDED.evidence_ref, job_ledger.evidence_ref),
 		last_error = EXCLUDED.last_error, last_error_sig = EXCLUDED.last_error_sig,
 		same_error_count = EXCLUDED.same_error_count, run_id = EXCLUDED.run_id, updated_at = now()
-	RETURNING state
+	RETURNING state, target_key, step, xmax = 0 AS inserted
+), prev AS (
+	-- The state each row this statement updated had before: the statement's snapshot still
+	-- shows the old version. Only targets that already had a row are probed, so a batch of new
+	-- targets costs no lookups. LIMIT keeps the planner from flattening this into a join that
+	-- hashes the whole generation when its statistics are stale.
+	SELECT l.state FROM led CROSS JOIN LATERAL (
+		SELECT state FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = led.target_key AND step = led.step LIMIT 1
+	) l WHERE NOT led.inserted
 ), cnt AS (
 	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
 	SELECT $10, $11, r, s, sum(d) FROM (
 		SELECT 0::bigint AS r, state AS s, 1 AS d FROM led
-		UNION ALL SELECT 0, state, -1 FROM prev WHERE EXISTS (SELECT 1 FROM fence)
+		UNION ALL SELECT 0, state, -1 FROM prev
 		UNION ALL SELECT $1, i.state, 1 FROM input i, fence WHERE i.count_run
 	) x GROUP BY r, s HAVING sum(d) <> 0
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
@@ -111,8 +128,18 @@ WITH fence AS (
 	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''
 )
 SELECT * FROM fence`
+}
 
-func (w *ItemsWrite) args(f Fence) []any {
+// statement returns the fenced item statement for w and its arguments.
+func (w *ItemsWrite) statement(f Fence) (string, []any) {
+	d := w.Delta
+	if len(w.Ledger) == 1 {
+		l := &w.Ledger[0]
+		return itemSQL, []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint,
+			w.Shard, w.JobName, w.Generation, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
+			l.InputHash, l.InputChanged, l.External, l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig,
+			int32(l.SameErrorCount), l.CountInRun, l.ErrorClass, l.ErrorMessage}
+	}
 	n := len(w.Ledger)
 	var (
 		targets, steps, states, keys, hashes, classes, msgs = make([]string, n), make([]string, n), make([]string, n),
@@ -127,8 +154,7 @@ func (w *ItemsWrite) args(f Fence) []any {
 		changed[i], ext[i], countRun[i] = l.InputChanged, l.External, l.CountInRun
 		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
 	}
-	d := w.Delta
-	return []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
+	return itemsSQL, []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
 		w.JobName, w.Generation, targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs,
 		sigs, same, countRun, classes, msgs}
 }
@@ -136,27 +162,23 @@ func (w *ItemsWrite) args(f Fence) []any {
 // TxFunc is a job's own database work for an item, done inside the item's transaction.
 type TxFunc func(ctx context.Context, tx pgx.Tx) error
 
-// WriteItems commits one fenced write of one or many items. With job writes it opens a
-// transaction, makes the fenced write first (nothing of the job's lands unless the lease
-// holds, and the row lock it takes keeps the recoverer out until commit), then the job's
-// writes, then commits. Without, it is one autocommit statement: one round trip, one commit.
+// WriteItems commits one fenced write of one or many items. Without job writes it is one
+// autocommit statement: one round trip, one commit. With job writes it opens a transaction,
+// makes the fenced write first (nothing of the job's lands unless the lease holds, and the row
+// lock it takes keeps the recoverer out until commit), then the job's writes, then commits; the
+// bound on idle time and the fenced write travel together in one round trip.
 // A (target, step) may appear only once per call.
 func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
+	sql, args := w.statement(f)
 	if len(jobWrites) == 0 {
-		return leaseResult(s.pool.QueryRow(ctx, itemsSQL, w.args(f)...), "item write", f)
+		return leaseResult(s.pool.QueryRow(ctx, sql, args...), "item write", f)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return LeaseState{}, "", fmt.Errorf("begin item transaction: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
-	if w.Lease > 0 {
-		if _, err := tx.Exec(ctx, "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
-			fmt.Sprintf("%dms", w.Lease.Milliseconds())); err != nil {
-			return LeaseState{}, "", fmt.Errorf("bound item transaction: %w", err)
-		}
-	}
-	ls, pause, err := leaseResult(tx.QueryRow(ctx, itemsSQL, w.args(f)...), "item write", f)
+	ls, pause, err := fencedInTx(ctx, tx, f, w.Lease, sql, args)
 	if err != nil {
 		return ls, pause, err
 	}
@@ -167,6 +189,30 @@ func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrite
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return ls, pause, fmt.Errorf("commit items: %w", err)
+	}
+	return ls, pause, nil
+}
+
+// fencedInTx bounds how long tx may sit idle (when lease > 0) and makes the fenced write, both
+// in one round trip.
+func fencedInTx(ctx context.Context, tx pgx.Tx, f Fence, lease time.Duration, sql string, args []any) (LeaseState, bt.StopReason, error) {
+	if lease <= 0 {
+		return leaseResult(tx.QueryRow(ctx, sql, args...), "item write", f)
+	}
+	b := &pgx.Batch{}
+	b.Queue("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", fmt.Sprintf("%dms", lease.Milliseconds()))
+	b.Queue(sql, args...)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return LeaseState{}, "", fmt.Errorf("bound item transaction: %w", err)
+	}
+	ls, pause, err := leaseResult(br.QueryRow(), "item write", f)
+	if err != nil {
+		return ls, pause, err
+	}
+	if err := br.Close(); err != nil {
+		return ls, pause, fmt.Errorf("item write of run %d: %w", f.RunID, err)
 	}
 	return ls, pause, nil
 }

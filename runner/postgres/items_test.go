@@ -1,0 +1,184 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/baton-run/baton/internal/testenv"
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// itemsFixture is a store on a fresh schema with one RUNNING run of job "j".
+func itemsFixture(t *testing.T) (*postgres.Store, postgres.Fence, int64) {
+	t.Helper()
+	ctx := context.Background()
+	s := postgres.New(testenv.Postgres(t))
+	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := postgres.Fence{RunID: run.ID, Token: "tok"}
+	if _, _, err := s.Activate(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	return s, f, run.Generation
+}
+
+func ledgerWrites(state bt.LedgerState, countInRun bool, targets ...string) []postgres.LedgerWrite {
+	out := make([]postgres.LedgerWrite, len(targets))
+	for i, tg := range targets {
+		out[i] = postgres.LedgerWrite{Target: tg, State: state, Attempt: 1, IdempotencyKey: "k" + tg, External: true, CountInRun: countInRun}
+	}
+	return out
+}
+
+// TestWriteItemsCounts checks that the single-item and the batch statement keep the
+// generation's and the run's per-state counts equal to the ledger rows, also when a write
+// moves targets that already had a row (intent → result) and mixes them with new ones.
+func TestWriteItemsCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, f, gen := itemsFixture(t)
+	write := func(d postgres.RunDelta, ls []postgres.LedgerWrite) {
+		t.Helper()
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls}
+		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(postgres.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "a"))                                     // single, new
+	write(postgres.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d"))                           // batch, new
+	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, ledgerWrites(bt.LedgerConfirmed, true, "a"))           // single, update
+	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "e")) // batch, mixed
+	write(postgres.RunDelta{Processed: 1, Skipped: 1}, ledgerWrites(bt.LedgerSkipped, true, "b"))               // single, update
+
+	want := map[bt.LedgerState]int64{bt.LedgerInFlight: 1, bt.LedgerConfirmed: 3, bt.LedgerSkipped: 1}
+	got, err := s.LedgerCounts(ctx, "j", gen, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("generation counts = %v, want %v", got, want)
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actual := map[bt.LedgerState]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			t.Fatal(err)
+		}
+		actual[bt.LedgerState(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(actual, want) {
+		t.Fatalf("ledger rows by state = %v, want %v", actual, want)
+	}
+	// The run's own counts are of results only (CountInRun), added per write.
+	runCounts, err := s.LedgerCounts(ctx, "j", gen, f.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerSkipped: 1}; !maps.Equal(runCounts, want) {
+		t.Fatalf("run counts = %v, want %v", runCounts, want)
+	}
+	ls, _, err := s.Poll(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.Processed != 5 || ls.Succeeded != 4 || ls.Skipped != 1 {
+		t.Fatalf("run counters = %+v", ls)
+	}
+}
+
+// TestWriteItemsFenced checks that a write under a wrong lease token writes nothing — neither
+// the ledger row nor the job's own writes — on every path, and that the job's writes land
+// with the item under a valid lease, also when the transaction is bounded by the lease.
+func TestWriteItemsFenced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, f, gen := itemsFixture(t)
+	if _, err := s.Pool().Exec(ctx, `CREATE TABLE job_side (target text PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	side := func(target string) postgres.TxFunc {
+		return func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO job_side VALUES ($1)`, target)
+			return err
+		}
+	}
+	stale := postgres.Fence{RunID: f.RunID, Token: "other"}
+	for i, tc := range []struct {
+		targets []string
+		lease   time.Duration
+		writes  bool
+	}{
+		{[]string{"s1"}, 0, false},
+		{[]string{"b1", "b2"}, 0, false},
+		{[]string{"t1"}, 0, true},
+		{[]string{"l1"}, 30 * time.Second, true},
+		{[]string{"l2", "l3"}, 30 * time.Second, true},
+	} {
+		var writes []postgres.TxFunc
+		if tc.writes {
+			for _, tg := range tc.targets {
+				writes = append(writes, side(tg))
+			}
+		}
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Lease: tc.lease, Delta: postgres.RunDelta{Processed: len(tc.targets)},
+			Ledger: ledgerWrites(bt.LedgerConfirmed, true, tc.targets...)}
+		if _, _, err := s.WriteItems(ctx, stale, w, writes); !errors.Is(err, bt.ErrLeaseLost) {
+			t.Fatalf("case %d: stale write returned %v, want a lost lease", i, err)
+		}
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger WHERE target_key = ANY($1)) +
+			(SELECT count(*) FROM job_side WHERE target = ANY($1))`, tc.targets).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("case %d: a fenced-off write left %d rows", i, n)
+		}
+		if _, _, err := s.WriteItems(ctx, f, w, writes); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		want := len(tc.targets)
+		if tc.writes {
+			want *= 2
+		}
+		if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger WHERE target_key = ANY($1)) +
+			(SELECT count(*) FROM job_side WHERE target = ANY($1))`, tc.targets).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("case %d: %d rows after the write, want %d", i, n, want)
+		}
+	}
+	// A job write that fails rolls the item back with it.
+	w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Lease: time.Minute, Ledger: ledgerWrites(bt.LedgerConfirmed, true, "x")}
+	boom := func(context.Context, pgx.Tx) error { return fmt.Errorf("boom") }
+	if _, _, err := s.WriteItems(ctx, f, w, []postgres.TxFunc{boom}); err == nil {
+		t.Fatal("a failing job write was committed")
+	}
+	rows, err := s.LedgerRows(ctx, "j", gen, []postgres.TargetStep{{Target: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 0 {
+		t.Fatalf("the item of a failed job write was committed: %v", rows)
+	}
+}
