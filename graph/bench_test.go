@@ -508,7 +508,18 @@ const subscriberQuery = `subscription($id: ID!) { runProgress(runId: $id) { id s
 // state (lost-finals, must be 0), the server process's CPU (cores busy over the busy window,
 // from getrusage) and resident memory at its end, with the growth per subscriber.
 func BenchmarkGraphSubscribers(b *testing.B) {
-	for _, n := range scaled([]int{1000}, []int{1000, 10000}) {
+	sizes := scaled([]int{1000}, []int{1000, 10000})
+	if v := os.Getenv("BATON_BENCH_SUBSCRIBERS"); v != "" { // e.g. "10,1000": other sizes
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("BATON_BENCH_SUBSCRIBERS=%q: want a comma-separated list of positive counts", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { subscribersBench(b, n, scaled(6*time.Second, 30*time.Second)) })
 	}
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/baton-run/baton/pubsub"
@@ -46,13 +47,25 @@ func (e eventPublisher) RunChanged(ev runner.RunEvent) {
 	_ = e.p.Publish(context.Background(), topics, runTopic(ev.Run.ID), payload, ev.Final)
 }
 
-// decodeRun reads the run of an event message; ok is false for messages of another format.
-func decodeRun(m pubsub.Message) (*bt.Run, bool) {
+// runDecoder decodes each event message once for all the subscriptions that receive it.
+var runDecoder = pubsub.NewDecoder(func(payload json.RawMessage) (*bt.Run, error) {
 	var msg runMessage
-	if err := json.Unmarshal(m.Payload, &msg); err != nil || msg.V != runMessageVersion || msg.Run.ID == 0 {
-		return nil, false
+	if err := json.Unmarshal(payload, &msg); err != nil {
+		return nil, err
 	}
-	return &msg.Run, true
+	if msg.V != runMessageVersion || msg.Run.ID == 0 {
+		return nil, errNotRunMessage
+	}
+	return &msg.Run, nil
+})
+
+var errNotRunMessage = errors.New("graph: not a run event")
+
+// decodeRun reads the run of an event message; ok is false for messages of another format.
+// The run is shared by every subscriber of the message: it must not be changed.
+func decodeRun(m pubsub.Message) (*bt.Run, bool) {
+	run, err := runDecoder.Decode(m)
+	return run, err == nil
 }
 
 // supersedes reports whether next is a newer state of a run than prev, the last state a

@@ -16,6 +16,11 @@ import (
 // leaks a goroutine.
 
 // runProgress streams the states of run id until its final one.
+//
+// Latest wins: while gqlgen is still writing an earlier state to a slow client, newer states
+// replace each other in pending, so the client gets the newest state next, never a backlog,
+// and the feed's buffer is drained at the rate events arrive. The final state supersedes
+// every other and is never replaced, so it always arrives.
 func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.Run, error) {
 	sub := r.feed.subscribe(runTopic(id))
 	snap, err := r.runReads.get(ctx, id)
@@ -27,29 +32,25 @@ func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.Run, e
 	go func() {
 		defer close(ch)
 		defer sub.Close()
-		var last *bt.Run
-		send := func(run *bt.Run) bool {
-			if !supersedes(run, last) {
-				return true
-			}
-			select {
-			case ch <- run:
-				last = run
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		if !send(snap) || !snap.Status.Active() {
-			return
-		}
+		var last *bt.Run // the last state sent
+		pending := snap  // the newest state not yet sent, if any
 		quiet := time.NewTimer(r.quiet)
 		defer quiet.Stop()
 		for {
+			var out chan<- *bt.Run
+			if pending != nil {
+				out = ch
+			}
 			var run *bt.Run
 			select {
 			case <-ctx.Done():
 				return
+			case out <- pending:
+				last, pending = pending, nil
+				if !last.Status.Active() {
+					return
+				}
+				continue
 			case m, ok := <-sub.C():
 				if !ok {
 					return // the feed stopped: the instance is shutting down
@@ -63,11 +64,12 @@ func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.Run, e
 				run = r.reread(ctx, id)
 			}
 			quiet.Reset(r.quiet)
-			if run == nil {
-				continue
+			newest := last
+			if pending != nil {
+				newest = pending
 			}
-			if !send(run) || !last.Status.Active() {
-				return
+			if run != nil && supersedes(run, newest) {
+				pending = run
 			}
 		}
 	}()

@@ -49,7 +49,8 @@ type HubStats struct {
 	// Stale counts messages dropped because a newer (or a final) message of their key had
 	// been received.
 	Stale uint64
-	// Delivered counts messages read by consumers, Resync messages included.
+	// Delivered counts messages handed to consumers (each subscription's channel holds
+	// one), Resync messages included.
 	Delivered uint64
 	// Dropped counts messages a slow subscription discarded or coalesced away.
 	Dropped uint64

@@ -93,6 +93,10 @@ type Message struct {
 	// the subscriber fell too far behind): re-read the state from the source of truth. A
 	// Resync message carries no other field.
 	Resync bool
+
+	// decoded is shared by every copy of a message the Hub fans out, so that a Decoder
+	// decodes the payload once for all subscribers.
+	decoded *decodedPayload
 }
 
 // envelope is the wire form of a message.
@@ -113,5 +117,6 @@ func (e *envelope) message() Message {
 		Seq:     Seq{Epoch: e.Epoch, Instance: e.Src, N: e.Seq},
 		Final:   e.Final,
 		Payload: e.Payload,
+		decoded: &decodedPayload{},
 	}
 }

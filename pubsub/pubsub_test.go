@@ -375,16 +375,17 @@ func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 		}
 	}
 
-	// The slow subscriber holds one message in hand and a full buffer in which the latest
-	// progress replaced the rest. (The hub may hand message 199 to the fast subscriber
-	// before the slow one: wait until it has reached both.)
-	dropped := uint64(total - buffer - 1)
+	// The slow subscriber holds one message in its channel, one in hand and a full buffer
+	// in which the latest progress replaced the rest. (The hub may hand message 199 to the
+	// fast subscriber before the slow one: wait until it has reached both.)
+	const held = buffer + 2
+	dropped := uint64(total - held)
 	testenv.Eventually(t, wait, "the slow subscriber's buffer to coalesce", func() bool { return b.hub.Stats().Dropped == dropped })
 
 	// It reads only now: a bounded backlog ending with the latest state.
 	backlog := recvUntil(t, slow, isN(t, total-1))
-	if len(backlog) != buffer+1 {
-		t.Fatalf("slow subscriber got %d messages, want %d (buffer + one in hand)", len(backlog), buffer+1)
+	if len(backlog) != held {
+		t.Fatalf("slow subscriber got %d messages, want %d (buffer, one in hand, one in the channel)", len(backlog), held)
 	}
 	for _, m := range backlog {
 		if m.Resync {
@@ -403,11 +404,11 @@ func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 		t.Fatalf("fast subscriber got %+v, want the final", m)
 	}
 	// The final took the place of the latest progress.
-	dropped += total - buffer - 1 + 1
+	dropped += total - held + 1
 	testenv.Eventually(t, wait, "the slow subscriber's buffer to coalesce", func() bool { return b.hub.Stats().Dropped == dropped })
 	backlog = recvUntil(t, slow, func(m pubsub.Message) bool { return m.Final })
-	if len(backlog) != buffer+1 || n(t, backlog[len(backlog)-1]) != -1 {
-		t.Fatalf("slow subscriber got %d messages ending with n=%d; want %d ending with the final", len(backlog), n(t, backlog[len(backlog)-1]), buffer+1)
+	if len(backlog) != held || n(t, backlog[len(backlog)-1]) != -1 {
+		t.Fatalf("slow subscriber got %d messages ending with n=%d; want %d ending with the final", len(backlog), n(t, backlog[len(backlog)-1]), held)
 	}
 	if s := b.hub.Stats(); s.Received != 2*total+1 {
 		t.Errorf("hub stats = %+v, want %d received", s, 2*total+1)
