@@ -110,4 +110,4 @@ distclean: clean ## Also stop the private servers and delete .data/ and node_mod
 	scripts/dev-services.sh down
 	@# As root the private cluster may live outside the repository, behind the .data/pg link.
 	if [[ -L .data/pg ]]; then rm -rf "$$(readlink -f .data/pg)"; fi
-	rm -rf .data frontend/node_modules e2e/node_modules
+	rm -rf .data frontend/node_modules e2e/node_modules e2e/api/node_modules

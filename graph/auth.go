@@ -8,9 +8,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/baton-run/baton/graph/model"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -86,7 +90,8 @@ func bearerToken(header string) (string, bool) {
 }
 
 // authenticator resolves tokens to callers, caching hits briefly so that a busy client does
-// not cost a query per request. A revoked token therefore stops working within cacheTTL.
+// not cost a query per request. A revoked token therefore stops working within ttl, or at once
+// where a revocationWatcher hears of the revocation.
 type authenticator struct {
 	store *postgres.Store
 	ttl   time.Duration
@@ -221,4 +226,241 @@ func (c *connLimiter) acquire(key int64) (func(), bool) {
 			delete(c.n, key)
 		}
 	}), true
+}
+
+// forget drops the cached callers of token id, so that its next use asks the database.
+func (a *authenticator) forget(id int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for hash, c := range a.cache {
+		if c.v.tokenID == id {
+			delete(a.cache, hash)
+		}
+	}
+}
+
+// Close code and reason of a WebSocket whose token was revoked while it was open.
+const (
+	closeRevoked       = 4401
+	closeRevokedReason = "unauthenticated: token revoked"
+)
+
+// wsSession is one WebSocket connection: the token it authenticated with and the way to end
+// it. The server puts one in the upgrade request's context; sessionConn finds it there.
+type wsSession struct {
+	mu      sync.Mutex
+	tokenID int64
+	cancel  context.CancelFunc // ends the connection's context: gqlgen then closes it
+	code    int                // the close code to send instead of gqlgen's, when non-zero
+	reason  string
+}
+
+type wsSessionKey struct{}
+
+func sessionFrom(ctx context.Context) *wsSession {
+	s, _ := ctx.Value(wsSessionKey{}).(*wsSession)
+	return s
+}
+
+// end closes the connection with code and reason: gqlgen stops its operations and sends
+// the close frame, whose code and reason sessionConn swaps in.
+func (s *wsSession) end(code int, reason string) {
+	s.mu.Lock()
+	s.code, s.reason = code, reason
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (s *wsSession) closeOverride() (int, string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.code, s.reason, s.code != 0
+}
+
+// sessionImplementation accepts WebSockets with impl and ties each to the wsSession of its
+// request, so that the server can close it with a code of its choosing. gqlgen closes a
+// connection whose context ends with code 1000; the wrapper replaces that code when the
+// session was ended for a reason (a revoked token).
+type sessionImplementation struct {
+	impl transport.WebsocketImplementation
+}
+
+func (i sessionImplementation) Accept(w http.ResponseWriter, r *http.Request, o transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	c, err := i.impl.Accept(w, r, o)
+	if err != nil {
+		return nil, err
+	}
+	s := sessionFrom(r.Context())
+	if s == nil {
+		return c, nil
+	}
+	return &sessionConn{WebsocketConn: c, s: s}, nil
+}
+
+// sessionConn is a WebSocket whose close code its session may override. It passes the
+// optional read limit and read deadline of the connection it wraps through.
+type sessionConn struct {
+	transport.WebsocketConn
+	s *wsSession
+}
+
+var (
+	_ transport.WebsocketReadLimiter   = (*sessionConn)(nil)
+	_ transport.WebsocketReadDeadliner = (*sessionConn)(nil)
+)
+
+func (c *sessionConn) WriteClose(code int, reason string) error {
+	if oc, or, ok := c.s.closeOverride(); ok {
+		code, reason = oc, or
+	}
+	return c.WebsocketConn.WriteClose(code, reason)
+}
+
+func (c *sessionConn) SetReadLimit(n int64) {
+	if l, ok := c.WebsocketConn.(transport.WebsocketReadLimiter); ok {
+		l.SetReadLimit(n)
+	}
+}
+
+func (c *sessionConn) SetReadDeadline(t time.Time) error {
+	if d, ok := c.WebsocketConn.(transport.WebsocketReadDeadliner); ok {
+		return d.SetReadDeadline(t)
+	}
+	return nil
+}
+
+// revocationWatcher closes the WebSockets of tokens revoked while they are open. It runs only
+// while this instance has WebSockets open: it then listens for the revocations the store
+// announces (closing the token's connections and dropping it from the auth cache at once), and
+// every interval, in case an announcement was missed, asks the database which of the open
+// connections' tokens are still live.
+type revocationWatcher struct {
+	store    *postgres.Store
+	auth     *authenticator
+	interval time.Duration
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[int64]map[*wsSession]struct{} // by token id
+	stop     context.CancelFunc                // nil while the watcher is not running
+	wake     chan struct{}                     // of the running watcher
+}
+
+func newRevocationWatcher(store *postgres.Store, auth *authenticator, interval time.Duration, log *slog.Logger) *revocationWatcher {
+	return &revocationWatcher{store: store, auth: auth, interval: interval, log: log, sessions: map[int64]map[*wsSession]struct{}{}}
+}
+
+// add watches s, starting the watcher if s is the first session.
+func (w *revocationWatcher) add(s *wsSession) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	set := w.sessions[s.tokenID]
+	if set == nil {
+		set = map[*wsSession]struct{}{}
+		w.sessions[s.tokenID] = set
+	}
+	set[s] = struct{}{}
+	if w.stop == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		w.stop = cancel
+		w.wake = make(chan struct{}, 1)
+		go w.run(ctx, w.wake)
+	}
+}
+
+// remove stops watching s, and stops the watcher after the last session.
+func (w *revocationWatcher) remove(s *wsSession) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	set := w.sessions[s.tokenID]
+	if _, ok := set[s]; !ok {
+		return
+	}
+	delete(set, s)
+	if len(set) == 0 {
+		delete(w.sessions, s.tokenID)
+	}
+	if len(w.sessions) == 0 && w.stop != nil {
+		w.stop()
+		w.stop, w.wake = nil, nil
+	}
+}
+
+func (w *revocationWatcher) run(ctx context.Context, wake chan struct{}) {
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a check is already due
+		}
+	}
+	go func() {
+		for ctx.Err() == nil {
+			// Announcements may have been missed before the LISTEN: check once it is in place.
+			err := w.store.ListenTokenRevocations(ctx, poke, func(id int64) {
+				w.auth.forget(id)
+				poke()
+			})
+			if err != nil {
+				w.log.WarnContext(ctx, "graph: listen for token revocations; checking every interval until it is back", "err", err, "interval", w.interval)
+			}
+			t := time.NewTimer(w.interval)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}()
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wake:
+		}
+		w.check(ctx)
+	}
+}
+
+// check closes the connections of every watched token that is no longer live.
+func (w *revocationWatcher) check(ctx context.Context) {
+	w.mu.Lock()
+	ids := make([]int64, 0, len(w.sessions))
+	for id := range w.sessions {
+		ids = append(ids, id)
+	}
+	w.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	live, err := w.store.LiveTokenIDs(ctx, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.ErrorContext(ctx, "graph: check the tokens of open websockets", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if live[id] {
+			continue
+		}
+		w.auth.forget(id)
+		w.mu.Lock()
+		ended := make([]*wsSession, 0, len(w.sessions[id]))
+		for s := range w.sessions[id] {
+			ended = append(ended, s)
+		}
+		w.mu.Unlock()
+		if len(ended) > 0 {
+			w.log.InfoContext(ctx, "graph: closing the websockets of a revoked token", "token_id", id, "connections", len(ended))
+		}
+		for _, s := range ended {
+			s.end(closeRevoked, closeRevokedReason)
+		}
+	}
 }

@@ -87,7 +87,10 @@ type Config struct {
 	// http.Server may leave ReadTimeout and WriteTimeout unset (they would cut WebSockets).
 	RequestTimeout time.Duration
 	// TokenCacheTTL is how long a looked-up token is trusted without asking the database
-	// again: a revoked token stops working within it. 0 means 5s.
+	// again, and how often the tokens of open WebSockets are checked: a revoked token stops
+	// working, and its WebSockets are closed with code 4401, within it. While WebSockets are
+	// open the instance also listens for revocations (postgres.TokenRevokedChannel) and acts
+	// on them at once. 0 means 5s.
 	TokenCacheTTL time.Duration
 	// NowFunc is the clock of the rate limiter and the token cache; nil means time.Now.
 	NowFunc func() time.Time
@@ -148,6 +151,7 @@ type server struct {
 	auth    *authenticator
 	limiter *rateLimiter
 	conns   *connLimiter
+	watcher *revocationWatcher
 	runner  *runner.Runner
 	gql     *handler.Server
 	// next is the handler after the origin check: cross-origin protection, then serveGraphQL.
@@ -173,6 +177,7 @@ func NewHandler(cfg Config) http.Handler {
 		runner:  cfg.Runner,
 		origins: map[string]bool{},
 	}
+	s.watcher = newRevocationWatcher(cfg.Runner.Store(), s.auth, cfg.TokenCacheTTL, cfg.Logger)
 	if cfg.MutationRatePerMinute > 0 {
 		s.limiter = newRateLimiter(cfg.MutationRatePerMinute, cfg.MutationBurst, cfg.NowFunc)
 	}
@@ -206,13 +211,13 @@ func NewHandler(cfg Config) http.Handler {
 	readLimit := cfg.MaxBodyBytes
 	// The WebSocket transport first: the others must not see upgrade requests.
 	gql.AddTransport(transport.Websocket{
-		Implementation: wsgorilla.Implementation{
+		Implementation: sessionImplementation{impl: wsgorilla.Implementation{
 			Upgrader: websocket.Upgrader{
 				CheckOrigin:      s.originAllowed,
 				HandshakeTimeout: 10 * time.Second,
 			},
 			WriteTimeout: 10 * time.Second,
-		},
+		}},
 		InitFunc:              s.wsInit,
 		InitTimeout:           cfg.WebSocketInitTimeout,
 		CloseFunc:             s.wsClose,
@@ -320,6 +325,9 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		// WebSocket clients authenticate in connection_init instead.
 		writeUnauthenticated(w, "authentication required: send Authorization: Bearer <token>")
 		return
+	}
+	if upgrade {
+		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{})
 	}
 
 	if r.Method == http.MethodPost {
@@ -467,12 +475,26 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 	ws := *v
 	ws.websocket = true
 	ctx = withViewer(ctx, &ws)
-	return context.WithValue(ctx, releaseKey{}, release), nil, nil
+	ctx = context.WithValue(ctx, releaseKey{}, release)
+	if sess := sessionFrom(ctx); sess != nil {
+		// Ending this context makes gqlgen close the connection: how the watcher closes
+		// the connections of a token revoked while they are open.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		sess.mu.Lock()
+		sess.tokenID, sess.cancel = v.tokenID, cancel
+		sess.mu.Unlock()
+		s.watcher.add(sess)
+	}
+	return ctx, nil, nil
 }
 
 func (s *server) wsClose(ctx context.Context, _ int) {
 	if release, ok := ctx.Value(releaseKey{}).(func()); ok {
 		release()
+	}
+	if sess := sessionFrom(ctx); sess != nil {
+		s.watcher.remove(sess)
 	}
 }
 

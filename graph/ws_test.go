@@ -1,15 +1,20 @@
 package graph_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
+	"github.com/baton-run/baton/runner/postgres"
 )
 
 const progressSubscription = `subscription($id: ID!) { runProgress(runId: $id) { id status progress { processed total } } }`
@@ -265,4 +270,131 @@ func TestWebSocketAuth(t *testing.T) {
 			t.Fatalf("a silent connection: %v, want closed", err)
 		}
 	})
+}
+
+// waitClose reads w until the server closes it, and returns the close error.
+func waitClose(t *testing.T, w *wsConn, within time.Duration) *websocket.CloseError {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		_, err := w.read(time.Until(deadline))
+		if err == nil {
+			continue
+		}
+		ce, ok := err.(*websocket.CloseError)
+		if !ok {
+			t.Fatalf("%s connection: %v, want a close frame", w.proto, err)
+		}
+		return ce
+	}
+}
+
+// openWS opens a connection to i with proto and token, and fails the test if it is refused.
+func openWS(t *testing.T, i *instance, proto, token string) *wsConn {
+	t.Helper()
+	w, _, err := i.dialWS(t, proto, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.init(map[string]any{"authorization": "Bearer " + token}); err != nil {
+		t.Fatalf("connection_init refused: %v", err)
+	}
+	return w
+}
+
+// TestRevokedTokenClosesWebSockets revokes tokens with two instances open, each holding
+// WebSockets of the token and an HTTP cache entry for it. The token cache lives for an hour
+// here, so only the revocation announced by the store can close the connections and turn the
+// cached token away.
+func TestRevokedTokenClosesWebSockets(t *testing.T) {
+	b := setup(t)
+	slow := func(c *graph.Config) { c.TokenCacheTTL = time.Hour }
+	insts := []*instance{b.instance(instanceOpts{noRun: true, graph: slow}), b.instance(instanceOpts{noRun: true, graph: slow})}
+	store := postgres.New(b.pool)
+	canary, victim, bystander := b.token(model.RoleViewer), b.token(model.RoleOperator), b.token(model.RoleViewer)
+
+	type conn struct {
+		inst int
+		w    *wsConn
+	}
+	var canaries, victims, bystanders []conn
+	for k, i := range insts {
+		for _, proto := range []string{protoTransportWS, protoLegacyWS} {
+			canaries = append(canaries, conn{k, openWS(t, i, proto, canary)})
+			victims = append(victims, conn{k, openWS(t, i, proto, victim)})
+			bystanders = append(bystanders, conn{k, openWS(t, i, proto, bystander)})
+		}
+		if r := i.post(t, victim, `{ me { name } }`, nil); r.status != http.StatusOK {
+			t.Fatalf("instance %d: the live token was refused: HTTP %d %s", k, r.status, r.code())
+		}
+	}
+	// A subscription in progress ends with its connection.
+	victims[0].w.subscribe("1", `subscription { runEvents { kind } }`, nil)
+
+	// The canary's connections close once each instance is listening for revocations (it
+	// checks the open tokens when it starts to listen, and hears of revocations after).
+	if _, err := store.RevokeToken(context.Background(), b.tokenName(canary)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range canaries {
+		if ce := waitClose(t, c.w, 10*time.Second); ce.Code != 4401 || ce.Text != "unauthenticated: token revoked" {
+			t.Fatalf("instance %d, %s: closed with %d %q, want 4401", c.inst, c.w.proto, ce.Code, ce.Text)
+		}
+	}
+
+	if _, err := store.RevokeToken(context.Background(), b.tokenName(victim)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range victims {
+		if ce := waitClose(t, c.w, 10*time.Second); ce.Code != 4401 || ce.Text != "unauthenticated: token revoked" {
+			t.Fatalf("instance %d, %s: closed with %d %q, want 4401", c.inst, c.w.proto, ce.Code, ce.Text)
+		}
+	}
+	for k, i := range insts {
+		if r := i.post(t, victim, `{ me { name } }`, nil); r.status != http.StatusUnauthorized || r.code() != graph.CodeUnauthenticated {
+			t.Fatalf("instance %d: the revoked token, cached for an hour: HTTP %d %q, want 401 UNAUTHENTICATED", k, r.status, r.code())
+		}
+		w, _, err := i.dialWS(t, protoTransportWS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.init(map[string]any{"authorization": "Bearer " + victim}); closeCode(err) != 4401 {
+			t.Fatalf("instance %d: a new connection with the revoked token: %v, want close 4401", k, err)
+		}
+	}
+	// Connections of other tokens live on.
+	for _, c := range bystanders {
+		c.w.subscribe("me", `{ me { name } }`, nil)
+		if ev := c.w.next("me", 10*time.Second); len(ev.errors) > 0 || ev.done || !strings.Contains(string(ev.data), b.tokenName(bystander)) {
+			t.Fatalf("instance %d, %s: another token's connection: %+v", c.inst, c.w.proto, ev)
+		}
+	}
+}
+
+// TestRevokedTokenClosesWebSocketsWithoutAnnouncement revokes a token behind the store's back
+// (no announcement): the periodic check, every TokenCacheTTL, still closes its connections on
+// every instance, and HTTP refuses it within the TTL.
+func TestRevokedTokenClosesWebSocketsWithoutAnnouncement(t *testing.T) {
+	b := setup(t)
+	fast := func(c *graph.Config) { c.TokenCacheTTL = 200 * time.Millisecond }
+	insts := []*instance{b.instance(instanceOpts{noRun: true, graph: fast}), b.instance(instanceOpts{noRun: true, graph: fast})}
+	victim := b.token(model.RoleViewer)
+	var conns []*wsConn
+	for _, i := range insts {
+		conns = append(conns, openWS(t, i, protoTransportWS, victim), openWS(t, i, protoLegacyWS, victim))
+	}
+	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, graph.HashToken(victim)); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range conns {
+		if ce := waitClose(t, w, 10*time.Second); ce.Code != 4401 {
+			t.Fatalf("%s: closed with %d %q, want 4401", w.proto, ce.Code, ce.Text)
+		}
+	}
+	for _, i := range insts {
+		testenv.Eventually(t, 10*time.Second, "HTTP to refuse the revoked token", func() bool {
+			r := i.post(t, victim, `{ me { name } }`, nil)
+			return r.status == http.StatusUnauthorized && r.code() == graph.CodeUnauthenticated
+		})
+	}
 }

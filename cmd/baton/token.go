@@ -23,7 +23,8 @@ const tokenUsage = `usage:
   baton token list
         list tokens (names, roles, last use; never the tokens)
   baton token revoke --name NAME
-        revoke the live token named NAME
+        revoke the live token named NAME: every instance refuses it and closes its
+        WebSocket connections at once (within the 5s token cache TTL at worst)
 
 flags (every subcommand):
   --database-url URL    PostgreSQL URL (env DATABASE_URL)
@@ -91,7 +92,7 @@ func tokenCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return tokenError("revoke", err)
 		}
-		fmt.Fprintf(stdout, "revoked token %q (role %s)\n", t.Name, t.Role)
+		fmt.Fprintf(stdout, "revoked token %q (role %s); running instances close its WebSocket connections (code 4401) and refuse it\n", t.Name, t.Role)
 		return nil
 	default:
 		tokens, err := store.Tokens(ctx)

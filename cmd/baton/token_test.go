@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/internal/testenv"
@@ -74,5 +76,46 @@ func TestTokenCommandRoundTrip(t *testing.T) {
 	// The name is free again.
 	if _, err := run("create", "--name", "ci-bot", "--role", "admin"); err != nil {
 		t.Fatalf("re-create after revoke: %v", err)
+	}
+}
+
+// TestTokenRevokeAnnounces checks that `token revoke` announces the revocation on
+// postgres.TokenRevokedChannel, which running instances listen to.
+func TestTokenRevokeAnnounces(t *testing.T) {
+	t.Parallel()
+	url := testenv.Schema(t)
+	pool := testenv.Pool(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := tokenCommand(ctx, []string{"create", "--name", "announced", "--role", "viewer", "--database-url", url}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE name = 'announced'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+postgres.TokenRevokedChannel); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "UNLISTEN *") }()
+	if err := tokenCommand(ctx, []string{"revoke", "--name", "announced", "--database-url", url}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	// Other tests revoke tokens in the same database (ids repeat across schemas): wait for
+	// this one's id.
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("no announcement of token %d: %v", id, err)
+		}
+		if n.Payload == strconv.FormatInt(id, 10) {
+			return
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,12 +80,94 @@ func (s *Store) Tokens(ctx context.Context) ([]*APIToken, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*APIToken, error) { return scanToken(r) })
 }
 
-// RevokeToken revokes the live token with the given name, or returns NOT_FOUND.
+// TokenRevokedChannel is the NOTIFY channel on which RevokeToken announces a revocation, with
+// the token's id as the payload, so that every instance listening (ListenTokenRevocations)
+// closes the token's connections at once instead of at its next periodic check.
+const TokenRevokedChannel = "baton_token_revoked"
+
+// RevokeToken revokes the live token with the given name, or returns NOT_FOUND. The revocation
+// is announced on TokenRevokedChannel when it commits.
 func (s *Store) RevokeToken(ctx context.Context, name string) (*APIToken, error) {
-	t, err := scanToken(s.pool.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	t, err := scanToken(tx.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = now()
 		WHERE name = $1 AND revoked_at IS NULL RETURNING `+tokenColumns, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "no live token named %q", name)
 	}
-	return t, err
+	if err != nil {
+		return nil, fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, TokenRevokedChannel, strconv.FormatInt(t.ID, 10)); err != nil {
+		return nil, fmt.Errorf("revoke token %s: announce: %w", name, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// LiveTokenIDs returns those of ids that belong to live (not revoked) tokens.
+func (s *Store) LiveTokenIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM api_tokens WHERE id = ANY($1) AND revoked_at IS NULL`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("live tokens: %w", err)
+	}
+	live, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("live tokens: %w", err)
+	}
+	m := make(map[int64]bool, len(live))
+	for _, id := range live {
+		m[id] = true
+	}
+	return m, nil
+}
+
+// ListenTokenRevocations listens on TokenRevokedChannel on a connection of its own, taken from
+// the pool for as long as it listens. It calls listening once the LISTEN is in place (a caller
+// that may have missed announcements re-checks then), and revoked with the id of every token
+// revoked from then on, in any schema of the database (ids are only unique within one, so
+// revoked may hear of ids that are not this store's; treat each as a hint to re-check). It
+// returns when ctx ends (nil) or the connection fails.
+func (s *Store) ListenTokenRevocations(ctx context.Context, listening func(), revoked func(id int64)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("listen for token revocations: %w", err)
+	}
+	defer func() {
+		// The connection goes back to the pool: it must not stay subscribed. A connection
+		// that cannot say so is closed, and the pool drops it.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `UNLISTEN *`); err != nil {
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}()
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{TokenRevokedChannel}.Sanitize()); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("listen for token revocations: %w", err)
+	}
+	listening()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("listen for token revocations: %w", err)
+		}
+		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+			revoked(id)
+		}
+	}
 }
