@@ -63,13 +63,14 @@ func (c scheduleCache) get(spec, tz string) (*Schedule, error) {
 }
 
 // schedulePass fires every due job once and returns how long to sleep until the next fire.
+// It reads only the jobs that need it (due, or next fire not computed yet) and the earliest
+// future fire, so its cost does not grow with the number of registered jobs.
 func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Duration {
 	wait := r.cfg.PollInterval
-	names := r.JobNames()
-	if len(names) == 0 {
+	if !r.hasJobs() {
 		return wait
 	}
-	st, err := r.store.ScheduleState(ctx, names)
+	st, err := r.store.ScheduleState(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Error("read schedules", "err", err)
@@ -84,44 +85,49 @@ func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Dur
 			wait = d
 		}
 	}
+	if st.Earliest != nil {
+		consider(*st.Earliest)
+	}
+	var unset []postgres.NextFire
 	var fires sync.WaitGroup
 	for _, j := range st.Jobs {
+		if _, ok := r.Job(j.Name); !ok {
+			continue // another instance's job
+		}
 		sched, err := cache.get(j.Cron, j.Timezone)
 		if err != nil {
 			r.log.Error("job has an invalid schedule; not firing it", "job", j.Name, "err", err)
 			continue
 		}
 		next := sched.Next(st.Now)
-		switch {
-		case j.Next == nil:
-			if _, err := r.store.SetNextFire(ctx, j.Name, next); err != nil {
-				r.log.Error("set next fire", "job", j.Name, "err", err)
-			}
-			consider(next)
-		case !j.Next.After(st.Now):
-			due := *j.Next
-			// Fires that passed while no scheduler could claim them: one runs (due), the rest
-			// are recorded as missed by whoever claims it.
-			var missed []time.Time
-			for t := sched.Next(due); !t.IsZero() && !t.After(st.Now) && len(missed) < maxMissedFires; t = sched.Next(t) {
-				missed = append(missed, t)
-			}
-			fires.Add(1)
-			go func() {
-				defer fires.Done()
-				_, err := r.Start(ctx, StartParams{Job: j.Name, Trigger: bt.TriggerScheduled, Mode: r.scheduledMode(j.Name),
-					Actor: "scheduler", Due: due, Next: next, Missed: missed})
-				if errors.Is(err, bt.ErrCapacityExceeded) {
-					// Not claimed: the fire stays due for an instance with a free slot.
-					r.log.Warn("due fire left for another instance: no free slot", "job", j.Name)
-				} else if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) && ctx.Err() == nil {
-					r.log.Error("scheduled start", "job", j.Name, "err", err)
-				}
-			}()
-			consider(next)
-		default:
-			consider(*j.Next)
+		consider(next)
+		if j.Next == nil {
+			unset = append(unset, postgres.NextFire{Name: j.Name, Cron: j.Cron, Timezone: j.Timezone, At: next})
+			continue
 		}
+		due := *j.Next
+		// Fires that passed while no scheduler could claim them: one runs (due), the rest are
+		// recorded as missed by whoever claims it.
+		var missed []time.Time
+		for t := sched.Next(due); !t.IsZero() && !t.After(st.Now) && len(missed) < maxMissedFires; t = sched.Next(t) {
+			missed = append(missed, t)
+		}
+		fires.Add(1)
+		go func() {
+			defer fires.Done()
+			_, err := r.Start(ctx, StartParams{Job: j.Name, Trigger: bt.TriggerScheduled, Mode: r.scheduledMode(j.Name),
+				Actor: "scheduler", Due: due, Next: next, Missed: missed})
+			if errors.Is(err, bt.ErrCapacityExceeded) {
+				// Not claimed: the fire stays due for an instance with a free slot.
+				r.log.Warn("due fire left for another instance: no free slot", "job", j.Name)
+			} else if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) && ctx.Err() == nil {
+				r.log.Error("scheduled start", "job", j.Name, "err", err)
+			}
+		}()
+	}
+	// Every unset next fire in one statement (after registration: every job at once).
+	if _, err := r.store.SetNextFires(ctx, unset); err != nil && ctx.Err() == nil {
+		r.log.Error("set next fires", "jobs", len(unset), "err", err)
 	}
 	fires.Wait()
 	return wait

@@ -37,22 +37,32 @@ type LedgerQuery struct {
 	Limit        int
 }
 
-// Ledger lists ledger entries matching q.
+// Ledger lists ledger entries matching q. Each combination of filters is its own statement
+// (see listQuery), so that each keeps a plan on the index its filters need.
 func (s *Store) Ledger(ctx context.Context, q LedgerQuery) ([]*bt.LedgerEntry, error) {
-	var states []string
-	for _, st := range q.States {
-		states = append(states, string(st))
-	}
 	if q.Limit <= 0 {
 		q.Limit = 20
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+ledgerColumns+` FROM job_ledger
-		WHERE ($1 = '' OR job_name = $1) AND ($2::text[] IS NULL OR state = ANY($2)) AND ($3 = 0 OR run_id = $3)
-		  AND ($4 = 0 OR generation = $4) AND ($5 = '' OR target_key LIKE replace(replace(replace($5, '\', '\\'), '%', '\%'), '_', '\_') || '%')
-		  AND id > $6
-		ORDER BY id LIMIT $7`, q.JobName, states, q.RunID, q.Generation, q.TargetPrefix, q.AfterID, q.Limit)
+	var lq listQuery
+	if q.JobName != "" {
+		lq.where("job_name = %s", q.JobName)
+	}
+	lq.oneOf("state", strs(q.States))
+	if q.RunID != 0 {
+		lq.where("run_id = %s", q.RunID)
+	}
+	if q.Generation != 0 {
+		lq.where("generation = %s", q.Generation)
+	}
+	if q.TargetPrefix != "" {
+		lq.where("target_key LIKE %s", likePrefix(q.TargetPrefix))
+	}
+	if q.AfterID > 0 {
+		lq.where("id > %s", q.AfterID)
+	}
+	rows, err := lq.rows(ctx, s.pool, `SELECT `+ledgerColumns+` FROM job_ledger`, "id", q.Limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list ledger entries: %w", err)
 	}
 	defer rows.Close()
 	var out []*bt.LedgerEntry
@@ -186,10 +196,14 @@ func (s *Store) Audit(ctx context.Context, a AuditRecord) error { return insertA
 
 // AuditLog lists audit rows, newest first, before beforeID (0: from the newest).
 func (s *Store) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, actor, action, target, arguments, outcome, created_at FROM audit_log
-		WHERE $1::bigint = 0 OR id < $1::bigint ORDER BY id DESC LIMIT $2`, beforeID, limit)
+	var q listQuery
+	if beforeID != 0 {
+		q.where("id < %s", beforeID)
+	}
+	rows, err := q.rows(ctx, s.pool, `SELECT id, actor, action, target, arguments, outcome, created_at FROM audit_log`,
+		"id DESC", limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list audit log: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (bt.AuditEntry, error) {
 		var e bt.AuditEntry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,14 +123,14 @@ func (s *Store) ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest,
 
 // ReplayRequests lists requests, newest first, before beforeID (0: from the newest).
 func (s *Store) ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error) {
-	var st []string
-	for _, x := range statuses {
-		st = append(st, string(x))
+	var q listQuery
+	q.oneOf("status", strs(statuses))
+	if beforeID != 0 {
+		q.where("id < %s", beforeID)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+replayColumns+` FROM replay_requests
-		WHERE ($1::text[] IS NULL OR status = ANY($1)) AND ($2::bigint = 0 OR id < $2::bigint) ORDER BY id DESC LIMIT $3`, st, beforeID, limit)
+	rows, err := q.rows(ctx, s.pool, `SELECT `+replayColumns+` FROM replay_requests`, "id DESC", limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list replay requests: %w", err)
 	}
 	defer rows.Close()
 	var out []*bt.ReplayRequest

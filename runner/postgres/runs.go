@@ -373,32 +373,27 @@ type RunFilter struct {
 	Limit    int
 }
 
-// Runs lists runs matching f, newest first.
+// Runs lists runs matching f, newest first. Each combination of filters is its own statement
+// (see listQuery), so that each keeps a plan on the index its filters need.
 func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*bt.Run, error) {
-	var statuses []string
-	for _, st := range f.Statuses {
-		statuses = append(statuses, string(st))
-	}
 	if f.Limit <= 0 {
 		f.Limit = 20
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs
-		WHERE ($1 = '' OR job_name = $1) AND ($2::text[] IS NULL OR status = ANY($2))
-		  AND ($3::bigint = 0 OR id < $3::bigint)
-		ORDER BY id DESC LIMIT $4`, f.JobName, statuses, f.BeforeID, f.Limit)
+	var q listQuery
+	if f.JobName != "" {
+		q.where("job_name = %s", f.JobName)
+	}
+	q.oneOf("status", strs(f.Statuses))
+	if f.BeforeID != 0 {
+		q.where("id < %s", f.BeforeID)
+	}
+	rows, err := q.rows(ctx, s.pool, `SELECT `+runColumns+` FROM job_runs`, "id DESC", f.Limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
 	var out []*bt.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	err = collectRuns(rows, func(r *bt.Run) { out = append(out, r) })
+	return out, err
 }
 
 // ActiveRun returns the job's active run, or nil.
@@ -413,10 +408,14 @@ func (s *Store) ActiveRun(ctx context.Context, job string) (*bt.Run, error) {
 
 // RunErrors lists a run's error rows in insertion order after afterID.
 func (s *Store) RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, run_id, item_key, failure_class, message, attempt, created_at
-		FROM job_run_errors WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`, runID, afterID, limit)
+	var q listQuery
+	q.where("run_id = %s", runID)
+	if afterID > 0 {
+		q.where("id > %s", afterID)
+	}
+	rows, err := q.rows(ctx, s.pool, `SELECT id, run_id, item_key, failure_class, message, attempt, created_at FROM job_run_errors`, "id", limit)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list errors of run %d: %w", runID, err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (bt.RunError, error) {
 		var e bt.RunError
@@ -494,27 +493,18 @@ func (s *Store) Maintenance(ctx context.Context) (bool, error) {
 }
 
 // LastRunsPausedBy returns the jobs whose latest run ended PAUSED for reason and that are not
-// paused themselves: the runs to resume when that pause is lifted.
+// paused themselves: the runs to resume when that pause is lifted. Each job costs one probe of
+// (job_name, id DESC), however many runs it has.
 func (s *Store) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT DISTINCT ON (r.job_name) r.job_name, r.status, COALESCE(r.stop_reason, '')
-		FROM job_runs r JOIN job_settings js ON js.name = r.job_name AND NOT js.paused
-		ORDER BY r.job_name, r.id DESC`)
+		SELECT js.name FROM job_settings js
+		CROSS JOIN LATERAL (SELECT status, stop_reason FROM job_runs WHERE job_name = js.name ORDER BY id DESC LIMIT 1) r
+		WHERE NOT js.paused AND r.status = 'PAUSED' AND COALESCE(r.stop_reason, '') = $1
+		ORDER BY js.name`, string(reason))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read runs paused by %s: %w", reason, err)
 	}
-	defer rows.Close()
-	var jobs []string
-	for rows.Next() {
-		var job, status, stop string
-		if err := rows.Scan(&job, &status, &stop); err != nil {
-			return nil, err
-		}
-		if bt.RunStatus(status) == bt.StatusPaused && bt.StopReason(stop) == reason {
-			jobs = append(jobs, job)
-		}
-	}
-	return jobs, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // LastRun returns the job's most recent run, or nil.
