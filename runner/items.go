@@ -204,6 +204,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 	// Decide from the ledger what needs a call.
 	decided := &postgres.ItemsWrite{}
 	var pending []*itemState
+	var changedDone []postgres.TargetStep
 	for _, it := range items {
 		st := &itemState{item: it, base: run.ledgerWrite(it)}
 		prior, known := priors[postgres.TargetStep{Target: it.Target, Step: it.Step}]
@@ -211,6 +212,9 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 			st.base.InputChanged = prior.InputHash != "" && st.base.InputHash != "" && prior.InputHash != st.base.InputHash
 			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
 			if run.decide(st, prior, decided) {
+				if st.base.InputChanged && !prior.InputChanged && (prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped) {
+					changedDone = append(changedDone, postgres.TargetStep{Target: it.Target, Step: it.Step})
+				}
 				continue
 			}
 		} else if run.replay && !run.replayFull {
@@ -221,6 +225,15 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 			continue
 		}
 		pending = append(pending, st)
+	}
+	if len(changedDone) > 0 {
+		// A done target is not called again, whatever its input now is; the ledger flags the
+		// difference for the operator and keeps the hash of what was applied.
+		run.log.Warn("targets already done were offered with a changed input; not called again", "targets", len(changedDone), "first", changedDone[0].Target)
+		run.r.metrics.items.WithLabelValues("INPUT_CHANGED").Add(float64(len(changedDone)))
+		if err := run.r.store.FlagInputChanged(ctx, run.fence, run.rec.JobName, run.rec.Generation, changedDone); err != nil {
+			return run.fail(err)
+		}
 	}
 
 	last := items[len(items)-1]

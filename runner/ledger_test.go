@@ -648,3 +648,33 @@ func TestStopConditionTrips(t *testing.T) {
 	}
 	b.checkCounts(r, "mailer", rec.Generation, id)
 }
+
+// A target already CONFIRMED that a later run offers with another input is not called again;
+// the ledger flags the change and keeps the hash of the input that was applied.
+func TestChangedInputOnConfirmedTargetIsFlagged(t *testing.T) {
+	b := setup(t)
+	job := newLedgerJob("export", "done", "other")
+	job.noCheckpoint = true
+	job.setInput("done", map[string]int{"amount": 100})
+	r := b.runner(nil, job)
+	b.succeed(r, runner.StartParams{Job: "export"})
+	e := b.mustEntry("export", "done")
+	if e.State != bt.LedgerConfirmed || e.InputChanged {
+		t.Fatalf("after run 1 done is %s changed=%v, want CONFIRMED, not flagged", e.State, e.InputChanged)
+	}
+	applied := e.InputHash
+
+	job.setInput("done", map[string]int{"amount": 999})
+	b.succeed(r, runner.StartParams{Job: "export", Mode: bt.ModeResume})
+	e = b.mustEntry("export", "done")
+	if e.State != bt.LedgerConfirmed || !e.InputChanged || e.InputHash != applied {
+		t.Fatalf("after run 2 done is %s changed=%v hash %s (applied %s), want CONFIRMED, flagged, hash of the applied input",
+			e.State, e.InputChanged, e.InputHash, applied)
+	}
+	if n := job.callsOf("done"); n != 1 {
+		t.Fatalf("done called %d times, want 1: a confirmed target is never called again", n)
+	}
+	if o := b.mustEntry("export", "other"); o.InputChanged {
+		t.Fatalf("other is flagged although its input did not change")
+	}
+}

@@ -224,6 +224,7 @@ type LedgerRow struct {
 	State          bt.LedgerState
 	Attempt        int
 	InputHash      string
+	InputChanged   bool
 	ErrorSig       string
 	SameErrorCount int
 }
@@ -231,13 +232,32 @@ type LedgerRow struct {
 // TargetStep names one target's step.
 type TargetStep struct{ Target, Step string }
 
+// FlagInputChanged marks ledger rows whose target was offered again with an input other than
+// the one applied: input_changed is set, input_hash keeps the hash of what was applied.
+// Fenced like every write of a run.
+func (s *Store) FlagInputChanged(ctx context.Context, f Fence, job string, gen int64, keys []TargetStep) error {
+	targets, steps := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		targets[i], steps[i] = k.Target, k.Step
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE job_ledger l SET input_changed = true, updated_at = now()
+		FROM unnest($5::text[], $6::text[]) AS k(target, step)
+		WHERE l.job_name = $3 AND l.generation = $4 AND l.target_key = k.target AND l.step = k.step AND NOT l.input_changed
+		AND EXISTS (SELECT 1 FROM job_runs WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now())`,
+		f.RunID, f.Token, job, gen, targets, steps)
+	if err != nil {
+		return fmt.Errorf("flag changed inputs: %w", err)
+	}
+	return nil
+}
+
 // LedgerRows reads the ledger rows of the given targets' steps in one query.
 func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []TargetStep) (map[TargetStep]LedgerRow, error) {
 	targets, steps := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		targets[i], steps[i] = k.Target, k.Step
 	}
-	rows, err := s.pool.Query(ctx, `SELECT l.target_key, l.step, l.state, l.attempt, l.input_hash,
+	rows, err := s.pool.Query(ctx, `SELECT l.target_key, l.step, l.state, l.attempt, l.input_hash, l.input_changed,
 			COALESCE(l.last_error_sig, ''), l.same_error_count
 		FROM unnest($3::text[], $4::text[]) AS k(target, step) CROSS JOIN LATERAL (
 			SELECT * FROM job_ledger WHERE job_name = $1 AND generation = $2 AND target_key = k.target AND step = k.step LIMIT 1
@@ -250,7 +270,7 @@ func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []Ta
 	for rows.Next() {
 		var r LedgerRow
 		var state string
-		if err := rows.Scan(&r.Target, &r.Step, &state, &r.Attempt, &r.InputHash, &r.ErrorSig, &r.SameErrorCount); err != nil {
+		if err := rows.Scan(&r.Target, &r.Step, &state, &r.Attempt, &r.InputHash, &r.InputChanged, &r.ErrorSig, &r.SameErrorCount); err != nil {
 			return nil, err
 		}
 		r.State = bt.LedgerState(state)
