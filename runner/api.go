@@ -11,10 +11,19 @@ import (
 )
 
 // Reconciler is an optional interface a Job implements to ask the outside system whether an
-// AMBIGUOUS_EFFECT target's effect happened. applied=true resolves it CONFIRMED with the
-// evidence; applied=false resolves it NOT_APPLIED (safe to retry).
+// AMBIGUOUS_EFFECT target's effect happened.
 type Reconciler interface {
-	Reconcile(ctx context.Context, target, step, idempotencyKey string) (applied bool, evidenceRef string, err error)
+	Reconcile(ctx context.Context, target, step, idempotencyKey string) (Reconciliation, error)
+}
+
+// Reconciliation is what the outside system said about one idempotency key. Applied resolves
+// the target CONFIRMED with EffectRef (the outside system's id for the effect, as
+// Attempt.SetEffectRef records it on a normal call) and EvidenceRef; not applied resolves it
+// NOT_APPLIED, safe to retry with the same key.
+type Reconciliation struct {
+	Applied     bool
+	EffectRef   string
+	EvidenceRef string
 }
 
 // LedgerFilter selects ledger entries of a job, by keyset on id (ascending).
@@ -399,7 +408,8 @@ func (r *Runner) ReconcileEntry(ctx context.Context, entryID int64, actor string
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	applied, evidence, err := rec.Reconcile(cctx, e.Target, e.Step, e.IdempotencyKey)
+	answer, err := rec.Reconcile(cctx, e.Target, e.Step, e.IdempotencyKey)
+	applied, evidence := answer.Applied, answer.EvidenceRef
 	if err != nil {
 		r.audit(ctx, actor, "reconcile", fmt.Sprintf("ledger:%d", entryID), args, err)
 		return nil, fmt.Errorf("reconcile hook of %s for %s: %w", e.JobName, e.Target, err)
@@ -408,15 +418,19 @@ func (r *Runner) ReconcileEntry(ctx context.Context, entryID int64, actor string
 	if applied {
 		to, note = bt.LedgerConfirmed, "reconciled: the outside system confirmed the effect"
 	}
-	var ev *string
-	if evidence != "" {
+	var ev, eff *string
+	if evidence != "" && applied {
 		if job.Info().SensitiveEvidence {
 			evidence = maskEvidence(evidence)
 		}
 		ev = &evidence
 	}
+	if answer.EffectRef != "" && applied {
+		eff = &answer.EffectRef
+		args["effectRef"] = answer.EffectRef
+	}
 	args["resolution"], args["evidenceRef"] = to, evidence
-	return r.store.ResolveAmbiguous(ctx, entryID, to, ev, note,
+	return r.store.ResolveAmbiguous(ctx, entryID, to, eff, ev, note,
 		postgres.AuditRecord{Actor: actorOr(actor), Action: "reconcile", Target: fmt.Sprintf("ledger:%d", entryID), Arguments: args, Outcome: string(to)})
 }
 
@@ -454,7 +468,7 @@ func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolu
 	if stored != "" {
 		ev = &stored
 	}
-	e, err := r.store.ResolveAmbiguous(ctx, entryID, bt.LedgerState(res), ev, "resolved by hand: "+note,
+	e, err := r.store.ResolveAmbiguous(ctx, entryID, bt.LedgerState(res), nil, ev, "resolved by hand: "+note,
 		postgres.AuditRecord{Actor: actorOr(actor), Action: "resolveAmbiguous", Target: target, Arguments: args, Outcome: string(res)})
 	if err != nil {
 		r.audit(ctx, actor, "resolveAmbiguous", target, args, err)

@@ -130,10 +130,10 @@ func (j *ledgerJob) setInput(target string, v any) {
 // reconcilingJob is a ledgerJob with a reconcile hook.
 type reconcilingJob struct {
 	*ledgerJob
-	reconcile func(ctx context.Context, target, step, key string) (bool, string, error)
+	reconcile func(ctx context.Context, target, step, key string) (runner.Reconciliation, error)
 }
 
-func (j *reconcilingJob) Reconcile(ctx context.Context, target, step, key string) (bool, string, error) {
+func (j *reconcilingJob) Reconcile(ctx context.Context, target, step, key string) (runner.Reconciliation, error) {
 	return j.reconcile(ctx, target, step, key)
 }
 

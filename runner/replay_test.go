@@ -258,17 +258,17 @@ func TestReconcileAndResolveAmbiguous(t *testing.T) {
 	}
 	var mu sync.Mutex
 	asked := map[string]string{} // target → key the hook was asked about
-	job := &reconcilingJob{ledgerJob: base, reconcile: func(ctx context.Context, target, step, key string) (bool, string, error) {
+	job := &reconcilingJob{ledgerJob: base, reconcile: func(ctx context.Context, target, step, key string) (runner.Reconciliation, error) {
 		mu.Lock()
 		asked[target] = key
 		mu.Unlock()
 		switch target {
 		case "x1":
-			return true, "provider-tx-991", nil
+			return runner.Reconciliation{Applied: true, EffectRef: "tx-991", EvidenceRef: "provider-tx-991"}, nil
 		case "x2":
-			return false, "", nil
+			return runner.Reconciliation{EffectRef: "ignored", EvidenceRef: "ignored"}, nil
 		}
-		return false, "", errors.New("provider lookup unavailable")
+		return runner.Reconciliation{}, errors.New("provider lookup unavailable")
 	}}
 	plain, _ := settleJob("plain", "amb")
 	r := b.runner(nil, job, plain)
@@ -278,15 +278,15 @@ func TestReconcileAndResolveAmbiguous(t *testing.T) {
 
 	x1, x2, x3, x4 := b.mustEntry("transfer", "x1"), b.mustEntry("transfer", "x2"), b.mustEntry("transfer", "x3"), b.mustEntry("transfer", "x4")
 	got, err := r.ReconcileEntry(ctx, x1.ID, "ops")
-	if err != nil || got.State != bt.LedgerConfirmed || deref(got.EvidenceRef) != "provider-tx-991" {
-		t.Fatalf("reconcile x1: %v %+v, want CONFIRMED with the provider's evidence", err, got)
+	if err != nil || got.State != bt.LedgerConfirmed || deref(got.EvidenceRef) != "provider-tx-991" || deref(got.EffectRef) != "tx-991" {
+		t.Fatalf("reconcile x1: %v %+v, want CONFIRMED with the provider's effect id and evidence", err, got)
 	}
 	if asked["x1"] != runner.IdempotencyKey("transfer", gen, "x1", "") {
 		t.Fatalf("the hook was asked about key %q, want the entry's idempotency key", asked["x1"])
 	}
 	got, err = r.ReconcileEntry(ctx, x2.ID, "ops")
-	if err != nil || got.State != bt.LedgerNotApplied {
-		t.Fatalf("reconcile x2: %v %+v, want NOT_APPLIED", err, got)
+	if err != nil || got.State != bt.LedgerNotApplied || deref(got.EffectRef) == "ignored" || deref(got.EvidenceRef) == "ignored" {
+		t.Fatalf("reconcile x2: %v %+v, want NOT_APPLIED, with no effect or evidence from a negative answer", err, got)
 	}
 	if _, err := r.ReconcileEntry(ctx, x3.ID, "ops"); err == nil || b.mustEntry("transfer", "x3").State != bt.LedgerAmbiguous {
 		t.Fatalf("a failing hook: %v, want an error and x3 left AMBIGUOUS", err)
@@ -366,8 +366,8 @@ func TestSensitiveEvidenceMaskedAtRest(t *testing.T) {
 		a.SetEvidenceRef(paid)
 		return nil
 	}
-	job := &reconcilingJob{ledgerJob: base, reconcile: func(ctx context.Context, target, step, key string) (bool, string, error) {
-		return true, reconciled, nil
+	job := &reconcilingJob{ledgerJob: base, reconcile: func(ctx context.Context, target, step, key string) (runner.Reconciliation, error) {
+		return runner.Reconciliation{Applied: true, EvidenceRef: reconciled}, nil
 	}}
 	r := b.runner(nil, job)
 	b.succeed(r, runner.StartParams{Job: "cards"})

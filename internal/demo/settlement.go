@@ -129,18 +129,18 @@ func evidence(id int64, key string) string {
 }
 
 // Reconcile asks the provider whether the payment with idempotencyKey was made, for a target
-// left AMBIGUOUS_EFFECT. applied=false means no effect exists for the key, so paying again
-// with the same key is safe.
-func (j *settlementJob) Reconcile(ctx context.Context, target, step, idempotencyKey string) (applied bool, evidenceRef string, err error) {
+// left AMBIGUOUS_EFFECT. Not applied means no effect exists for the key, so paying again with
+// the same key is safe.
+func (j *settlementJob) Reconcile(ctx context.Context, target, step, idempotencyKey string) (runner.Reconciliation, error) {
 	if step != settlementStep {
-		return false, "", fmt.Errorf("reconcile %s: unknown step %q", target, step)
+		return runner.Reconciliation{}, fmt.Errorf("reconcile %s: unknown step %q", target, step)
 	}
 	id, found, err := j.provider.Lookup(ctx, idempotencyKey)
 	if err != nil {
-		return false, "", fmt.Errorf("reconcile %s: %w", target, err)
+		return runner.Reconciliation{}, fmt.Errorf("reconcile %s: %w", target, err)
 	}
 	if !found {
-		return false, "", nil
+		return runner.Reconciliation{}, nil
 	}
-	return true, evidence(id, idempotencyKey), nil
+	return runner.Reconciliation{Applied: true, EffectRef: Effect{ID: id}.Ref(), EvidenceRef: evidence(id, idempotencyKey)}, nil
 }

@@ -73,13 +73,13 @@ func TestSettlementTimeoutsLeaveConfirmedOrAmbiguous(t *testing.T) {
 	}
 	rows.Close()
 	for _, e := range entries {
-		applied, evidence, err := settlement.Reconcile(context.Background(), e.target, e.step, e.key)
-		if err != nil || !applied || !strings.Contains(evidence, e.key) {
-			t.Fatalf("reconcile %s: applied %v evidence %q, %v", e.target, applied, evidence, err)
+		got, err := settlement.Reconcile(context.Background(), e.target, e.step, e.key)
+		if err != nil || !got.Applied || !strings.Contains(got.EvidenceRef, e.key) || !strings.HasPrefix(got.EffectRef, "pay_") {
+			t.Fatalf("reconcile %s: %+v, %v; want applied with the payment's id and evidence", e.target, got, err)
 		}
 	}
-	if applied, _, err := settlement.Reconcile(context.Background(), "acct:9999", "pay", "bt_unknown"); err != nil || applied {
-		t.Fatalf("reconcile of a key never sent: applied %v, %v", applied, err)
+	if got, err := settlement.Reconcile(context.Background(), "acct:9999", "pay", "bt_unknown"); err != nil || got.Applied {
+		t.Fatalf("reconcile of a key never sent: %+v, %v", got, err)
 	}
 
 	// Walking every account again pays nobody twice: confirmed targets are skipped and

@@ -88,15 +88,15 @@ func (s *Store) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, err
 // ResolveAmbiguous moves an AMBIGUOUS_EFFECT entry to CONFIRMED or NOT_APPLIED by
 // compare-and-set on its state, keeping the generation's counters in step, and audits it in
 // the same transaction.
-func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, evidenceRef *string, note string, audit AuditRecord) (*bt.LedgerEntry, error) {
+func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit AuditRecord) (*bt.LedgerEntry, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	e, err := scanLedger(tx.QueryRow(ctx, `UPDATE job_ledger SET state = $2, evidence_ref = COALESCE($3, evidence_ref),
-			last_error = $4, updated_at = now()
-		WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT' RETURNING `+ledgerColumns, id, string(to), evidenceRef, note))
+			last_error = $4, effect_ref = COALESCE($5, effect_ref), updated_at = now()
+		WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT' RETURNING `+ledgerColumns, id, string(to), evidenceRef, note, effectRef))
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, err := s.LedgerEntry(ctx, id)
 		if err != nil {
