@@ -506,7 +506,9 @@ const subscriberQuery = `subscription($id: ID!) { runProgress(runId: $id) { id s
 //
 // Also: updates/s per client, the run's items/s meanwhile, subscribers that missed the final
 // state (lost-finals, must be 0), the server process's CPU (cores busy over the busy window,
-// from getrusage) and resident memory at its end, with the growth per subscriber.
+// from getrusage; and per update delivered in that window, server-cpu-us/update, the figure
+// least disturbed by a noisy machine) and resident memory at its end, with the growth per
+// subscriber.
 func BenchmarkGraphSubscribers(b *testing.B) {
 	sizes := scaled([]int{1000}, []int{1000, 10000})
 	if v := os.Getenv("BATON_BENCH_SUBSCRIBERS"); v != "" { // e.g. "10,1000": other sizes
@@ -595,11 +597,16 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 
 	var busyRSS, busyHWM, cores float64
 	var heap uint64
+	var busyCPU time.Duration
+	var busyFrom, busyTo int64 // Unix nanoseconds
 	for b.Loop() {
 		cpu0, t0 := cpuTime(b), time.Now()
 		closeOnce(gate)
 		time.Sleep(busy) // the run commits items meanwhile; the clients record what they receive
-		cores = (cpuTime(b) - cpu0).Seconds() / time.Since(t0).Seconds()
+		busyCPU = cpuTime(b) - cpu0
+		t1 := time.Now()
+		cores = busyCPU.Seconds() / t1.Sub(t0).Seconds()
+		busyFrom, busyTo = t0.UnixNano(), t1.UnixNano()
 		busyRSS, busyHWM = procMemory(b, os.Getpid())
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -623,12 +630,15 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 	commits := in.sink.commitTimes()
 	lat := newHistogram()
 	itemLat := newHistogram()
-	finals, updates := 0, 0
+	finals, updates, busyMsgs := 0, 0, 0
 	for _, msgs := range rec {
 		seen := int64(0)
 		for _, m := range msgs {
 			if m.final {
 				finals++
+			}
+			if m.at >= busyFrom && m.at <= busyTo {
+				busyMsgs++
 			}
 			if m.processed <= seen {
 				continue // the snapshot, or a state already delivered (the final one repeats the count)
@@ -656,6 +666,9 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 	b.ReportMetric(float64(final.Processed)/busy.Seconds(), "run-items/s")
 	b.ReportMetric(float64(n-finals), "lost-finals")
 	b.ReportMetric(cores, "server-cpu-cores")
+	if busyMsgs > 0 {
+		b.ReportMetric(float64(busyCPU.Microseconds())/float64(busyMsgs), "server-cpu-us/update")
+	}
 	b.ReportMetric(busyRSS, "server-rss-MB")
 	b.ReportMetric(busyHWM, "server-peak-rss-MB")
 	b.ReportMetric(float64(heap)/1e6, "server-heap-MB")

@@ -238,7 +238,7 @@ func NewHandler(cfg Config) http.Handler {
 	gql.AroundOperations(s.aroundOperations)
 	store := cfg.Runner.Store()
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(withLoaders(ctx, newLoaders(store)))
+		return next(withLoaders(ctx, store))
 	})
 	s.gql = gql
 	s.next = cop.Handler(http.HandlerFunc(s.serveGraphQL))

@@ -14,8 +14,9 @@ import (
 
 // loaders batch the reads of one response: every Run.job, Job.activeRun, Job.lastRun and
 // LedgerEntry.run (and Run.resumedFrom, ReplayRequest's runs, Alert's job and run) of a page
-// costs one query per kind, not one per item. They are made per response — once per query or
-// mutation, once per event of a subscription — so they never serve stale data for long.
+// costs one query per kind, not one per item. They belong to one response — one per query or
+// mutation, one per event of a subscription — so they never serve stale data for long, and
+// they are made on first use (see responseLoaders).
 type loaders struct {
 	runByID     *dataloadgen.Loader[int64, *bt.Run]
 	jobByName   *dataloadgen.Loader[string, *bt.JobSettings]
@@ -79,17 +80,33 @@ func byKey[K comparable, V any](keys []K, m map[K]V, err error) ([]V, []error) {
 	return vals, nil
 }
 
-type loadersKey struct{}
-
-func withLoaders(ctx context.Context, l *loaders) context.Context {
-	return context.WithValue(ctx, loadersKey{}, l)
+// responseLoaders holds one response's loaders, made when a resolver first asks for them.
+// Most subscription responses never do (runProgress { id status progress } reads only the
+// run in hand), and a live update is executed once per subscriber: making four loaders for
+// each of them was a measurable share of fanning an update out.
+type responseLoaders struct {
+	store *postgres.Store
+	once  sync.Once
+	l     *loaders
 }
 
-// loadersFrom returns the response's loaders. Outside a response (which does not happen in
+func (rl *responseLoaders) get() *loaders {
+	rl.once.Do(func() { rl.l = newLoaders(rl.store) })
+	return rl.l
+}
+
+type loadersKey struct{}
+
+// withLoaders gives the response that ctx belongs to loaders of its own, made on first use.
+func withLoaders(ctx context.Context, s *postgres.Store) context.Context {
+	return context.WithValue(ctx, loadersKey{}, &responseLoaders{store: s})
+}
+
+// loaders returns the response's loaders. Outside a response (which does not happen in
 // resolvers) it makes fresh ones, so callers never have to check.
 func (r *Resolver) loaders(ctx context.Context) *loaders {
-	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok {
-		return l
+	if rl, ok := ctx.Value(loadersKey{}).(*responseLoaders); ok {
+		return rl.get()
 	}
 	return newLoaders(r.store)
 }
