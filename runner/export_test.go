@@ -2,3 +2,6 @@ package runner
 
 // Wake wakes the scheduler loop at once (tests use it to make every instance pass now).
 func (r *Runner) Wake() { r.signalWake() }
+
+// SlotWanted reports whether the scheduler is waiting for a free slot for a due fire.
+func (r *Runner) SlotWanted() bool { return r.slotWanted.Load() }

@@ -95,6 +95,9 @@ type Runner struct {
 	// check until its worker is counted in workers, Shutdown takes it to set draining.
 	startMu sync.RWMutex
 	wake    chan struct{}
+	// slotWanted is set when a due fire found every slot busy: the next slot freed wakes the
+	// scheduler, so the fire starts then rather than at the job's next fire.
+	slotWanted atomic.Bool
 
 	activeMu sync.Mutex
 	active   map[int64]*Run
@@ -333,7 +336,7 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	handedOff := false
 	defer func() {
 		if !handedOff {
-			<-r.slots
+			r.freeSlot()
 		}
 	}()
 
@@ -442,6 +445,14 @@ func newToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// freeSlot gives a worker slot back, and wakes the scheduler if a due fire is waiting for one.
+func (r *Runner) freeSlot() {
+	<-r.slots
+	if r.slotWanted.CompareAndSwap(true, false) {
+		r.signalWake()
+	}
 }
 
 func (r *Runner) signalWake() {

@@ -40,6 +40,9 @@ func (r *Runner) schedule(ctx context.Context) {
 	}
 }
 
+// slotRetry bounds the wait of a scheduler whose due fire found every slot busy.
+const slotRetry = 500 * time.Millisecond
+
 // maxMissedFires bounds the missed fires recorded for one claim (an every-second job after a
 // long outage); the rest go unrecorded rather than flood the table.
 const maxMissedFires = 1000
@@ -80,6 +83,7 @@ func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Dur
 	if st.Maintenance {
 		return wait
 	}
+	r.slotWanted.Store(false) // set again below by a due fire that finds every slot busy
 	consider := func(next time.Time) {
 		if d := next.Sub(st.Now); d < wait {
 			wait = d
@@ -118,8 +122,10 @@ func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Dur
 			_, err := r.Start(ctx, StartParams{Job: j.Name, Trigger: bt.TriggerScheduled, Mode: r.scheduledMode(j.Name),
 				Actor: "scheduler", Due: due, Next: next, Missed: missed})
 			if errors.Is(err, bt.ErrCapacityExceeded) {
-				// Not claimed: the fire stays due for an instance with a free slot.
-				r.log.Warn("due fire left for another instance: no free slot", "job", j.Name)
+				// Not claimed: the fire stays due, for another instance with a free slot or for
+				// this one as soon as a slot frees (freeSlot wakes the scheduler).
+				r.slotWanted.Store(true)
+				r.log.Warn("due fire waits for a free slot", "job", j.Name)
 			} else if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) && ctx.Err() == nil {
 				r.log.Error("scheduled start", "job", j.Name, "err", err)
 			}
@@ -130,6 +136,10 @@ func (r *Runner) schedulePass(ctx context.Context, cache scheduleCache) time.Dur
 		r.log.Error("set next fires", "jobs", len(unset), "err", err)
 	}
 	fires.Wait()
+	if r.slotWanted.Load() {
+		// Should the wake be missed (the slot freed before the flag was set), look again soon.
+		wait = min(wait, slotRetry)
+	}
 	return wait
 }
 

@@ -313,3 +313,32 @@ func TestMissedFiresAreRecorded(t *testing.T) {
 		t.Fatalf("%d fires both ran and were recorded missed", n)
 	}
 }
+
+// A due fire that finds every slot busy starts as soon as a slot frees, not at the job's next
+// fire (a year away here) or the next poll (a minute away).
+func TestDueFireStartsWhenASlotFrees(t *testing.T) {
+	b := setup(t)
+	busy := newItemsJob("busy", 1)
+	gate := make(chan struct{})
+	busy.gate = func(int) <-chan struct{} { return gate }
+	yearly := newItemsJob("yearly", 1)
+	yearly.cron = "0 0 1 1 *"
+	r := b.runner(func(c *runner.Config) { c.Scheduler = true; c.PollInterval = time.Minute; c.PoolSize = 1 }, busy, yearly)
+	testenv.Eventually(t, 10*time.Second, "next fire computed", func() bool {
+		return b.count(`SELECT count(*) FROM job_settings WHERE name = 'yearly' AND next_scheduled_at IS NOT NULL`) == 1
+	})
+	held := mustStart(t, r, runner.StartParams{Job: "busy"})
+	if _, err := b.pool.Exec(context.Background(), `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'yearly'`); err != nil {
+		t.Fatal(err)
+	}
+	r.Wake()
+	testenv.Eventually(t, 10*time.Second, "the due fire to find the only slot busy", r.SlotWanted)
+	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'yearly'`); n != 0 {
+		t.Fatalf("%d runs of yearly while the only slot is busy", n)
+	}
+	close(gate)
+	b.waitStatus(held, bt.StatusSucceeded)
+	testenv.Eventually(t, 10*time.Second, "the waiting fire to run once the slot is free", func() bool {
+		return b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'yearly' AND trigger = 'SCHEDULED'`) == 1
+	})
+}

@@ -13,7 +13,7 @@ import (
 // the lock, whatever the job does.
 func (r *Runner) work(run *Run) {
 	defer r.workers.Done()
-	defer func() { <-r.slots }()
+	defer r.freeSlot()
 	jobCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	run.cancel = cancel
