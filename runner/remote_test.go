@@ -26,7 +26,9 @@ func TestAPIOnlyInstanceHandsStartsToWorkers(t *testing.T) {
 		t.Fatalf("%d start requests left waiting: starts must not queue", n)
 	}
 
-	b.runner(func(c *runner.Config) { c.PoolSize = 2; c.Instance = "worker-1" }, job)
+	// A lease long enough that a loaded machine cannot cost the held run its lease while the
+	// test starts it again (a 2s lease, under the whole suite with -race, sometimes was).
+	b.runner(func(c *runner.Config) { c.PoolSize = 2; c.Instance = "worker-1"; c.DefaultLease = 30 * time.Second }, job)
 	id, err := api.Start(context.Background(), runner.StartParams{Job: "handed", Actor: "ops"})
 	if err != nil || id == 0 {
 		t.Fatalf("start through the API-only instance: %d, %v", id, err)
