@@ -29,7 +29,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,39 +48,6 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
 )
-
-// fullScale reports whether BATON_BENCH_SCALE=full asks for the issues' full sizes.
-func fullScale() bool { return os.Getenv("BATON_BENCH_SCALE") == "full" }
-
-func scaled[T any](def, full T) T {
-	if fullScale() {
-		return full
-	}
-	return def
-}
-
-// countLabel writes n the short way for a benchmark name: 100k, 1M.
-func countLabel(n int) string {
-	switch {
-	case n >= 1_000_000 && n%1_000_000 == 0:
-		return strconv.Itoa(n/1_000_000) + "M"
-	case n >= 1000 && n%1000 == 0:
-		return strconv.Itoa(n/1000) + "k"
-	}
-	return strconv.Itoa(n)
-}
-
-func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// quantile returns the q-quantile (nearest rank) of samples, which it sorts.
-func quantile(samples []time.Duration, q float64) time.Duration {
-	if len(samples) == 0 {
-		return 0
-	}
-	slices.Sort(samples)
-	i := int(math.Ceil(q*float64(len(samples)))) - 1
-	return samples[min(max(i, 0), len(samples)-1)]
-}
 
 // benchInstance is one Baton instance for a benchmark — a runner with 4 workers, a pubsub Hub
 // and the GraphQL endpoint on an httptest server — on a fresh schema, with an ADMIN token.
@@ -278,7 +244,7 @@ func BenchmarkGraphStartJob(b *testing.B) {
 			return id
 		}},
 	}
-	for _, history := range []int{0, scaled(100_000, 1_000_000)} {
+	for _, history := range []int{0, testenv.Scaled(100_000, 1_000_000)} {
 		if history > 0 {
 			_, err := in.pool.Exec(ctx, `
 				WITH runs AS (
@@ -299,7 +265,7 @@ func BenchmarkGraphStartJob(b *testing.B) {
 			}
 		}
 		for _, s := range starts {
-			b.Run(fmt.Sprintf("%s/history=%s", s.name, countLabel(history)), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/history=%s", s.name, testenv.CountLabel(history)), func(b *testing.B) {
 				var lat []time.Duration
 				for b.Loop() {
 					t0 := time.Now()
@@ -309,8 +275,8 @@ func BenchmarkGraphStartJob(b *testing.B) {
 					in.waitFinished(b, id)
 					b.StartTimer()
 				}
-				b.ReportMetric(millis(quantile(lat, 0.5)), "p50-ms")
-				b.ReportMetric(millis(quantile(lat, 0.99)), "p99-ms")
+				b.ReportMetric(testenv.Millis(testenv.Quantile(lat, 0.5)), "p50-ms")
+				b.ReportMetric(testenv.Millis(testenv.Quantile(lat, 0.99)), "p99-ms")
 			})
 		}
 	}
@@ -343,8 +309,8 @@ func benchList(b *testing.B, in *benchInstance, prefix, field, query string, cas
 					b.Fatalf("%s %v: %d edges, hasNextPage %v; want a full page and more", field, c.vars, got, data[field].PageInfo.HasNextPage)
 				}
 			}
-			b.ReportMetric(millis(quantile(lat, 0.5)), "p50-ms")
-			b.ReportMetric(millis(quantile(lat, 0.99)), "p99-ms")
+			b.ReportMetric(testenv.Millis(testenv.Quantile(lat, 0.5)), "p50-ms")
+			b.ReportMetric(testenv.Millis(testenv.Quantile(lat, 0.99)), "p99-ms")
 		})
 	}
 }
@@ -360,7 +326,7 @@ func cursor(kind string, id int64) string {
 // 2 % FAILED and 0.5 % CANCELLED: newest first (all), one job's failures, all cancelled runs,
 // and a page from the middle (after a cursor).
 func BenchmarkGraphRuns(b *testing.B) {
-	n := scaled(100_000, 1_000_000)
+	n := testenv.Scaled(100_000, 1_000_000)
 	noop := func(context.Context, *runner.Run) error { return nil }
 	var jobs []runner.Job
 	for i := range 10 {
@@ -401,7 +367,7 @@ func BenchmarkGraphRuns(b *testing.B) {
 			pageInfo { hasNextPage endCursor }
 		}
 	}`
-	benchList(b, in, "runs="+countLabel(n), "runs", query, []listCase{
+	benchList(b, in, "runs="+testenv.CountLabel(n), "runs", query, []listCase{
 		{"all", nil},
 		{"job+failed", map[string]any{"job": "job-7", "status": []string{"FAILED"}}},
 		{"cancelled", map[string]any{"status": []string{"CANCELLED"}}},
@@ -416,7 +382,7 @@ func BenchmarkGraphRuns(b *testing.B) {
 // its AMBIGUOUS_EFFECT entries (the quarantine), one run's entries, and the recent job's
 // entries. (A page from the middle of a list is in BenchmarkGraphRuns.)
 func BenchmarkGraphLedger(b *testing.B) {
-	n := scaled(1_000_000, 10_000_000)
+	n := testenv.Scaled(1_000_000, 10_000_000)
 	noop := func(context.Context, *runner.Run) error { return nil }
 	in := newBenchInstance(b, runner.NewJob(runner.JobInfo{Name: "payouts"}, noop), runner.NewJob(runner.JobInfo{Name: "reports"}, noop))
 	ctx := context.Background()
@@ -477,7 +443,7 @@ func BenchmarkGraphLedger(b *testing.B) {
 			pageInfo { hasNextPage endCursor }
 		}
 	}`
-	benchList(b, in, "rows="+countLabel(n), "ledger", query, []listCase{
+	benchList(b, in, "rows="+testenv.CountLabel(n), "ledger", query, []listCase{
 		{"job", map[string]any{"job": "payouts"}},
 		{"job+ambiguous", map[string]any{"job": "payouts", "state": []string{"AMBIGUOUS_EFFECT"}}},
 		{"job+run", map[string]any{"job": "payouts", "run": graph.RunID(runs[6])}},
@@ -510,7 +476,7 @@ const subscriberQuery = `subscription($id: ID!) { runProgress(runId: $id) { id s
 // least disturbed by a noisy machine) and resident memory at its end, with the growth per
 // subscriber.
 func BenchmarkGraphSubscribers(b *testing.B) {
-	sizes := scaled([]int{1000}, []int{1000, 10000})
+	sizes := testenv.Scaled([]int{1000}, []int{1000, 10000})
 	if v := os.Getenv("BATON_BENCH_SUBSCRIBERS"); v != "" { // e.g. "10,1000": other sizes
 		sizes = nil
 		for _, f := range strings.Split(v, ",") {
@@ -522,7 +488,7 @@ func BenchmarkGraphSubscribers(b *testing.B) {
 		}
 	}
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { subscribersBench(b, n, scaled(6*time.Second, 30*time.Second)) })
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { subscribersBench(b, n, testenv.Scaled(6*time.Second, 30*time.Second)) })
 	}
 }
 
@@ -740,7 +706,7 @@ func (h *histogram) quantile(q float64) float64 {
 	for i, c := range h.counts {
 		seen += c
 		if seen >= rank && c > 0 {
-			return millis(time.Duration(i+1) * histogramBucket)
+			return testenv.Millis(time.Duration(i+1) * histogramBucket)
 		}
 	}
 	return math.NaN()

@@ -22,12 +22,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,40 +39,6 @@ import (
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
-
-// fullScale reports whether BATON_BENCH_SCALE=full asks for the issues' full sizes.
-func fullScale() bool { return os.Getenv("BATON_BENCH_SCALE") == "full" }
-
-// scaled returns def, or full under BATON_BENCH_SCALE=full.
-func scaled[T any](def, full T) T {
-	if fullScale() {
-		return full
-	}
-	return def
-}
-
-// countLabel writes n the short way for a benchmark name: 200k, 1M.
-func countLabel(n int) string {
-	switch {
-	case n >= 1_000_000 && n%1_000_000 == 0:
-		return strconv.Itoa(n/1_000_000) + "M"
-	case n >= 1000 && n%1000 == 0:
-		return strconv.Itoa(n/1000) + "k"
-	}
-	return strconv.Itoa(n)
-}
-
-func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// quantile returns the q-quantile (nearest rank) of samples, which it sorts.
-func quantile(samples []time.Duration, q float64) time.Duration {
-	if len(samples) == 0 {
-		return 0
-	}
-	slices.Sort(samples)
-	i := int(math.Ceil(q*float64(len(samples)))) - 1
-	return samples[min(max(i, 0), len(samples)-1)]
-}
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -91,7 +55,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // timezones; none due within the benchmark.
 func BenchmarkScaleSchedulerPass(b *testing.B) {
 	const n = 10_000
-	b.Run(fmt.Sprintf("jobs=%s", countLabel(n)), func(b *testing.B) {
+	b.Run(fmt.Sprintf("jobs=%s", testenv.CountLabel(n)), func(b *testing.B) {
 		ctx := context.Background()
 		url := testenv.Schema(b)
 		rc, env := testenv.Redis(b)
@@ -141,9 +105,9 @@ func BenchmarkScaleSchedulerPass(b *testing.B) {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM job_runs`).Scan(&runs); err != nil || runs != 0 {
 			b.Fatalf("%d runs started (err %v): no job was due", runs, err)
 		}
-		b.ReportMetric(millis(passes)/float64(b.N), "ms/pass")
-		b.ReportMetric(millis(register)/float64(n), "register-ms/job")
-		b.ReportMetric(millis(firstPass)/float64(n), "set-next-ms/job")
+		b.ReportMetric(testenv.Millis(passes)/float64(b.N), "ms/pass")
+		b.ReportMetric(testenv.Millis(register)/float64(n), "register-ms/job")
+		b.ReportMetric(testenv.Millis(firstPass)/float64(n), "set-next-ms/job")
 		b.ReportMetric((register + firstPass).Seconds(), "startup-s")
 	})
 }
@@ -157,7 +121,7 @@ func BenchmarkScaleSchedulerPass(b *testing.B) {
 // It also counts fires, and fails on a fire that started twice.
 func BenchmarkFireLateness(b *testing.B) {
 	const runners, jobs = 3, 5
-	window := scaled(10*time.Second, 60*time.Second)
+	window := testenv.Scaled(10*time.Second, 60*time.Second)
 	b.Run(fmt.Sprintf("runners=%d/jobs=%d", runners, jobs), func(b *testing.B) {
 		ctx := context.Background()
 		url := testenv.Schema(b)
@@ -234,8 +198,8 @@ func BenchmarkFireLateness(b *testing.B) {
 //     ProcessBatch (an intent row, then its result: an UPDATE of an indexed column, so not HOT),
 //     as the table grows in production before autovacuum.
 func BenchmarkLedgerScale(b *testing.B) {
-	n := scaled(200_000, 1_000_000)
-	organic := scaled(20_000, 100_000)
+	n := testenv.Scaled(200_000, 1_000_000)
+	organic := testenv.Scaled(20_000, 100_000)
 	ctx := context.Background()
 	url := testenv.Schema(b)
 	rc, env := testenv.Redis(b)
@@ -290,7 +254,7 @@ func BenchmarkLedgerScale(b *testing.B) {
 	}
 	want := loadLedger(b, pool, job, run.Generation, id, n)
 
-	b.Run(fmt.Sprintf("targets=%s/preflight", countLabel(n)), func(b *testing.B) {
+	b.Run(fmt.Sprintf("targets=%s/preflight", testenv.CountLabel(n)), func(b *testing.B) {
 		var lat []time.Duration
 		var p *bt.Preflight
 		for b.Loop() {
@@ -305,11 +269,11 @@ func BenchmarkLedgerScale(b *testing.B) {
 			p.FailedByClass[bt.LedgerTransient] != want[bt.LedgerTransient] {
 			b.Fatalf("preflight counts %d confirmed, %d ambiguous, %v failed; loaded %v", p.Confirmed, p.Ambiguous, p.FailedByClass, want)
 		}
-		b.ReportMetric(millis(quantile(lat, 0.5)), "p50-ms")
-		b.ReportMetric(millis(quantile(lat, 0.99)), "p99-ms")
+		b.ReportMetric(testenv.Millis(testenv.Quantile(lat, 0.5)), "p50-ms")
+		b.ReportMetric(testenv.Millis(testenv.Quantile(lat, 0.99)), "p99-ms")
 	})
 
-	b.Run(fmt.Sprintf("targets=%s/bytes", countLabel(n)), func(b *testing.B) {
+	b.Run(fmt.Sprintf("targets=%s/bytes", testenv.CountLabel(n)), func(b *testing.B) {
 		size := func() float64 {
 			var bytes float64
 			if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('job_ledger') + pg_total_relation_size('job_ledger_counts')`).Scan(&bytes); err != nil {
@@ -566,7 +530,7 @@ func procMemory(tb testing.TB, pid int) (rss, hwm float64) {
 // TestScaleFiresOnce is the short form that `make test` runs.
 func BenchmarkScaleSimulation(b *testing.B) {
 	const instances, jobs, stormJobs = 50, 1000, 50
-	stormWindow := scaled(10*time.Second, 120*time.Second)
+	stormWindow := testenv.Scaled(10*time.Second, 120*time.Second)
 	b.Run(fmt.Sprintf("instances=%d/jobs=%d", instances, jobs), func(b *testing.B) {
 		c := newScaleCluster(b, scaleOpts{instances: instances, jobs: jobs, maxConnections: instances*3 + 30})
 		t0 := time.Now()
