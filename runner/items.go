@@ -15,10 +15,19 @@ import (
 	"github.com/baton-run/baton/runner/postgres"
 )
 
-// write commits one fenced write and applies what it returned.
+// write commits one fenced write and applies what it returned, after the write left in
+// flight before it, if any, has landed: writes reach the database in the order they are made.
 func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
-	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
+	if err := run.Sync(ctx); err != nil {
+		return err
+	}
 	run.noteWritten(w.Ledger)
+	return run.commit(ctx, w, writes)
+}
+
+// commit makes a write whose targets are already noted (noteWritten).
+func (run *Run) commit(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
+	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
 	sent := run.now()
 	ls, pause, err := run.r.store.WriteItems(ctx, run.fence, w, writes)
 	if err != nil {
@@ -27,6 +36,63 @@ func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []post
 	run.apply(sent, ls, pause)
 	run.publish(false)
 	return nil
+}
+
+// writeBehind sends a result write and returns without waiting for it: the job prepares and
+// calls its next batch while PostgreSQL commits this one. Only outcomes without an external
+// effect and without the job's own writes go this way, so a crash before the commit lands
+// loses results a RESUME simply makes again. The next write, a ledger read that could see
+// these targets, Sync and the end of the run each wait for it, and report its failure.
+func (run *Run) writeBehind(ctx context.Context, w *postgres.ItemsWrite) error {
+	if err := run.Sync(ctx); err != nil {
+		return err
+	}
+	// The write outlives the call that made it, not the lease: a job that cancels its
+	// context once ProcessBatch returns must not cancel the commit.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.lease)
+	run.noteWritten(w.Ledger) // before returning: the next batch's read decision needs them
+	b := &behindWrite{done: make(chan struct{})}
+	run.behindMu.Lock()
+	prev := run.behind
+	run.behind = b
+	run.behindMu.Unlock()
+	go func() {
+		defer close(b.done)
+		defer cancel()
+		if prev != nil { // another goroutine of the job sent its write meanwhile
+			<-prev.done
+			if prev.err != nil {
+				b.err = prev.err // the run is failing: send nothing more, report it once more
+				return
+			}
+		}
+		b.err = run.commit(wctx, w, nil)
+	}()
+	return nil
+}
+
+// Sync waits until every outcome ProcessBatch has returned for is committed, and returns the
+// error of a commit that failed (ErrLeaseLost, or the database's). Process, ProcessBatch and
+// the end of the run do this themselves; a job calls Sync before it acts on the assumption
+// that the results of its last batch are in the database.
+func (run *Run) Sync(ctx context.Context) error {
+	run.behindMu.Lock()
+	b := run.behind
+	run.behindMu.Unlock()
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	run.behindMu.Lock()
+	if run.behind == b {
+		run.behind = nil
+	}
+	run.behindMu.Unlock()
+	return b.err
 }
 
 // Skip records an item as skipped (nothing to do) and advances the checkpoint.
@@ -157,6 +223,10 @@ func (run *Run) Process(ctx context.Context, item Item, fn func(ctx context.Cont
 // one result commit carrying every item's outcome, the job's writes and the checkpoint of the
 // batch's last item. The guarantees of Process hold for every item. Size batches so their
 // calls finish well within the lease: each call's context ends with it.
+//
+// A batch with no External item and no Attempt.Tx writes returns once its result commit is
+// sent, not landed (see writeBehind): the run's next write, a ledger read that could meet the
+// same targets, the end of the run and Sync wait for it, and report its failure.
 func (run *Run) ProcessBatch(ctx context.Context, items []Item, parallelism int, fn func(ctx context.Context, item Item, a *Attempt) error) error {
 	if parallelism < 1 {
 		parallelism = 1
@@ -208,6 +278,9 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 	for _, it := range items {
 		st := &itemState{item: it, base: run.ledgerWrite(it)}
 		prior, known := priors[postgres.TargetStep{Target: it.Target, Step: it.Step}]
+		// Read under this run's lease (or known absent from a generation that was empty):
+		// nobody else adds rows to the generation while the lease holds.
+		st.base.Fresh = !known
 		if known {
 			st.base.InputChanged = prior.InputHash != "" && st.base.InputHash != "" && prior.InputHash != st.base.InputHash
 			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
@@ -317,7 +390,11 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 			}
 		}
 		if len(final.Ledger) > 0 || final.Delta != (postgres.RunDelta{}) || final.Checkpoint != nil || len(writes) > 0 {
-			if err := run.write(ctx, final, writes); err != nil {
+			write := run.write
+			if len(retry) == 0 && len(writes) == 0 && len(items) > 1 && !anyExternal(items) {
+				write = func(ctx context.Context, w *postgres.ItemsWrite, _ []postgres.TxFunc) error { return run.writeBehind(ctx, w) }
+			}
+			if err := write(ctx, final, writes); err != nil {
 				return err
 			}
 		}
@@ -394,7 +471,15 @@ func (run *Run) intents(ctx context.Context, pending []*itemState) error {
 	if len(w.Ledger) == 0 {
 		return nil
 	}
-	return run.write(ctx, w, nil)
+	if err := run.write(ctx, w, nil); err != nil {
+		return err
+	}
+	for _, st := range pending {
+		if st.item.External {
+			st.base.Fresh = false // the intent's row is there now
+		}
+	}
+	return nil
 }
 
 // calls runs fn for every pending item, at most parallelism at once, each with a context
@@ -510,5 +595,18 @@ func (run *Run) priorLedger(ctx context.Context, keys []postgres.TargetStep) (ma
 	if skip {
 		return nil, nil
 	}
+	// The rows may be in a write still in flight.
+	if err := run.Sync(ctx); err != nil {
+		return nil, err
+	}
 	return run.r.store.LedgerRows(ctx, run.rec.JobName, run.rec.Generation, keys)
+}
+
+func anyExternal(items []Item) bool {
+	for _, it := range items {
+		if it.External {
+			return true
+		}
+	}
+	return false
 }

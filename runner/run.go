@@ -38,6 +38,16 @@ type Run struct {
 	replay, replayFull bool
 	stats              *callStats
 	stopDetail         *bt.Check // the stop condition that tripped, if any
+
+	// behind is the result write ProcessBatch left in flight (see writeBehind), nil when none.
+	behindMu sync.Mutex
+	behind   *behindWrite
+}
+
+// behindWrite is a write in flight: done closes when it has landed or failed with err.
+type behindWrite struct {
+	done chan struct{}
+	err  error
 }
 
 // ErrStop is returned by Check and Process when the run has been asked to stop (cancel, pause,

@@ -62,6 +62,10 @@ func (r *Runner) work(run *Run) {
 	run.publish(false)
 
 	jobErr := r.runJob(jobCtx, run)
+	// The last batch's results may still be on their way: the run ends after them.
+	if err := run.Sync(context.Background()); err != nil && jobErr == nil {
+		jobErr = err
+	}
 	run.flushStats(context.Background(), true)
 	status, reason, msg := run.outcome(jobErr)
 	ctx, cancelFinish := context.WithTimeout(context.Background(), 10*time.Second)

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -30,6 +32,12 @@ type LedgerWrite struct {
 	// ErrorClass, when non-empty, also adds a job_run_errors row with ErrorMessage.
 	ErrorClass   string
 	ErrorMessage string
+	// Fresh says the caller knows the generation has no row for this target's step yet (it
+	// read the ledger under its lease, or the generation was empty and it has not written the
+	// target since): the row is written by a plain INSERT, which costs PostgreSQL a third less
+	// than the upsert. Should the row exist after all, the write is refused by the unique key
+	// and WriteItems makes it again as an upsert; false always upserts.
+	Fresh bool
 }
 
 // RunDelta is what a write adds to a run's counters.
@@ -53,28 +61,69 @@ type ItemsWrite struct {
 	Lease time.Duration
 }
 
-// itemsSQL is the one fenced item statement of a batch: the ledger rows arrive as parallel
-// arrays and every insert selects FROM fence, so nothing is written unless this run still holds
-// its lease by the database clock. itemSQL is the same statement for exactly one item, with
-// scalar parameters in the same positions: no arrays to encode and unnest, and a plan
-// PostgreSQL can cache (with array parameters it plans the statement afresh on every
-// execution, which costs more than the statement itself on the strict path).
+// The fenced item statements. Every insert selects FROM fence, so nothing is written unless
+// this run still holds its lease by the database clock. There are four, by two questions:
+//
+//   - One item or many: the single-item forms take scalar parameters — no arrays to encode and
+//     unnest, and a plan PostgreSQL can cache (with array parameters it plans afresh on every
+//     execution, which costs more than the statement itself on the strict path); the batch
+//     forms take the ledger rows as parallel arrays.
+//   - Fresh or not: when the caller knows every row is new (LedgerWrite.Fresh) the rows go in
+//     by a plain INSERT straight from the parameters and the counters' deltas are computed
+//     here, in Go, from the rows themselves; otherwise the rows are upserted and the deltas
+//     come from the states the upsert replaced. The fresh forms are the first run's path and
+//     cost PostgreSQL about a third less.
 var (
 	itemsSQL = itemsStatement(`SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[])
-		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg)`,
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh)`,
 		`cardinality($12::text[]) > 0`)
 	itemSQL = itemsStatement(`SELECT $12::text AS target, $13::text AS step, $14::text AS state, $15::int AS attempt,
 		$16::text AS key, $17::text AS hash, $18::bool AS changed, $19::bool AS ext, $20::text AS effect,
 		$21::text AS evidence, $22::text AS err, $23::text AS sig, $24::int AS same, $25::bool AS count_run,
-		$26::text AS err_class, $27::text AS err_msg`, `true`)
+		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh`, `true`)
+
+	freshItemsSQL = `
+WITH ` + fenceCTE(`true`) + `, led AS (
+	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
+	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+		i.err, i.sig, i.same, $1
+	FROM fence, unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[])
+		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)
+), cnt AS (
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+	SELECT $10, $11, c.r, c.s, c.n FROM fence, unnest($25::bigint[], $26::text[], $27::bigint[]) AS c(r, s, n)
+	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+), ` + checkpointCTE + `, er AS (
+	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
+	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($28::text[], $29::text[], $30::text[], $31::int[]) AS e(target, class, msg, attempt)
+)
+SELECT * FROM fence`
+
+	freshItemSQL = `
+WITH ` + fenceCTE(`true`) + `, led AS (
+	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
+	SELECT $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $1 FROM fence
+), cnt AS (
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+	SELECT $10, $11, c.r, $14, 1 FROM fence, (VALUES (0::bigint), ($1::bigint)) AS c(r) WHERE c.r = 0 OR $25::bool
+	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+), ` + checkpointCTE + `, er AS (
+	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
+	SELECT $1, $12, $26, $27, $15 FROM fence WHERE $26::text <> ''
+)
+SELECT * FROM fence`
 )
 
-// itemsStatement builds the fenced item statement around input, a query yielding the ledger
-// rows from parameters $12..$27, and hasRows, true when it yields any.
-func itemsStatement(input, hasRows string) string {
-	return `
-WITH fence AS (
+const ledgerInsertColumns = `job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
+		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id`
+
+// fenceCTE is the fenced update of the run row every item statement starts with: counters,
+// checkpoint, heartbeat, and the lease state and flags returned to the worker. hasRows is
+// true when the statement writes ledger rows.
+func fenceCTE(hasRows string) string {
+	return `fence AS (
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
 		skipped = skipped + $6, ambiguous = ambiguous + $7,
@@ -84,14 +133,37 @@ WITH fence AS (
 		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN now() ELSE last_progress_at END
 	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now()
 	RETURNING ` + leaseReturning + `
-), input AS (
+)`
+}
+
+// checkpointCTE advances a named shard's checkpoint. Named shards keep their checkpoints here
+// item by item; the main shard's lives on the run row and is copied here when the run ends
+// (Finish, RecoverExpired): one row less per item.
+const checkpointCTE = `cp AS (
+	INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
+	SELECT $10, $11, $9, $8, fence.processed, $1 FROM fence WHERE $8::text IS NOT NULL AND $9 <> ''
+	ON CONFLICT (job_name, generation, shard) DO UPDATE SET
+		token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
+)`
+
+// itemsStatement builds the general fenced item statement around input, a query yielding the
+// ledger rows from parameters $12..$28, and hasRows, true when it yields any.
+func itemsStatement(input, hasRows string) string {
+	return `
+WITH ` + fenceCTE(hasRows) + `, input AS (
 	` + input + `
-), led AS (
-	INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
-		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id)
+), fresh AS (
+	-- Rows the caller knows are new: a plain insert (the unique key still guards it).
+	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
-	FROM input i, fence
+	FROM input i, fence WHERE i.fresh
+	RETURNING state
+), led AS (
+	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
+	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+		i.err, i.sig, i.same, $1
+	FROM input i, fence WHERE NOT i.fresh
 	ON CONFLICT (job_name, generation, target_key, step) DO UPDATE SET
 		state = EXCLUDED.state, attempt = EXCLUDED.attempt, input_hash = EXCLUDED.input_hash,
 		input_changed = EXCLUDED.input_changed, external = EXCLUDED.external,
@@ -112,18 +184,12 @@ WITH fence AS (
 	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
 	SELECT $10, $11, r, s, sum(d) FROM (
 		SELECT 0::bigint AS r, state AS s, 1 AS d FROM led
+		UNION ALL SELECT 0, state, 1 FROM fresh
 		UNION ALL SELECT 0, state, -1 FROM prev
 		UNION ALL SELECT $1, i.state, 1 FROM input i, fence WHERE i.count_run
 	) x GROUP BY r, s HAVING sum(d) <> 0
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
-), cp AS (
-	-- Named shards keep their checkpoints here item by item; the main shard's lives on the run
-	-- row and is copied here when the run ends (Finish, RecoverExpired): one row less per item.
-	INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
-	SELECT $10, $11, $9, $8, fence.processed, $1 FROM fence WHERE $8::text IS NOT NULL AND $9 <> ''
-	ON CONFLICT (job_name, generation, shard) DO UPDATE SET
-		token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
-), er AS (
+), ` + checkpointCTE + `, er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''
 )
@@ -133,30 +199,74 @@ SELECT * FROM fence`
 // statement returns the fenced item statement for w and its arguments.
 func (w *ItemsWrite) statement(f Fence) (string, []any) {
 	d := w.Delta
+	fresh := w.allFresh()
+	args := []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
+		w.JobName, w.Generation}
 	if len(w.Ledger) == 1 {
 		l := &w.Ledger[0]
-		return itemSQL, []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint,
-			w.Shard, w.JobName, w.Generation, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
+		args = append(args, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
 			l.InputHash, l.InputChanged, l.External, l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig,
-			int32(l.SameErrorCount), l.CountInRun, l.ErrorClass, l.ErrorMessage}
+			int32(l.SameErrorCount), l.CountInRun, l.ErrorClass, l.ErrorMessage)
+		if fresh {
+			return freshItemSQL, args
+		}
+		return itemSQL, append(args, l.Fresh)
 	}
 	n := len(w.Ledger)
 	var (
-		targets, steps, states, keys, hashes, classes, msgs = make([]string, n), make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		attempts, same                 = make([]int32, n), make([]int32, n)
-		changed, ext, countRun         = make([]bool, n), make([]bool, n), make([]bool, n)
-		effects, evidences, errs, sigs = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+		targets, steps, states, keys, hashes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts, same                       = make([]int32, n), make([]int32, n)
+		changed, ext                         = make([]bool, n), make([]bool, n)
+		effects, evidences, errs, sigs       = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	)
 	for i, l := range w.Ledger {
 		targets[i], steps[i], states[i], keys[i], hashes[i] = l.Target, l.Step, string(l.State), l.IdempotencyKey, l.InputHash
-		classes[i], msgs[i], attempts[i], same[i] = l.ErrorClass, l.ErrorMessage, int32(l.Attempt), int32(l.SameErrorCount)
-		changed[i], ext[i], countRun[i] = l.InputChanged, l.External, l.CountInRun
+		attempts[i], same[i] = int32(l.Attempt), int32(l.SameErrorCount)
+		changed[i], ext[i] = l.InputChanged, l.External
 		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
 	}
-	return itemsSQL, []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
-		w.JobName, w.Generation, targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs,
-		sigs, same, countRun, classes, msgs}
+	args = append(args, targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs, sigs, same)
+	if fresh {
+		// Every row is new: the counters move by exactly the rows' own states.
+		var cr, cn []int64
+		var cs []string
+		add := func(run int64, state string) {
+			for i := range cs {
+				if cr[i] == run && cs[i] == state {
+					cn[i]++
+					return
+				}
+			}
+			cr, cs, cn = append(cr, run), append(cs, state), append(cn, 1)
+		}
+		var etargets, eclasses, emsgs []string
+		var eattempts []int32
+		for _, l := range w.Ledger {
+			add(0, string(l.State))
+			if l.CountInRun {
+				add(f.RunID, string(l.State))
+			}
+			if l.ErrorClass != "" {
+				etargets, eclasses, emsgs = append(etargets, l.Target), append(eclasses, l.ErrorClass), append(emsgs, l.ErrorMessage)
+				eattempts = append(eattempts, int32(l.Attempt))
+			}
+		}
+		return freshItemsSQL, append(args, cr, cs, cn, etargets, eclasses, emsgs, eattempts)
+	}
+	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
+	for i, l := range w.Ledger {
+		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
+	}
+	return itemsSQL, append(args, countRun, classes, msgs, freshes)
+}
+
+func (w *ItemsWrite) allFresh() bool {
+	for i := range w.Ledger {
+		if !w.Ledger[i].Fresh {
+			return false
+		}
+	}
+	return len(w.Ledger) > 0
 }
 
 // TxFunc is a job's own database work for an item, done inside the item's transaction.
@@ -169,6 +279,35 @@ type TxFunc func(ctx context.Context, tx pgx.Tx) error
 // bound on idle time and the fenced write travel together in one round trip.
 // A (target, step) may appear only once per call.
 func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
+	ls, pause, err := s.writeItems(ctx, f, w, jobWrites)
+	if err != nil && isLedgerKeyViolation(err) && w.anyFresh() {
+		// A row the caller took for new exists: nothing of this write landed (one statement,
+		// or one transaction), so it is made again as an upsert.
+		for i := range w.Ledger {
+			w.Ledger[i].Fresh = false
+		}
+		return s.writeItems(ctx, f, w, jobWrites)
+	}
+	return ls, pause, err
+}
+
+func (w *ItemsWrite) anyFresh() bool {
+	for i := range w.Ledger {
+		if w.Ledger[i].Fresh {
+			return true
+		}
+	}
+	return false
+}
+
+// isLedgerKeyViolation reports whether err is the refusal of a ledger row whose (job,
+// generation, target, step) exists.
+func isLedgerKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "job_ledger_job_name_generation_target_key_step_key"
+}
+
+func (s *Store) writeItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
 	sql, args := w.statement(f)
 	if len(jobWrites) == 0 {
 		return leaseResult(s.pool.QueryRow(ctx, sql, args...), "item write", f)

@@ -62,7 +62,22 @@ func TestWriteItemsCounts(t *testing.T) {
 	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "e")) // batch, mixed
 	write(postgres.RunDelta{Processed: 1, Skipped: 1}, ledgerWrites(bt.LedgerSkipped, true, "b"))               // single, update
 
-	want := map[bt.LedgerState]int64{bt.LedgerInFlight: 1, bt.LedgerConfirmed: 3, bt.LedgerSkipped: 1}
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerInFlight: 1, bt.LedgerConfirmed: 3, bt.LedgerSkipped: 1},
+		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerSkipped: 1})
+	ls, _, err := s.Poll(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.Processed != 5 || ls.Succeeded != 4 || ls.Skipped != 1 {
+		t.Fatalf("run counters = %+v", ls)
+	}
+}
+
+// wantLedgerCounts checks the generation's counts against want and against the ledger rows
+// themselves, and the run's own counts against wantRun.
+func wantLedgerCounts(t *testing.T, s *postgres.Store, f postgres.Fence, gen int64, want, wantRun map[bt.LedgerState]int64) {
+	t.Helper()
+	ctx := context.Background()
 	got, err := s.LedgerCounts(ctx, "j", gen, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -94,14 +109,64 @@ func TestWriteItemsCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerSkipped: 1}; !maps.Equal(runCounts, want) {
-		t.Fatalf("run counts = %v, want %v", runCounts, want)
+	if !maps.Equal(runCounts, wantRun) {
+		t.Fatalf("run counts = %v, want %v", runCounts, wantRun)
+	}
+}
+
+func fresh(ls []postgres.LedgerWrite) []postgres.LedgerWrite {
+	for i := range ls {
+		ls[i].Fresh = true
+	}
+	return ls
+}
+
+// TestWriteItemsFresh checks the plain-insert statements for rows the caller knows are new:
+// counters computed from the rows, error rows, named-shard checkpoints — and that a row wrongly
+// taken for new is written as an upsert, the counters still right.
+func TestWriteItemsFresh(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, f, gen := itemsFixture(t)
+	write := func(d postgres.RunDelta, ls []postgres.LedgerWrite, shard string) {
+		t.Helper()
+		cp := "cp-" + ls[len(ls)-1].Target
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Shard: shard}
+		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := func(ls []postgres.LedgerWrite) []postgres.LedgerWrite {
+		for i := range ls {
+			ls[i].ErrorClass, ls[i].ErrorMessage = "VALIDATION_REJECTED", "bad "+ls[i].Target
+		}
+		return ls
+	}
+	write(postgres.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "a")), "")                                           // single
+	write(postgres.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d")), "")                                 // batch
+	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "e", "f")), "s1")          // batch, shard
+	write(postgres.RunDelta{Processed: 1, Failed: 1}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "g"))), "s2") // single, error, shard
+	write(postgres.RunDelta{Processed: 2, Failed: 2}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "h", "i"))), "")
+	// Wrongly taken for new: a exists (single), b and c exist beside the new j (batch).
+	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "a")), "")
+	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "j")), "")
+
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerInFlight: 1, bt.LedgerConfirmed: 6, bt.LedgerValidationRejected: 3},
+		map[bt.LedgerState]int64{bt.LedgerConfirmed: 6, bt.LedgerValidationRejected: 3})
+	var errs int
+	var shards string
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_run_errors WHERE run_id = $1 AND message LIKE 'bad %'),
+		(SELECT string_agg(shard || '=' || token, ',' ORDER BY shard) FROM job_checkpoints WHERE job_name = 'j')`, f.RunID).Scan(&errs, &shards); err != nil {
+		t.Fatal(err)
+	}
+	if errs != 3 || shards != "s1=cp-f,s2=cp-g" {
+		t.Fatalf("%d error rows and shard checkpoints %q; want 3 and s1=cp-f,s2=cp-g", errs, shards)
 	}
 	ls, _, err := s.Poll(ctx, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.Processed != 5 || ls.Succeeded != 4 || ls.Skipped != 1 {
+	if ls.Processed != 9 || ls.Succeeded != 6 || ls.Failed != 3 || ls.Checkpoint != "cp-j" {
 		t.Fatalf("run counters = %+v", ls)
 	}
 }
