@@ -392,7 +392,9 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 		if len(final.Ledger) > 0 || final.Delta != (postgres.RunDelta{}) || final.Checkpoint != nil || len(writes) > 0 {
 			write := run.write
 			if len(retry) == 0 && len(writes) == 0 && len(items) > 1 && !anyExternal(items) {
-				write = func(ctx context.Context, w *postgres.ItemsWrite, _ []postgres.TxFunc) error { return run.writeBehind(ctx, w) }
+				write = func(ctx context.Context, w *postgres.ItemsWrite, _ []postgres.TxFunc) error {
+					return run.writeBehind(ctx, w)
+				}
 			}
 			if err := write(ctx, final, writes); err != nil {
 				return err
