@@ -97,9 +97,11 @@ func TestRedisKeyLostDatabaseStillGuards(t *testing.T) {
 
 func TestLeaseRenewedWhileProgressing(t *testing.T) {
 	b := setup(t)
-	job := runner.NewJob(runner.JobInfo{Name: "long", Lease: time.Second}, func(ctx context.Context, run *runner.Run) error {
+	// A 2 s lease renews with a second to spare: a loaded test machine (the race detector, many
+	// tests at once) can stall one renewal for half a second, which a 1 s lease did not survive.
+	job := runner.NewJob(runner.JobInfo{Name: "long", Lease: 2 * time.Second}, func(ctx context.Context, run *runner.Run) error {
 		// Run for three leases, reaching a safe point often.
-		deadline := time.Now().Add(3500 * time.Millisecond)
+		deadline := time.Now().Add(6500 * time.Millisecond)
 		for time.Now().Before(deadline) {
 			if err := run.Check(ctx); err != nil {
 				return err
