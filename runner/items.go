@@ -282,6 +282,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 		// nobody else adds rows to the generation while the lease holds.
 		st.base.Fresh = !known
 		if known {
+			st.base.Prior = prior.State
 			st.base.InputChanged = prior.InputHash != "" && st.base.InputHash != "" && prior.InputHash != st.base.InputHash
 			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
 			if run.decide(st, prior, decided) {
@@ -367,6 +368,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 						msg := truncate(st.err.Error(), 2000)
 						l.State, l.Attempt, l.LastError, l.ErrorSig, l.SameErrorCount = bt.LedgerTransient, st.attempt, &msg, &sig, st.prevCount
 						final.Ledger = append(final.Ledger, l)
+						st.base.Prior = bt.LedgerTransient // once that write lands, as the retry needs it to
 					}
 					continue
 				}
@@ -478,7 +480,7 @@ func (run *Run) intents(ctx context.Context, pending []*itemState) error {
 	}
 	for _, st := range pending {
 		if st.item.External {
-			st.base.Fresh = false // the intent's row is there now
+			st.base.Fresh, st.base.Prior = false, bt.LedgerInFlight // the intent's row is there now
 		}
 	}
 	return nil

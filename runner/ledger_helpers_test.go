@@ -229,6 +229,12 @@ func (b *bundle) finish(r *runner.Runner, id int64) *bt.Run {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	// What the runner tracks of ledger states (rows it knows are new, states it wrote or read)
+	// must never be wrong: a write that relied on it and was refused is redone as an upsert,
+	// correct but a sign of a bookkeeping bug.
+	if n := r.Store().RedoneWrites(); n != 0 {
+		b.t.Fatalf("%d item writes relied on a ledger state that was not so", n)
+	}
 	return rec
 }
 

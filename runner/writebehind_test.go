@@ -145,3 +145,61 @@ func TestWriteBehindIsFenced(t *testing.T) {
 		t.Fatalf("processed %d checkpoint %q after the refused commit, want 0 and none", rec.Processed, rec.Checkpoint)
 	}
 }
+
+// A batch of external items some of which fail transiently: the run retries just those, each
+// with a new intent over the TRANSIENT row it recorded (the batch writes update the rows in
+// place, relying on the state the run knows), with the same idempotency key, and every write
+// relies only on states that are so (finish checks RedoneWrites).
+func TestProcessBatchRetriesExternalInPlace(t *testing.T) {
+	b := setup(t)
+	var (
+		mu   sync.Mutex
+		keys = map[string][]string{}
+	)
+	job := runner.NewJob(runner.JobInfo{Name: "retrying", Lease: time.Minute, StopConditions: []runner.StopCondition{},
+		Retry: runner.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}},
+		func(ctx context.Context, run *runner.Run) error {
+			items := batchOf("p", 0, 6)
+			for i := range items {
+				items[i].External = true
+			}
+			return run.ProcessBatch(ctx, items, 3, func(ctx context.Context, item runner.Item, a *runner.Attempt) error {
+				mu.Lock()
+				keys[item.Target] = append(keys[item.Target], a.IdempotencyKey)
+				n := len(keys[item.Target])
+				mu.Unlock()
+				// p00 and p01 fail twice, p02 once; the rest succeed at once.
+				if (item.Target == "p00" || item.Target == "p01") && n <= 2 || item.Target == "p02" && n == 1 {
+					return runner.Transient(errors.New("503 from the provider"))
+				}
+				a.SetEffectRef("eff-" + item.Target)
+				return nil
+			})
+		})
+	r := b.runner(nil, job)
+	rec := b.finish(r, mustStart(t, r, runner.StartParams{Job: "retrying"}))
+	if rec.Status != bt.StatusSucceeded || rec.Processed != 6 || rec.Succeeded != 6 {
+		t.Fatalf("run %s processed %d succeeded %d (%s), want SUCCEEDED 6/6", rec.Status, rec.Processed, rec.Succeeded, rec.Message)
+	}
+	want := map[string]int{"p00": 3, "p01": 3, "p02": 2, "p03": 1, "p04": 1, "p05": 1}
+	for target, n := range want {
+		ks := keys[target]
+		if len(ks) != n {
+			t.Fatalf("%s called %d times, want %d", target, len(ks), n)
+		}
+		for _, k := range ks {
+			if k != ks[0] {
+				t.Fatalf("%s got keys %v: one key for every attempt", target, ks)
+			}
+		}
+		var state string
+		var attempt int
+		if err := b.pool.QueryRow(context.Background(), `SELECT state, attempt FROM job_ledger WHERE job_name = 'retrying' AND target_key = $1`, target).Scan(&state, &attempt); err != nil {
+			t.Fatal(err)
+		}
+		if state != string(bt.LedgerConfirmed) || attempt != n {
+			t.Fatalf("%s is %s at attempt %d, want CONFIRMED at %d", target, state, attempt, n)
+		}
+	}
+	b.checkCounts(r, "retrying", rec.Generation, rec.ID)
+}

@@ -38,6 +38,12 @@ type LedgerWrite struct {
 	// than the upsert. Should the row exist after all, the write is refused by the unique key
 	// and WriteItems makes it again as an upsert; false always upserts.
 	Fresh bool
+	// Prior, when set, is the state the caller knows the row has (it read or wrote the row under
+	// its lease, like an intent it has just committed): the row is updated in place, only while
+	// still in that state, and the counters move by Prior → State without reading the row first.
+	// Should any row be in another state, the write fails whole and WriteItems makes it again as
+	// an upsert.
+	Prior bt.LedgerState
 }
 
 // RunDelta is what a write adds to a run's counters.
@@ -62,7 +68,7 @@ type ItemsWrite struct {
 }
 
 // The fenced item statements. Every insert selects FROM fence, so nothing is written unless
-// this run still holds its lease by the database clock. There are four, by two questions:
+// this run still holds its lease by the database clock. There are five, by two questions:
 //
 //   - One item or many: the single-item forms take scalar parameters — no arrays to encode and
 //     unnest, and a plan PostgreSQL can cache (with array parameters it plans afresh on every
@@ -72,7 +78,9 @@ type ItemsWrite struct {
 //     by a plain INSERT straight from the parameters and the counters' deltas are computed
 //     here, in Go, from the rows themselves; otherwise the rows are upserted and the deltas
 //     come from the states the upsert replaced. The fresh forms are the first run's path and
-//     cost PostgreSQL about a third less.
+//     cost PostgreSQL about a third less. Between the two, a batch whose rows are each fresh
+//     or known in their prior state (an intent the run has just committed) inserts the fresh
+//     ones and updates the known ones in place (knownItemsSQL): a quarter less than the upsert.
 var (
 	itemsSQL = itemsStatement(`SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
 		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[])
@@ -100,6 +108,45 @@ WITH ` + fenceCTE(`true`) + `, led AS (
 	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($28::text[], $29::text[], $30::text[], $31::int[]) AS e(target, class, msg, attempt)
 )
 SELECT * FROM fence`
+
+	// knownItemsSQL is the batch form for rows that are each fresh (prior NULL) or known in
+	// their prior state: fresh rows inserted, known ones updated by compare-and-set on the state,
+	// counters and error rows computed in Go; when fewer rows were updated than known,
+	// baton_ledger_changed fails the statement.
+	knownItemsSQL = `
+WITH ` + fenceCTE(`true`) + `, input AS (
+	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior)
+), ins AS (
+	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
+	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+		i.err, i.sig, i.same, $1
+	FROM input i, fence WHERE i.prior IS NULL
+), upd AS (
+	UPDATE job_ledger l SET state = i.state, attempt = i.attempt, input_hash = i.hash, input_changed = i.changed,
+		external = i.ext, effect_ref = COALESCE(i.effect, l.effect_ref), evidence_ref = COALESCE(i.evidence, l.evidence_ref),
+		last_error = i.err, last_error_sig = i.sig, same_error_count = i.same, run_id = $1, updated_at = now()
+	FROM fence, (
+		-- Each row found by its key through the unique index (LIMIT 1 keeps the planner from
+		-- hashing the generation when its statistics are stale), updated by its address.
+		SELECT i.*, x.ctid AS tid FROM input i CROSS JOIN LATERAL (
+			SELECT ctid FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step
+				AND state = i.prior LIMIT 1
+		) x WHERE i.prior IS NOT NULL
+	) i
+	WHERE l.ctid = i.tid
+	RETURNING 1
+), cnt AS (
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+	SELECT $10, $11, c.r, c.s, c.n FROM fence, unnest($26::bigint[], $27::text[], $28::bigint[]) AS c(r, s, n)
+	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+), ` + checkpointCTE + `, er AS (
+	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
+	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($29::text[], $30::text[], $31::text[], $32::int[]) AS e(target, class, msg, attempt)
+)
+SELECT fence.* FROM fence
+WHERE CASE WHEN (SELECT count(*) FROM upd) = $33 THEN true ELSE baton_ledger_changed($33, (SELECT count(*) FROM upd)) END`
 
 	freshItemSQL = `
 WITH ` + fenceCTE(`true`) + `, led AS (
@@ -199,7 +246,7 @@ SELECT * FROM fence`
 // statement returns the fenced item statement for w and its arguments.
 func (w *ItemsWrite) statement(f Fence) (string, []any) {
 	d := w.Delta
-	fresh := w.allFresh()
+	fresh, known := w.knowledge()
 	args := []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
 		w.JobName, w.Generation}
 	if len(w.Ledger) == 1 {
@@ -226,32 +273,49 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
 	}
 	args = append(args, targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs, sigs, same)
-	if fresh {
-		// Every row is new: the counters move by exactly the rows' own states.
+	if fresh || known {
+		// The counters move by exactly what the rows were and become: no row is read.
 		var cr, cn []int64
 		var cs []string
-		add := func(run int64, state string) {
+		add := func(run int64, state bt.LedgerState, d int64) {
 			for i := range cs {
-				if cr[i] == run && cs[i] == state {
-					cn[i]++
+				if cr[i] == run && cs[i] == string(state) {
+					cn[i] += d
 					return
 				}
 			}
-			cr, cs, cn = append(cr, run), append(cs, state), append(cn, 1)
+			cr, cs, cn = append(cr, run), append(cs, string(state)), append(cn, d)
 		}
 		var etargets, eclasses, emsgs []string
 		var eattempts []int32
+		var priors []*string
+		updates := 0
 		for _, l := range w.Ledger {
-			add(0, string(l.State))
+			add(0, l.State, 1)
+			if !l.Fresh {
+				add(0, l.Prior, -1)
+				updates++
+			}
 			if l.CountInRun {
-				add(f.RunID, string(l.State))
+				add(f.RunID, l.State, 1)
 			}
 			if l.ErrorClass != "" {
 				etargets, eclasses, emsgs = append(etargets, l.Target), append(eclasses, l.ErrorClass), append(emsgs, l.ErrorMessage)
 				eattempts = append(eattempts, int32(l.Attempt))
 			}
+			if known {
+				var p *string
+				if !l.Fresh {
+					prior := string(l.Prior)
+					p = &prior
+				}
+				priors = append(priors, p)
+			}
 		}
-		return freshItemsSQL, append(args, cr, cs, cn, etargets, eclasses, emsgs, eattempts)
+		if fresh {
+			return freshItemsSQL, append(args, cr, cs, cn, etargets, eclasses, emsgs, eattempts)
+		}
+		return knownItemsSQL, append(args, priors, cr, cs, cn, etargets, eclasses, emsgs, eattempts, int64(updates))
 	}
 	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
 	for i, l := range w.Ledger {
@@ -260,13 +324,19 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 	return itemsSQL, append(args, countRun, classes, msgs, freshes)
 }
 
-func (w *ItemsWrite) allFresh() bool {
-	for i := range w.Ledger {
-		if !w.Ledger[i].Fresh {
-			return false
-		}
+// knowledge reports whether every row is fresh, or else whether every row is fresh or known
+// in its prior state (and at least two rows: one known row goes by the single-item statement).
+func (w *ItemsWrite) knowledge() (fresh, known bool) {
+	if len(w.Ledger) == 0 {
+		return false, false
 	}
-	return len(w.Ledger) > 0
+	fresh, known = true, true
+	for i := range w.Ledger {
+		l := &w.Ledger[i]
+		fresh = fresh && l.Fresh
+		known = known && (l.Fresh || l.Prior != "")
+	}
+	return fresh, known && !fresh && len(w.Ledger) > 1
 }
 
 // TxFunc is a job's own database work for an item, done inside the item's transaction.
@@ -280,31 +350,28 @@ type TxFunc func(ctx context.Context, tx pgx.Tx) error
 // A (target, step) may appear only once per call.
 func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
 	ls, pause, err := s.writeItems(ctx, f, w, jobWrites)
-	if err != nil && isLedgerKeyViolation(err) && w.anyFresh() {
-		// A row the caller took for new exists: nothing of this write landed (one statement,
-		// or one transaction), so it is made again as an upsert.
+	if err != nil && isStaleKnowledge(err) {
+		// A row the caller took for new exists, or a known row is in another state: nothing of
+		// this write landed (one statement, or one transaction), so it is made again as an upsert.
+		s.redone.Add(1)
 		for i := range w.Ledger {
-			w.Ledger[i].Fresh = false
+			w.Ledger[i].Fresh, w.Ledger[i].Prior = false, ""
 		}
 		return s.writeItems(ctx, f, w, jobWrites)
 	}
 	return ls, pause, err
 }
 
-func (w *ItemsWrite) anyFresh() bool {
-	for i := range w.Ledger {
-		if w.Ledger[i].Fresh {
-			return true
-		}
-	}
-	return false
-}
-
-// isLedgerKeyViolation reports whether err is the refusal of a ledger row whose (job,
-// generation, target, step) exists.
-func isLedgerKeyViolation(err error) bool {
+// isStaleKnowledge reports whether err is the refusal of a write that relied on what the caller
+// knew of the ledger: a row taken for new whose (job, generation, target, step) exists, or a
+// row not in the state the caller knew (baton_ledger_changed).
+func isStaleKnowledge(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "job_ledger_job_name_generation_target_key_step_key"
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Code == "23505" && pgErr.ConstraintName == "job_ledger_job_name_generation_target_key_step_key" ||
+		pgErr.Code == "BT409"
 }
 
 func (s *Store) writeItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {

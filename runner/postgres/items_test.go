@@ -121,10 +121,12 @@ func fresh(ls []postgres.LedgerWrite) []postgres.LedgerWrite {
 	return ls
 }
 
-// TestWriteItemsFresh checks the plain-insert statements for rows the caller knows are new:
-// counters computed from the rows, error rows, named-shard checkpoints — and that a row wrongly
-// taken for new is written as an upsert, the counters still right.
-func TestWriteItemsFresh(t *testing.T) {
+// TestWriteItemsKnowledge checks the statements for rows whose state the caller knows: fresh
+// rows inserted (single and batch), fresh and known rows mixed (inserted and updated in place
+// by compare-and-set on the state), counters computed from the rows, error rows, named-shard
+// checkpoints — and that a write relying on a state that is not so (a row taken for new that
+// exists, a row not in its known prior state) is made again as an upsert, the counters still right.
+func TestWriteItemsKnowledge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, f, gen := itemsFixture(t)
@@ -142,17 +144,41 @@ func TestWriteItemsFresh(t *testing.T) {
 		}
 		return ls
 	}
+	prior := func(p bt.LedgerState, ls []postgres.LedgerWrite) []postgres.LedgerWrite {
+		for i := range ls {
+			ls[i].Prior = p
+		}
+		return ls
+	}
+	confirmed := func(targets ...string) []postgres.LedgerWrite {
+		return ledgerWrites(bt.LedgerConfirmed, true, targets...)
+	}
+	redone := func(want int64) {
+		t.Helper()
+		if got := s.RedoneWrites(); got != want {
+			t.Fatalf("%d writes redone as upserts, want %d", got, want)
+		}
+	}
 	write(postgres.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "a")), "")                                           // single
 	write(postgres.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d")), "")                                 // batch
-	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "e", "f")), "s1")          // batch, shard
+	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("e", "f")), "s1")                                       // batch, shard
 	write(postgres.RunDelta{Processed: 1, Failed: 1}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "g"))), "s2") // single, error, shard
 	write(postgres.RunDelta{Processed: 2, Failed: 2}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "h", "i"))), "")
-	// Wrongly taken for new: a exists (single), b and c exist beside the new j (batch).
-	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "a")), "")
-	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "j")), "")
+	redone(0)
+	// Known and fresh together: b and c move IN_FLIGHT → CONFIRMED in place, k is new.
+	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, append(prior(bt.LedgerInFlight, confirmed("b", "c")), fresh(confirmed("k"))...), "")
+	redone(0)
+	// A known state that is not so: d is IN_FLIGHT, not TRANSIENT (h is as known).
+	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, append(prior(bt.LedgerTransient, confirmed("d")),
+		prior(bt.LedgerValidationRejected, confirmed("h"))...), "")
+	redone(1)
+	// Wrongly taken for new: a exists (single); e exists beside the new j (batch).
+	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, fresh(confirmed("a")), "")
+	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "e")), "")
+	redone(3)
 
-	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerInFlight: 1, bt.LedgerConfirmed: 6, bt.LedgerValidationRejected: 3},
-		map[bt.LedgerState]int64{bt.LedgerConfirmed: 6, bt.LedgerValidationRejected: 3})
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 9, bt.LedgerValidationRejected: 2},
+		map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 3})
 	var errs int
 	var shards string
 	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_run_errors WHERE run_id = $1 AND message LIKE 'bad %'),
@@ -166,9 +192,17 @@ func TestWriteItemsFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.Processed != 9 || ls.Succeeded != 6 || ls.Failed != 3 || ls.Checkpoint != "cp-j" {
+	if ls.Processed != 13 || ls.Succeeded != 10 || ls.Failed != 3 || ls.Checkpoint != "cp-e" {
 		t.Fatalf("run counters = %+v", ls)
 	}
+	// Under a lost lease the known statement is refused by its fence like every other, not
+	// taken for a changed row.
+	stale := postgres.Fence{RunID: f.RunID, Token: "other"}
+	w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Ledger: append(prior(bt.LedgerValidationRejected, confirmed("g", "i")), fresh(confirmed("z"))...)}
+	if _, _, err := s.WriteItems(ctx, stale, w, nil); !errors.Is(err, bt.ErrLeaseLost) {
+		t.Fatalf("stale known write returned %v, want a lost lease", err)
+	}
+	redone(3)
 }
 
 // TestWriteItemsFenced checks that a write under a wrong lease token writes nothing — neither

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,8 @@ const ScheduleChannel = "baton_schedule"
 // Store runs Baton's queries on a pgx pool.
 type Store struct {
 	pool *pgxpool.Pool
+	// redone counts item writes refused for stale knowledge and made again as upserts.
+	redone atomic.Int64
 }
 
 // New returns a Store on pool.
@@ -34,6 +37,11 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Pool returns the underlying pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// RedoneWrites returns how many item writes relied on a ledger state that was not so (a row
+// taken for new that existed, a row not in the state known) and were made again as upserts.
+// Outside tests that inject it, anything but 0 points at a bug in what the runner tracks.
+func (s *Store) RedoneWrites() int64 { return s.redone.Load() }
 
 // Fence identifies the lease a write must still hold.
 type Fence struct {
