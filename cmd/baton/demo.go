@@ -18,6 +18,7 @@ import (
 //	BATON_DEMO_PAGES, BATON_DEMO_PAGE_LATENCY        demo-collect (600, 100ms)
 //	BATON_DEMO_FLAKY_ITEMS, BATON_DEMO_ITEM_LATENCY  demo-flaky (200, 100ms)
 //	BATON_DEMO_ACCOUNTS, BATON_DEMO_PROVIDER_LATENCY demo-settlement (300, 120ms)
+//	BATON_DEMO_SETTLEMENT_BATCH                      accounts per ProcessBatch (1: one by one)
 //	BATON_DEMO_FAST=1                                all of them tiny (for tests)
 func demoConfig() (demo.Config, error) {
 	if envBool("BATON_DEMO_FAST", false) {
@@ -57,6 +58,7 @@ func demoConfig() (demo.Config, error) {
 	num("BATON_DEMO_FLAKY_ITEMS", &c.Flaky.Items)
 	dur("BATON_DEMO_ITEM_LATENCY", &c.Flaky.ItemLatency)
 	num("BATON_DEMO_ACCOUNTS", &c.Settlement.Accounts)
+	num("BATON_DEMO_SETTLEMENT_BATCH", &c.Settlement.Batch)
 	dur("BATON_DEMO_PROVIDER_LATENCY", &c.Provider.Latency)
 	return c, err
 }

@@ -32,9 +32,10 @@ func TestMain(m *testing.M) {
 
 // crashConfig is demo-settlement with a quick provider that still fails in every way,
 // including timeouts after applying.
-func crashConfig(accounts int) Config {
+// batch, above 1, has it pay that many accounts per ProcessBatch.
+func crashConfig(accounts, batch int) Config {
 	return Config{
-		Settlement: SettlementConfig{Accounts: accounts, StopConditions: []runner.StopCondition{}},
+		Settlement: SettlementConfig{Accounts: accounts, Batch: batch, StopConditions: []runner.StopCondition{}},
 		Provider: ProviderConfig{Latency: 2 * time.Millisecond, ServerErrorRate: 0.03, ThrottleRate: 0.03,
 			TimeoutAfterApplyRate: 0.03, RejectRate: 0.01},
 	}
@@ -48,7 +49,8 @@ func crashChild() int {
 	}
 	opt, _ := redis.ParseURL(testenv.RedisURL())
 	accounts, _ := strconv.Atoi(os.Getenv("BATON_CRASH_ACCOUNTS"))
-	jobs, _ := Jobs(pool, crashConfig(accounts))
+	batch, _ := strconv.Atoi(os.Getenv("BATON_CRASH_BATCH"))
+	jobs, _ := Jobs(pool, crashConfig(accounts, batch))
 	r, err := runner.New(runner.Config{DB: pool, Redis: redis.NewClient(opt), Env: os.Getenv("BATON_CRASH_ENV"), PoolSize: 1,
 		DefaultLease: 30 * time.Second, MaintenanceCron: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -69,8 +71,9 @@ func crashChild() int {
 }
 
 // TestCrashAnywhereMakesNoEffectTwice kills a worker running demo-settlement at random
-// points, again and again, recovering and resuming each time; then finishes the work,
-// reconciles what is in doubt and checks that no effect was ever made twice.
+// points, again and again, recovering and resuming each time — every other worker paying in
+// batches through ProcessBatch, the rest one account at a time through Process; then finishes
+// the work, reconciles what is in doubt and checks that no effect was ever made twice.
 func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	b := setup(t)
 	trials := 50
@@ -78,7 +81,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		trials = v
 	}
 	accounts := trials * 6
-	jobs, provider := Jobs(b.pool, crashConfig(accounts))
+	jobs, provider := Jobs(b.pool, crashConfig(accounts, 1))
 	settle := jobs[2]
 	r := b.runner(settle)
 	ctx := context.Background()
@@ -88,8 +91,14 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	inFlightAtKill := map[string]int64{}
 	for trial := range trials {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		// Every other worker pays in batches (intents and results for many accounts per
+		// commit, results updating the intents in place), the rest one by one.
+		batch := 1
+		if trial%2 == 1 {
+			batch = 6
+		}
 		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.url, "BATON_CRASH_ENV="+b.env,
-			"BATON_CRASH_ACCOUNTS="+strconv.Itoa(accounts))
+			"BATON_CRASH_ACCOUNTS="+strconv.Itoa(accounts), "BATON_CRASH_BATCH="+strconv.Itoa(batch))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

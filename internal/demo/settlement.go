@@ -17,6 +17,9 @@ type SettlementConfig struct {
 	Accounts int
 	// Cron is the job's default schedule; "" means manual only.
 	Cron string
+	// Batch, above 1, pays that many accounts per ProcessBatch (one intent commit and one
+	// result commit per batch, calls 8 at a time); 0 or 1 pays them one by one with Process.
+	Batch int
 	// StopConditions are the job's; nil means the runner's defaults (stop when more than 5%
 	// of payment calls fail downstream over a minute) judged over at least 100 calls, an
 	// empty slice disables them.
@@ -82,23 +85,39 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 	if err := run.SetTotal(ctx, int64(max(j.cfg.Accounts-start+1, 0))); err != nil {
 		return err
 	}
+	var batch []runner.Item
 	for n := start; n <= j.cfg.Accounts; n++ {
 		account := fmt.Sprintf("acct:%04d", n)
 		in := SettlementInput{Account: account, Amount: settlementAmount(n)}
 		item := runner.Item{Target: account, Step: settlementStep, Input: in, Checkpoint: account, External: true}
-		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
-			eff, err := j.provider.Apply(ctx, Payment{IdempotencyKey: a.IdempotencyKey, Target: in.Account, Amount: in.Amount})
-			if err != nil {
-				return classifyPaymentError(err)
+		if j.cfg.Batch > 1 {
+			if batch = append(batch, item); len(batch) < j.cfg.Batch && n < j.cfg.Accounts {
+				continue
 			}
-			a.SetEffectRef(eff.Ref())
-			a.SetEvidenceRef(evidence(eff.ID, a.IdempotencyKey))
-			return nil
-		})
-		if err != nil {
+			err := run.ProcessBatch(ctx, batch, 8, func(ctx context.Context, item runner.Item, a *runner.Attempt) error {
+				return j.pay(ctx, item.Input.(SettlementInput), a)
+			})
+			if err != nil {
+				return err
+			}
+			batch = batch[:0]
+			continue
+		}
+		if err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error { return j.pay(ctx, in, a) }); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// pay makes one account's payment with the attempt's idempotency key.
+func (j *settlementJob) pay(ctx context.Context, in SettlementInput, a *runner.Attempt) error {
+	eff, err := j.provider.Apply(ctx, Payment{IdempotencyKey: a.IdempotencyKey, Target: in.Account, Amount: in.Amount})
+	if err != nil {
+		return classifyPaymentError(err)
+	}
+	a.SetEffectRef(eff.Ref())
+	a.SetEvidenceRef(evidence(eff.ID, a.IdempotencyKey))
 	return nil
 }
 
