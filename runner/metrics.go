@@ -1,6 +1,10 @@
 package runner
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baton-run/baton/runner/postgres"
+)
 
 // metrics are the runner's Prometheus series. Labels never carry run ids or user strings
 // other than registered job names' statuses.
@@ -19,7 +23,7 @@ type metrics struct {
 	scheduleLateness prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, store *postgres.Store) (*metrics, error) {
 	m := &metrics{
 		runsStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baton_runs_started_total", Help: "Runs started on this instance, by trigger.",
@@ -60,9 +64,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
 	}
+	// A write that relied on the runner's knowledge of a ledger row (new, or in a known state)
+	// and was redone as an upsert: harmless, but anything above 0 is a bug worth reporting.
+	redone := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "baton_ledger_writes_redone_total",
+		Help: "Item writes that relied on a ledger state that was not so and were redone as upserts (expected: 0).",
+	}, func() float64 { return float64(store.RedoneWrites()) })
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.runsStarted, m.runsFinished, m.items, m.leaseRenewals, m.leaseLost,
-			m.lockContention, m.lockErrors, m.capacityExceeded, m.firesSkipped, m.recovered, m.startLatency, m.scheduleLateness} {
+			m.lockContention, m.lockErrors, m.capacityExceeded, m.firesSkipped, m.recovered, m.startLatency, m.scheduleLateness, redone} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -140,13 +140,14 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.RemoteStartWait == 0 {
 		cfg.RemoteStartWait = 2 * time.Second
 	}
-	m, err := newMetrics(cfg.Registerer)
+	store := postgres.New(cfg.DB)
+	m, err := newMetrics(cfg.Registerer, store)
 	if err != nil {
 		return nil, err
 	}
 	return &Runner{
 		cfg:     cfg,
-		store:   postgres.New(cfg.DB),
+		store:   store,
 		locks:   redislock.New(cfg.Redis, cfg.Env),
 		log:     cfg.Logger.With("instance", cfg.Instance),
 		metrics: m,
