@@ -354,14 +354,16 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		if callerCtx.Err() != nil {
 			return 0, callerCtx.Err()
 		}
-		claimed, err := r.store.ClaimFire(ctx, p.Job, p.Due, p.Next)
+		claimed, err := onConnect(ctx, func() (bool, error) { return r.store.ClaimFire(ctx, p.Job, p.Due, p.Next) })
 		if err != nil || !claimed {
 			return 0, err
 		}
 		if len(p.Missed) > 0 {
 			r.metrics.firesSkipped.Add(float64(len(p.Missed)))
 			detail := fmt.Sprintf("no scheduler claimed it in time; the fire of %s ran instead", p.Due.UTC().Format(time.RFC3339))
-			if err := r.store.RecordMissedFires(context.WithoutCancel(ctx), p.Job, p.Missed, r.cfg.Instance, detail); err != nil {
+			if _, err := onConnect(ctx, func() (struct{}, error) {
+				return struct{}{}, r.store.RecordMissedFires(ctx, p.Job, p.Missed, r.cfg.Instance, detail)
+			}); err != nil {
 				r.log.Error("record missed fires", "job", p.Job, "err", err)
 			}
 		}
@@ -389,10 +391,12 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "lock held in Redis")
 		return 0, bt.Errorf(bt.CodeAlreadyRunning, "job %q is already running (lock held)", p.Job)
 	}
-	run, err := r.store.InsertRun(ctx, postgres.NewRun{
-		JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: token,
-		LeaseSeconds: leaseSecondsFor(lease), JobVersion: info.Version, ScheduledFor: scheduledFor,
-		Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
+	run, err := onConnect(ctx, func() (*bt.Run, error) {
+		return r.store.InsertRun(ctx, postgres.NewRun{
+			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: token,
+			LeaseSeconds: leaseSecondsFor(lease), JobVersion: info.Version, ScheduledFor: scheduledFor,
+			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
+		})
 	})
 	if err != nil {
 		if locked {
@@ -425,7 +429,11 @@ func (r *Runner) recordSkip(ctx context.Context, p StartParams, at *time.Time, o
 		return
 	}
 	r.metrics.firesSkipped.Inc()
-	if err := r.store.RecordScheduleEvent(context.WithoutCancel(ctx), p.Job, *at, outcome, r.cfg.Instance, detail); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	if _, err := onConnect(ctx, func() (struct{}, error) {
+		return struct{}{}, r.store.RecordScheduleEvent(ctx, p.Job, *at, outcome, r.cfg.Instance, detail)
+	}); err != nil {
 		r.log.Error("record skipped fire", "job", p.Job, "err", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
 )
 
 // work runs one job on its slot: activate, run, finish, release — always freeing the slot and
@@ -39,12 +40,20 @@ func (r *Runner) work(run *Run) {
 	}()
 
 	sent := run.now()
-	ls, pause, err := r.store.Activate(jobCtx, run.fence)
+	// Until the lease ends: after that the recoverer fails the run anyway.
+	actCtx, cancelAct := context.WithTimeout(jobCtx, run.lease)
+	ls, err := onConnect(actCtx, func() (activation, error) {
+		sent = run.now()
+		ls, pause, err := r.store.Activate(actCtx, run.fence)
+		return activation{ls, pause}, err
+	})
+	cancelAct()
+	pause := ls.pause
 	if err != nil {
 		run.log.Error("activate run", "err", err)
 		return
 	}
-	run.apply(sent, ls, pause)
+	run.apply(sent, ls.LeaseState, pause)
 	run.mu.Lock()
 	run.rec.Status = bt.StatusRunning
 	run.mu.Unlock()
@@ -70,7 +79,7 @@ func (r *Runner) work(run *Run) {
 	status, reason, msg := run.outcome(jobErr)
 	ctx, cancelFinish := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFinish()
-	rec, err := r.store.Finish(ctx, run.fence, status, reason, msg)
+	rec, err := onConnect(ctx, func() (*bt.Run, error) { return r.store.Finish(ctx, run.fence, status, reason, msg) })
 	if err != nil {
 		// Lease lost: the recoverer (or shutdown) already ended the run; write nothing.
 		run.log.Warn("finish refused", "status", status, "err", err)
@@ -133,4 +142,10 @@ func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
 	default:
 		return bt.StatusFailed, bt.StopError, truncate(jobErr.Error(), 2000)
 	}
+}
+
+// activation is what activating a run returns.
+type activation struct {
+	postgres.LeaseState
+	pause bt.StopReason
 }

@@ -1,0 +1,34 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// onConnect retries fn while it fails to get a database connection at all — PostgreSQL
+// refusing new clients (too many connections, starting up) or unreachable for a moment —
+// with a short doubling backoff, until ctx ends. Such a failure means the statement was never
+// sent, so making it again is safe whatever it does; any other error is returned at once.
+// It keeps the steps of a start and of a run's activation and end from being lost to a
+// connection storm: a claimed fire neither run nor recorded, a STARTING run left to its lease.
+func onConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	wait := 20 * time.Millisecond
+	for {
+		v, err := fn()
+		var ce *pgconn.ConnectError
+		if err == nil || !errors.As(err, &ce) {
+			return v, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
