@@ -42,10 +42,10 @@ func (r *Runner) work(run *Run) {
 	sent := run.now()
 	// Until the lease ends: after that the recoverer fails the run anyway.
 	actCtx, cancelAct := context.WithTimeout(jobCtx, run.lease)
-	ls, err := onConnect(actCtx, func() (activation, error) {
+	ls, err := onConnect(actCtx, func() (fenceReply, error) {
 		sent = run.now()
 		ls, pause, err := r.store.Activate(actCtx, run.fence)
-		return activation{ls, pause}, err
+		return fenceReply{ls, pause}, err
 	})
 	cancelAct()
 	pause := ls.pause
@@ -144,8 +144,8 @@ func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
 	}
 }
 
-// activation is what activating a run returns.
-type activation struct {
+// fenceReply is what a fenced write of a run returns: its lease state and stop reason.
+type fenceReply struct {
 	postgres.LeaseState
 	pause bt.StopReason
 }
