@@ -99,14 +99,7 @@ WITH ` + fenceCTE(`true`) + `, led AS (
 	FROM fence, unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
 		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[])
 		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)
-), cnt AS (
-	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $10, $11, c.r, c.s, c.n FROM fence, unnest($25::bigint[], $26::text[], $27::bigint[]) AS c(r, s, n)
-	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
-), ` + checkpointCTE + `, er AS (
-	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
-	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($28::text[], $29::text[], $30::text[], $31::int[]) AS e(target, class, msg, attempt)
-)
+), ` + countedTail(25) + `
 SELECT * FROM fence`
 
 	// knownItemsSQL is the batch form for rows that are each fresh (prior NULL) or known in
@@ -137,14 +130,7 @@ WITH ` + fenceCTE(`true`) + `, input AS (
 	) i
 	WHERE l.ctid = i.tid
 	RETURNING 1
-), cnt AS (
-	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $10, $11, c.r, c.s, c.n FROM fence, unnest($26::bigint[], $27::text[], $28::bigint[]) AS c(r, s, n)
-	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
-), ` + checkpointCTE + `, er AS (
-	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
-	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($29::text[], $30::text[], $31::text[], $32::int[]) AS e(target, class, msg, attempt)
-)
+), ` + countedTail(26) + `
 SELECT fence.* FROM fence
 WHERE CASE WHEN (SELECT count(*) FROM upd) = $33 THEN true ELSE baton_ledger_changed($33, (SELECT count(*) FROM upd)) END`
 
@@ -162,6 +148,20 @@ WITH ` + fenceCTE(`true`) + `, led AS (
 )
 SELECT * FROM fence`
 )
+
+// countedTail is the end of the statements whose counter deltas and error rows come from Go:
+// the counters from parameters $p..$p+2 (run id, state, delta), the named shard's checkpoint,
+// and the error rows from $p+3..$p+6 (target, class, message, attempt).
+func countedTail(p int) string {
+	return fmt.Sprintf(`cnt AS (
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+	SELECT $10, $11, c.r, c.s, c.n FROM fence, unnest($%d::bigint[], $%d::text[], $%d::bigint[]) AS c(r, s, n)
+	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+), %s, er AS (
+	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
+	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($%d::text[], $%d::text[], $%d::text[], $%d::int[]) AS e(target, class, msg, attempt)
+)`, p, p+1, p+2, checkpointCTE, p+3, p+4, p+5, p+6)
+}
 
 const ledgerInsertColumns = `job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id`
