@@ -28,19 +28,23 @@ func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []post
 // commit makes a write whose targets are already noted (noteWritten).
 func (run *Run) commit(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
 	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
-	// A write that could not get a connection was never sent: it is tried again until the
-	// lease would be over (the write itself keeps the job's context).
-	run.mu.Lock()
-	left := run.leaseEnd.Sub(run.now())
-	run.mu.Unlock()
-	retryCtx, cancel := context.WithTimeout(ctx, left)
-	defer cancel()
 	var sent time.Time
-	res, err := onConnect(retryCtx, func() (fenceReply, error) {
+	attempt := func() (fenceReply, error) {
 		sent = run.now()
 		ls, pause, err := run.r.store.WriteItems(ctx, run.fence, w, writes)
 		return fenceReply{ls, pause}, err
-	})
+	}
+	res, err := attempt()
+	if isConnectError(err) {
+		// Never sent: tried again until the lease would be over (the write itself keeps the
+		// job's context). Set up only on this path, not on every item's.
+		run.mu.Lock()
+		left := run.leaseEnd.Sub(run.now())
+		run.mu.Unlock()
+		retryCtx, cancel := context.WithTimeout(ctx, left)
+		res, err = onConnect(retryCtx, attempt)
+		cancel()
+	}
 	if err != nil {
 		return run.fail(err)
 	}

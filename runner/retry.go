@@ -18,8 +18,7 @@ func onConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	wait := 20 * time.Millisecond
 	for {
 		v, err := fn()
-		var ce *pgconn.ConnectError
-		if err == nil || !errors.As(err, &ce) {
+		if !isConnectError(err) {
 			return v, err
 		}
 		t := time.NewTimer(wait)
@@ -31,4 +30,10 @@ func onConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 		}
 		wait = min(wait*2, time.Second)
 	}
+}
+
+// isConnectError reports whether err is a failure to get a database connection at all.
+func isConnectError(err error) bool {
+	var ce *pgconn.ConnectError
+	return err != nil && errors.As(err, &ce)
 }
