@@ -45,10 +45,14 @@ func (run *Run) commit(ctx context.Context, w *postgres.ItemsWrite, writes []pos
 		res, err = onConnect(retryCtx, attempt)
 		cancel()
 	}
+	return run.landed(sent, res.LeaseState, res.pause, err)
+}
+
+// landed applies what a fenced write sent at sent returned.
+func (run *Run) landed(sent time.Time, ls postgres.LeaseState, pause bt.StopReason, err error) error {
 	if err != nil {
 		return run.fail(err)
 	}
-	ls, pause := res.LeaseState, res.pause
 	run.apply(sent, ls, pause)
 	run.publish(false)
 	return nil
@@ -59,28 +63,78 @@ func (run *Run) commit(ctx context.Context, w *postgres.ItemsWrite, writes []pos
 // effect and without the job's own writes go this way, so a crash before the commit lands
 // loses results a RESUME simply makes again. The next write, a ledger read that could see
 // these targets, Sync and the end of the run each wait for it, and report its failure.
+//
+// Two writes may be in flight. A batch of new rows is staged (postgres.StagedWrite): its rows
+// are inserted at once, on a connection of its own, while the write before it still works,
+// and it commits after that one — writes land in the order they were made. A write holds a
+// connection while it waits only when the write before it holds one too (or there is none), so
+// a write that waits with a connection never waits for one that still needs a connection:
+// however small the pool, the oldest write can always finish.
 func (run *Run) writeBehind(ctx context.Context, w *postgres.ItemsWrite) error {
-	if err := run.Sync(ctx); err != nil {
-		return err
+	run.behindSend.Lock()
+	defer run.behindSend.Unlock()
+	run.behindMu.Lock()
+	prev := run.behind
+	var before *behindWrite
+	if prev != nil {
+		before = prev.prev
+	}
+	run.behindMu.Unlock()
+	if before != nil { // at most two in flight: the one before the latest must have landed
+		select {
+		case <-before.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if prev != nil {
+		select {
+		case <-prev.done:
+			if prev.err != nil {
+				return prev.err
+			}
+		default:
+		}
+	}
+	run.noteWritten(w.Ledger) // before returning: the next batch's read decision needs them
+	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
+	var staged *postgres.StagedWrite
+	if w.Stageable() && (prev == nil || prev.held) {
+		// Without a connection (refused, or the job's context ended while waiting for one) the
+		// write is made the usual way, with its retries.
+		staged, _ = run.r.store.HoldStaged(ctx, run.fence, w)
 	}
 	// The write outlives the call that made it, not the lease: a job that cancels its
 	// context once ProcessBatch returns must not cancel the commit.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.lease)
-	run.noteWritten(w.Ledger) // before returning: the next batch's read decision needs them
-	b := &behindWrite{done: make(chan struct{})}
+	b := &behindWrite{done: make(chan struct{}), held: staged != nil, prev: prev}
 	run.behindMu.Lock()
-	prev := run.behind
 	run.behind = b
+	if prev != nil {
+		prev.prev = nil
+	}
 	run.behindMu.Unlock()
 	go func() {
 		defer close(b.done)
 		defer cancel()
-		if prev != nil { // another goroutine of the job sent its write meanwhile
+		if staged != nil {
+			staged.Stage(wctx)
+		}
+		if prev != nil {
 			<-prev.done
 			if prev.err != nil {
+				if staged != nil {
+					staged.Abort(wctx)
+				}
 				b.err = prev.err // the run is failing: send nothing more, report it once more
 				return
 			}
+		}
+		if staged != nil {
+			sent := run.now()
+			ls, pause, err := staged.Commit(wctx)
+			b.err = run.landed(sent, ls, pause, err)
+			return
 		}
 		b.err = run.commit(wctx, w, nil)
 	}()

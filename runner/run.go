@@ -39,15 +39,21 @@ type Run struct {
 	stats              *callStats
 	stopDetail         *bt.Check // the stop condition that tripped, if any
 
-	// behind is the result write ProcessBatch left in flight (see writeBehind), nil when none.
-	behindMu sync.Mutex
-	behind   *behindWrite
+	// behind is the latest result write ProcessBatch left in flight (see writeBehind), nil
+	// when none; behindSend serialises sending them.
+	behindMu   sync.Mutex
+	behind     *behindWrite
+	behindSend sync.Mutex
 }
 
-// behindWrite is a write in flight: done closes when it has landed or failed with err.
+// behindWrite is a write in flight: done closes when it has landed or failed with err. held
+// says it holds a connection of its own (a staged write), so needs no other to finish. prev
+// is the write in flight before it, kept only while it is the latest.
 type behindWrite struct {
 	done chan struct{}
 	err  error
+	held bool
+	prev *behindWrite
 }
 
 // ErrStop is returned by Check and Process when the run has been asked to stop (cancel, pause,

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/baton-run/baton/internal/testenv"
 
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -115,15 +119,224 @@ func TestProcessBatchWritesBehind(t *testing.T) {
 	}
 }
 
+// Two result writes may be in flight: while the first waits to commit, the second's rows are
+// already inserted (staged, uncommitted, on a connection of its own); a third batch waits for
+// the first to land before it returns. They land in the order they were made.
+func TestWriteBehindTwoInFlight(t *testing.T) {
+	b := setup(t)
+	var problems []string
+	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	noop := func(context.Context, runner.Item, *runner.Attempt) error { return nil }
+	job := writeBehindJob(b, "two", func(ctx context.Context, run *runner.Run, lock pgx.Tx) error {
+		if err := run.ProcessBatch(ctx, batchOf("x", 0, 10), 4, noop); err != nil {
+			return err
+		}
+		if err := run.ProcessBatch(ctx, batchOf("y", 0, 10), 4, noop); err != nil {
+			return err
+		}
+		// Both writes hold a transaction that has inserted into the ledger: the second did not
+		// wait for the first to commit before sending its rows.
+		testenv.Eventually(t, 10*time.Second, "two transactions holding ledger inserts", func() bool {
+			return b.count(`SELECT count(DISTINCT virtualtransaction) FROM pg_locks
+				WHERE relation = 'job_ledger'::regclass AND mode = 'RowExclusiveLock' AND granted`) == 2
+		})
+		if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'two'`); n != 0 {
+			problem("%d ledger rows visible before any commit", n)
+		}
+		// A third batch waits for the first write: it cannot land, so the batch returns only
+		// when its context ends. The last item's call ends it, once every item is called.
+		third, cancel := context.WithCancel(ctx)
+		items := batchOf("z", 0, 10)
+		err := run.ProcessBatch(third, items, 1, func(_ context.Context, item runner.Item, _ *runner.Attempt) error {
+			if item.Target == items[len(items)-1].Target {
+				cancel()
+			}
+			return nil
+		})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			problem("a third batch returned %v while two writes were in flight, want it to wait (context.Canceled)", err)
+		}
+		if err := lock.Rollback(ctx); err != nil {
+			return err
+		}
+		if err := run.Sync(ctx); err != nil {
+			return err
+		}
+		if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'two' AND state = 'CONFIRMED'`); n != 20 {
+			problem("%d CONFIRMED rows after Sync, want x00..x09 and y00..y09", n)
+		}
+		return nil
+	})
+	r := b.runner(nil, job)
+	rec := b.finish(r, mustStart(t, r, runner.StartParams{Job: "two"}))
+	if len(problems) > 0 {
+		t.Fatalf("%d problems: %v", len(problems), problems)
+	}
+	if rec.Status != bt.StatusSucceeded || rec.Processed != 20 || rec.Succeeded != 20 || rec.Checkpoint != "y09" {
+		t.Fatalf("run %s processed %d succeeded %d checkpoint %q; want SUCCEEDED 20/20 at y09", rec.Status, rec.Processed, rec.Succeeded, rec.Checkpoint)
+	}
+	if n := b.count(`SELECT n FROM job_ledger_counts WHERE job_name = 'two' AND run_id = 0 AND state = 'CONFIRMED'`); n != 20 {
+		t.Fatalf("generation counter CONFIRMED = %d, want 20", n)
+	}
+}
+
+// A write that fails takes the write staged behind it down with it: nothing lands out of
+// order, so a checkpoint never passes results that were lost.
+func TestWriteBehindFailureStopsTheWriteBehind(t *testing.T) {
+	b := setup(t)
+	if _, err := b.pool.Exec(context.Background(), `
+		CREATE FUNCTION refuse_x09() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.checkpoint = 'x09' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_x09 BEFORE UPDATE ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_x09()`); err != nil {
+		t.Fatal(err)
+	}
+	var syncErr error
+	job := writeBehindJob(b, "behind-failing", func(ctx context.Context, run *runner.Run, lock pgx.Tx) error {
+		for _, prefix := range []string{"x", "y"} {
+			if err := run.ProcessBatch(ctx, batchOf(prefix, 0, 10), 4, func(context.Context, runner.Item, *runner.Attempt) error { return nil }); err != nil {
+				return err
+			}
+		}
+		if err := lock.Rollback(ctx); err != nil {
+			return err
+		}
+		syncErr = run.Sync(ctx)
+		return syncErr
+	})
+	r := b.runner(nil, job)
+	rec := b.finish(r, mustStart(t, r, runner.StartParams{Job: "behind-failing"}))
+	if syncErr == nil || !strings.Contains(syncErr.Error(), "refused by the test") {
+		t.Fatalf("Sync returned %v, want the first write's failure", syncErr)
+	}
+	if rec.Status != bt.StatusFailed {
+		t.Fatalf("run %s, want FAILED", rec.Status)
+	}
+	if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'behind-failing'`); n != 0 {
+		t.Fatalf("%d ledger rows landed though the write before them failed", n)
+	}
+	if n := b.count(`SELECT processed FROM job_runs WHERE id = $1`, rec.ID); n != 0 {
+		t.Fatalf("processed = %d, want 0", n)
+	}
+}
+
+// A write holds a connection while it waits only behind a write that holds one too: behind a
+// write that still needs a connection (here one that updates a known row in place, which is not
+// staged) a batch of new rows is not staged, so it cannot take the last connection from it.
+func TestWriteBehindStagesOnlyBehindAHeldWrite(t *testing.T) {
+	b := setup(t)
+	pool := testenv.Pool(t, b.url) // the runner's own, to count its connections
+	var problems []string
+	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	job := runner.NewJob(runner.JobInfo{Name: "held", Lease: time.Minute, Retry: runner.RetryPolicy{MaxAttempts: 1}},
+		func(ctx context.Context, run *runner.Run) error {
+			noop := func(context.Context, runner.Item, *runner.Attempt) error { return nil }
+			if err := run.ProcessBatch(ctx, batchOf("t", 0, 2), 2, func(_ context.Context, item runner.Item, _ *runner.Attempt) error {
+				if item.Target == "t00" {
+					return runner.Transient(errors.New("503"))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := run.Sync(ctx); err != nil {
+				return err
+			}
+			lock, err := b.pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer lock.Rollback(context.Background()) //nolint:errcheck
+			var lockPID int
+			if err := lock.QueryRow(ctx, `SELECT pg_backend_pid() FROM job_runs WHERE id = $1 FOR UPDATE`, run.ID()).Scan(&lockPID); err != nil {
+				return err
+			}
+			// t00 is retried over its TRANSIENT row: updated in place, not staged.
+			if err := run.ProcessBatch(ctx, append(batchOf("t", 0, 1), batchOf("u", 0, 1)...), 2, noop); err != nil {
+				return err
+			}
+			testenv.Eventually(t, 10*time.Second, "the second write to wait for the row lock", func() bool {
+				return b.count(`SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, lockPID) == 1
+			})
+			if err := run.ProcessBatch(ctx, batchOf("v", 0, 10), 4, noop); err != nil {
+				return err
+			}
+			if n := pool.Stat().AcquiredConns(); n != 1 {
+				problem("%d connections held with the second write waiting, want 1: the third was staged behind a write without a connection", n)
+			}
+			if err := lock.Rollback(ctx); err != nil {
+				return err
+			}
+			return run.Sync(ctx)
+		})
+	r := b.runner(func(c *runner.Config) { c.DB = pool }, job)
+	rec := b.finish(r, mustStart(t, r, runner.StartParams{Job: "held"}))
+	if len(problems) > 0 {
+		t.Fatalf("%d problems: %v", len(problems), problems)
+	}
+	if rec.Status != bt.StatusSucceeded || rec.Checkpoint != "v09" {
+		t.Fatalf("run %s checkpoint %q (%s), want SUCCEEDED at v09", rec.Status, rec.Checkpoint, rec.Message)
+	}
+	if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'held' AND state = 'CONFIRMED'`); n != 13 {
+		t.Fatalf("%d CONFIRMED rows, want 13 (t00, t01, u00, v00..v09)", n)
+	}
+}
+
+// However small the database pool, writes in flight never wait on each other for a
+// connection: three runs of many batches each finish on a pool of one connection.
+func TestWriteBehindOnOneConnection(t *testing.T) {
+	b := setup(t)
+	cfg, err := pgxpool.ParseConfig(b.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var jobs []runner.Job
+	for j := range 3 {
+		jobs = append(jobs, runner.NewJob(runner.JobInfo{Name: fmt.Sprintf("narrow-%d", j), Lease: time.Minute},
+			func(ctx context.Context, run *runner.Run) error {
+				for k := range 20 {
+					if err := run.ProcessBatch(ctx, batchOf(fmt.Sprintf("b%02d-", k), 0, 10), 4,
+						func(context.Context, runner.Item, *runner.Attempt) error { return nil }); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+	}
+	r := b.runner(func(c *runner.Config) { c.DB = pool }, jobs...)
+	var ids []int64
+	for _, j := range jobs {
+		ids = append(ids, mustStart(t, r, runner.StartParams{Job: j.Info().Name}))
+	}
+	for _, id := range ids {
+		if rec := b.finish(r, id); rec.Status != bt.StatusSucceeded || rec.Processed != 200 {
+			t.Fatalf("run %d %s with %d items (%s), want SUCCEEDED with 200", id, rec.Status, rec.Processed, rec.Message)
+		}
+	}
+}
+
 // A commit left in flight is fenced like any other: when the lease ends before it lands it
-// writes nothing, and the run, whose job returned nil, does not end SUCCEEDED.
+// writes nothing, nor does the write staged behind it, and the run, whose job returned nil,
+// does not end SUCCEEDED.
 func TestWriteBehindIsFenced(t *testing.T) {
 	b := setup(t)
 	job := writeBehindJob(b, "behind-fenced", func(ctx context.Context, run *runner.Run, lock pgx.Tx) error {
-		if err := run.ProcessBatch(ctx, batchOf("x", 0, 10), 4, func(context.Context, runner.Item, *runner.Attempt) error { return nil }); err != nil {
-			return err
+		// Two writes in flight: the second's rows are staged behind the first.
+		for _, prefix := range []string{"x", "y"} {
+			if err := run.ProcessBatch(ctx, batchOf(prefix, 0, 10), 4, func(context.Context, runner.Item, *runner.Attempt) error { return nil }); err != nil {
+				return err
+			}
 		}
-		// The lease ends (by the database clock) before the held commit can land.
+		// The lease ends (by the database clock) before the held commits can land.
 		if _, err := lock.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, run.ID()); err != nil {
 			return err
 		}

@@ -53,7 +53,8 @@ type Options struct {
 	DevMode bool
 	// AllowedOrigins are browser origins allowed besides the server's own.
 	AllowedOrigins []string
-	// DBMaxConns sizes the PostgreSQL pool; 0 means PoolSize + 8.
+	// DBMaxConns sizes the PostgreSQL pool; 0 means 2 × PoolSize + 8: a run may hold two
+	// connections while its batch results are written behind (two writes in flight).
 	DBMaxConns int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
@@ -119,7 +120,7 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("parse database url: %w", err)
 	}
-	pcfg.MaxConns = int32(o.PoolSize + 8)
+	pcfg.MaxConns = int32(2*o.PoolSize + 8)
 	if o.DBMaxConns > 0 {
 		pcfg.MaxConns = int32(o.DBMaxConns)
 	}

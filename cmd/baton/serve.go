@@ -59,7 +59,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.LogFormat, "log-format", envOr("BATON_LOG_FORMAT", "json"), "json or text (env BATON_LOG_FORMAT)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("BATON_LOG_LEVEL", "info"), "debug, info, warn or error (env BATON_LOG_LEVEL)")
 	origins := fs.String("allowed-origins", envOr("BATON_ALLOWED_ORIGINS", ""), "comma-separated browser origins allowed besides the server's own (env BATON_ALLOWED_ORIGINS)")
-	fs.IntVar(&c.DBMaxConns, "db-max-conns", envInt("BATON_DB_MAX_CONNS", 0), "PostgreSQL pool size; 0 = pool-size + 8 (env BATON_DB_MAX_CONNS)")
+	fs.IntVar(&c.DBMaxConns, "db-max-conns", envInt("BATON_DB_MAX_CONNS", 0), "PostgreSQL pool size; 0 = 2 × pool-size + 8 (env BATON_DB_MAX_CONNS)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

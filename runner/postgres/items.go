@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -260,6 +261,34 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		return itemSQL, append(args, l.Fresh)
 	}
 	n := len(w.Ledger)
+	args = append(args, w.rows()...)
+	if fresh {
+		return freshItemsSQL, append(args, w.counted(f)...)
+	}
+	if known {
+		priors := make([]*string, n)
+		updates := 0
+		for i, l := range w.Ledger {
+			if !l.Fresh {
+				prior := string(l.Prior)
+				priors[i] = &prior
+				updates++
+			}
+		}
+		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates))
+	}
+	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
+	for i, l := range w.Ledger {
+		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
+	}
+	return itemsSQL, append(args, countRun, classes, msgs, freshes)
+}
+
+// rows returns the ledger rows as the parallel arrays the batch statements unnest: target,
+// step, state, attempt, idempotency key, input hash, input changed, external, effect,
+// evidence, error, error signature, same-error count.
+func (w *ItemsWrite) rows() []any {
+	n := len(w.Ledger)
 	var (
 		targets, steps, states, keys, hashes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		attempts, same                       = make([]int32, n), make([]int32, n)
@@ -272,56 +301,41 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		changed[i], ext[i] = l.InputChanged, l.External
 		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
 	}
-	args = append(args, targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs, sigs, same)
-	if fresh || known {
-		// The counters move by exactly what the rows were and become: no row is read.
-		var cr, cn []int64
-		var cs []string
-		add := func(run int64, state bt.LedgerState, d int64) {
-			for i := range cs {
-				if cr[i] == run && cs[i] == string(state) {
-					cn[i] += d
-					return
-				}
-			}
-			cr, cs, cn = append(cr, run), append(cs, string(state)), append(cn, d)
-		}
-		var etargets, eclasses, emsgs []string
-		var eattempts []int32
-		var priors []*string
-		updates := 0
-		for _, l := range w.Ledger {
-			add(0, l.State, 1)
-			if !l.Fresh {
-				add(0, l.Prior, -1)
-				updates++
-			}
-			if l.CountInRun {
-				add(f.RunID, l.State, 1)
-			}
-			if l.ErrorClass != "" {
-				etargets, eclasses, emsgs = append(etargets, l.Target), append(eclasses, l.ErrorClass), append(emsgs, l.ErrorMessage)
-				eattempts = append(eattempts, int32(l.Attempt))
-			}
-			if known {
-				var p *string
-				if !l.Fresh {
-					prior := string(l.Prior)
-					p = &prior
-				}
-				priors = append(priors, p)
+	return []any{targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs, sigs, same}
+}
+
+// counted returns the parameters of countedTail for a write whose rows are each fresh or known
+// in their prior state: the counters move by exactly what the rows were and become, so no row
+// is read. They are the counter deltas (run id, state, delta) and the error rows (target,
+// class, message, attempt).
+func (w *ItemsWrite) counted(f Fence) []any {
+	var cr, cn []int64
+	var cs []string
+	add := func(run int64, state bt.LedgerState, d int64) {
+		for i := range cs {
+			if cr[i] == run && cs[i] == string(state) {
+				cn[i] += d
+				return
 			}
 		}
-		if fresh {
-			return freshItemsSQL, append(args, cr, cs, cn, etargets, eclasses, emsgs, eattempts)
-		}
-		return knownItemsSQL, append(args, priors, cr, cs, cn, etargets, eclasses, emsgs, eattempts, int64(updates))
+		cr, cs, cn = append(cr, run), append(cs, string(state)), append(cn, d)
 	}
-	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
-	for i, l := range w.Ledger {
-		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
+	var etargets, eclasses, emsgs []string
+	var eattempts []int32
+	for _, l := range w.Ledger {
+		add(0, l.State, 1)
+		if !l.Fresh {
+			add(0, l.Prior, -1)
+		}
+		if l.CountInRun {
+			add(f.RunID, l.State, 1)
+		}
+		if l.ErrorClass != "" {
+			etargets, eclasses, emsgs = append(etargets, l.Target), append(eclasses, l.ErrorClass), append(emsgs, l.ErrorMessage)
+			eattempts = append(eattempts, int32(l.Attempt))
+		}
 	}
-	return itemsSQL, append(args, countRun, classes, msgs, freshes)
+	return []any{cr, cs, cn, etargets, eclasses, emsgs, eattempts}
 }
 
 // knowledge reports whether every row is fresh, or else whether every row is fresh or known
@@ -521,4 +535,115 @@ func (s *Store) CallStats(ctx context.Context, job string, window time.Duration)
 		FROM job_call_stats WHERE job_name = $1 AND minute > now() - make_interval(secs => $2::float8) - interval '1 minute'`,
 		job, window.Seconds()).Scan(&calls, &downstream, &rejects)
 	return calls, downstream, rejects, err
+}
+
+// A staged write is a batch write of fresh rows split in two, so that PostgreSQL can insert its
+// rows while the run's write before it is still inserting or committing — on another
+// connection, another core — instead of after it. Stage opens the write's transaction and
+// inserts its ledger rows: unfenced, but uncommitted, so no one sees them. Commit then makes
+// the fenced rest of the write (run row, counters, checkpoint, error rows) in the same
+// transaction and commits; if the lease is gone the transaction rolls back and the rows with
+// it. The caller commits its staged writes in the order it made them, so checkpoints and
+// counters land in that order.
+var (
+	stageSQL = `INSERT INTO job_ledger (` + ledgerInsertColumns + `)
+	SELECT $1, $2, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+		i.err, i.sig, i.same, $3
+	FROM unnest($4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $10::bool[],
+		$11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[])
+		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)`
+	stagedTailSQL = `
+WITH ` + fenceCTE(`true`) + `, ` + countedTail(12) + `
+SELECT * FROM fence`
+)
+
+// Stageable reports whether w can be staged: a batch whose rows the caller knows are all new.
+func (w *ItemsWrite) Stageable() bool {
+	fresh, _ := w.knowledge()
+	return fresh && len(w.Ledger) > 1
+}
+
+// StagedWrite is a write made on a connection of its own, held from HoldStaged to Commit or
+// Abort: once held, the write needs no other connection, whatever happens to it.
+type StagedWrite struct {
+	s    *Store
+	conn *pgxpool.Conn
+	f    Fence
+	w    *ItemsWrite
+	tx   pgx.Tx // open with the rows inserted, after a Stage that succeeded
+	err  error  // why Stage failed
+}
+
+// HoldStaged takes a connection from the pool for a staged write of w, waiting while the pool
+// has none. w must be Stageable.
+func (s *Store) HoldStaged(ctx context.Context, f Fence, w *ItemsWrite) (*StagedWrite, error) {
+	if !w.Stageable() {
+		return nil, errors.New("stage items: only a batch of fresh rows can be staged")
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connection for staged items: %w", err)
+	}
+	return &StagedWrite{s: s, conn: conn, f: f, w: w}, nil
+}
+
+// Stage opens the write's transaction and inserts its rows, in two round trips. The
+// transaction may then sit idle for at most w.Lease while the write before it lands; past that
+// PostgreSQL ends the session and the rows go. A failure is kept for Commit.
+func (sw *StagedWrite) Stage(ctx context.Context) {
+	tx, err := sw.conn.Begin(ctx)
+	if err != nil {
+		sw.err = fmt.Errorf("begin staged items: %w", err)
+		return
+	}
+	b := &pgx.Batch{}
+	if sw.w.Lease > 0 {
+		b.Queue("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", fmt.Sprintf("%dms", sw.w.Lease.Milliseconds()))
+	}
+	b.Queue(stageSQL, append([]any{sw.w.JobName, sw.w.Generation, sw.f.RunID}, sw.w.rows()...)...)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		_ = tx.Rollback(ctx)
+		sw.err = fmt.Errorf("stage items of run %d: %w", sw.f.RunID, err)
+		return
+	}
+	sw.tx = tx
+}
+
+// Commit makes the fenced rest of the staged write and commits it, then gives the connection
+// back. On error — the lease lost (bt.CodeLeaseLost) or the database's — it rolls back:
+// nothing of the write lands. A stage refused because a row taken for new exists is made
+// again as an upsert, like WriteItems does, on the same connection.
+func (sw *StagedWrite) Commit(ctx context.Context) (LeaseState, bt.StopReason, error) {
+	defer sw.conn.Release()
+	if sw.tx == nil {
+		if sw.err != nil && !isStaleKnowledge(sw.err) {
+			return LeaseState{}, "", sw.err
+		}
+		sw.s.redone.Add(1)
+		for i := range sw.w.Ledger {
+			sw.w.Ledger[i].Fresh, sw.w.Ledger[i].Prior = false, ""
+		}
+		sql, args := sw.w.statement(sw.f)
+		return leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+	}
+	defer sw.tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	d := sw.w.Delta
+	args := append([]any{sw.f.RunID, sw.f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous,
+		sw.w.Checkpoint, sw.w.Shard, sw.w.JobName, sw.w.Generation}, sw.w.counted(sw.f)...)
+	ls, pause, err := leaseResult(sw.tx.QueryRow(ctx, stagedTailSQL, args...), "item write", sw.f)
+	if err != nil {
+		return ls, pause, err
+	}
+	if err := sw.tx.Commit(ctx); err != nil {
+		return ls, pause, fmt.Errorf("commit items of run %d: %w", sw.f.RunID, err)
+	}
+	return ls, pause, nil
+}
+
+// Abort rolls the staged write back and gives the connection back.
+func (sw *StagedWrite) Abort(ctx context.Context) {
+	if sw.tx != nil {
+		_ = sw.tx.Rollback(ctx)
+	}
+	sw.conn.Release()
 }

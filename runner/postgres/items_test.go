@@ -281,3 +281,79 @@ func TestWriteItemsFenced(t *testing.T) {
 		t.Fatalf("the item of a failed job write was committed: %v", rows)
 	}
 }
+
+// TestStagedWrite checks the two halves of a staged write: rows inserted by Stage are seen by
+// no one until Commit; Commit lands them with the counters, error rows and checkpoint; under a
+// lease lost meanwhile Commit refuses and nothing lands; a row taken for new that exists is
+// made again as an upsert on the write's own connection; Abort leaves nothing.
+func TestStagedWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, f, gen := itemsFixture(t)
+	staged := func(d postgres.RunDelta, ls []postgres.LedgerWrite) *postgres.StagedWrite {
+		t.Helper()
+		cp := "cp-" + ls[len(ls)-1].Target
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute}
+		sw, err := s.HoldStaged(ctx, f, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw.Stage(ctx)
+		return sw
+	}
+	rows := func() int {
+		t.Helper()
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM job_ledger WHERE job_name = 'j'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	rejected := fresh(ledgerWrites(bt.LedgerValidationRejected, true, "c"))
+	rejected[0].ErrorClass, rejected[0].ErrorMessage = "VALIDATION_REJECTED", "bad c"
+	sw := staged(postgres.RunDelta{Processed: 3, Succeeded: 2, Failed: 1}, append(fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), rejected...))
+	if n := rows(); n != 0 {
+		t.Fatalf("%d rows seen before the staged write commits", n)
+	}
+	ls, _, err := sw.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.Processed != 3 || ls.Succeeded != 2 || ls.Failed != 1 || ls.Checkpoint != "cp-c" || rows() != 3 {
+		t.Fatalf("after commit: run %+v, %d rows; want 3/2/1 at cp-c and 3 rows", ls, rows())
+	}
+
+	// Aborted: nothing.
+	staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "d", "e"))).Abort(ctx)
+	if n := rows(); n != 3 {
+		t.Fatalf("%d rows after an abort, want 3", n)
+	}
+
+	// A row taken for new exists (b): redone as an upsert, counted as such.
+	sw = staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "f", "b")))
+	if _, _, err := sw.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.RedoneWrites(); got != 1 || rows() != 4 {
+		t.Fatalf("%d redone, %d rows; want 1 and 4", got, rows())
+	}
+
+	// The lease ends between the halves: refused, and the staged rows go.
+	sw = staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "g", "h")))
+	if _, err := s.Pool().Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, f.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sw.Commit(ctx); !errors.Is(err, bt.ErrLeaseLost) {
+		t.Fatalf("commit after the lease ended returned %v, want a lost lease", err)
+	}
+	if n := rows(); n != 4 {
+		t.Fatalf("%d rows after a refused commit, want 4", n)
+	}
+	// b was confirmed twice by this run: once in the generation, twice in the run's counts.
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 3, bt.LedgerValidationRejected: 1},
+		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerValidationRejected: 1})
+	if s.Pool().Stat().AcquiredConns() != 0 {
+		t.Fatalf("%d connections still held", s.Pool().Stat().AcquiredConns())
+	}
+}
