@@ -35,6 +35,20 @@ func TestIdempotencyKeyIsStablePerGenerationTargetAndStep(t *testing.T) {
 			t.Fatalf("distinct (job, generation, target, step) share key %s", base)
 		}
 	}
+	// Keys are stored in ledgers and handed to outside systems: they never change across
+	// versions. These are the first 16 bytes of SHA-256 over "job\x00generation\x00target\x00step".
+	for _, c := range []struct {
+		job, target, step string
+		gen               int64
+		want              string
+	}{
+		{"pay", "acct-1", "charge", 1, "bt_ba64d2e2f3ea420e1e6c1ca889d3717e"},
+		{"demo-settlement", "ünï/ç", "", -7, "bt_d199eee083c39f6ca0421b2cff74e394"},
+	} {
+		if got := runner.IdempotencyKey(c.job, c.gen, c.target, c.step); got != c.want {
+			t.Fatalf("IdempotencyKey(%q, %d, %q, %q) = %s, want %s as in every earlier version", c.job, c.gen, c.target, c.step, got, c.want)
+		}
+	}
 }
 
 // The crash guarantee rests on this order: the intent is durable before the call starts.
