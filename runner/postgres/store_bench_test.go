@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/baton-run/baton/internal/testenv"
@@ -50,6 +51,24 @@ func BenchmarkPgxInsert(b *testing.B) {
 	}
 	for b.Loop() {
 		if _, err := pool.Exec(ctx, `INSERT INTO pgx_insert (v) VALUES (1)`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tps")
+}
+
+// BenchmarkPgxLedgerInsert is the least a strict item can be: only its ledger row (job_ledger
+// and its indexes), one INSERT+COMMIT each, from Go through a pgx pool — no fence, no counters,
+// no checkpoint. Against pgbench's INSERT+COMMIT it bounds what any per-item ledger commit made
+// from Go can reach on this database.
+func BenchmarkPgxLedgerInsert(b *testing.B) {
+	ctx := context.Background()
+	pool := testenv.Postgres(b)
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, run_id)
+			VALUES ('j', 1, $1, '', 'CONFIRMED', 1, $1, 1)`, strconv.Itoa(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
