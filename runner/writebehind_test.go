@@ -223,6 +223,32 @@ func TestWriteBehindFailureStopsTheWriteBehind(t *testing.T) {
 	}
 }
 
+// The end of a run waits for the writes still in flight and reports their failure: a job that
+// returns nil right after its last batch, whose write then fails, does not end SUCCEEDED.
+func TestRunEndWaitsForTheWritesBehind(t *testing.T) {
+	b := setup(t)
+	if _, err := b.pool.Exec(context.Background(), `
+		CREATE FUNCTION refuse_last() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.checkpoint = 'x09' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_last BEFORE UPDATE ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_last()`); err != nil {
+		t.Fatal(err)
+	}
+	job := runner.NewJob(runner.JobInfo{Name: "ends-early", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
+		return run.ProcessBatch(ctx, batchOf("x", 0, 10), 4, func(context.Context, runner.Item, *runner.Attempt) error { return nil })
+	})
+	r := b.runner(nil, job)
+	rec := b.finish(r, mustStart(t, r, runner.StartParams{Job: "ends-early"}))
+	if rec.Status != bt.StatusFailed || !strings.Contains(rec.Message, "refused by the test") {
+		t.Fatalf("run %s (%q), want FAILED with the write's failure", rec.Status, rec.Message)
+	}
+	if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'ends-early'`); n != 0 {
+		t.Fatalf("%d ledger rows, want none", n)
+	}
+}
+
 // A write holds a connection while it waits only behind a write that holds one too: behind a
 // write that still needs a connection (here one that updates a known row in place, which is not
 // staged) a batch of new rows is not staged, so it cannot take the last connection from it.
