@@ -181,19 +181,26 @@ func TestWriteBehindTwoInFlight(t *testing.T) {
 	}
 }
 
+// refuseCheckpoint makes every write that would move a run's checkpoint to cp fail, with
+// "refused by the test".
+func refuseCheckpoint(b *bundle, cp string) {
+	b.t.Helper()
+	if _, err := b.pool.Exec(context.Background(), `
+		CREATE FUNCTION refuse_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.checkpoint = '`+cp+`' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_checkpoint BEFORE UPDATE ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_checkpoint()`); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // A write that fails takes the write staged behind it down with it: nothing lands out of
 // order, so a checkpoint never passes results that were lost.
 func TestWriteBehindFailureStopsTheWriteBehind(t *testing.T) {
 	b := setup(t)
-	if _, err := b.pool.Exec(context.Background(), `
-		CREATE FUNCTION refuse_x09() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF NEW.checkpoint = 'x09' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-			RETURN NEW;
-		END $$;
-		CREATE TRIGGER refuse_x09 BEFORE UPDATE ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_x09()`); err != nil {
-		t.Fatal(err)
-	}
+	refuseCheckpoint(b, "x09")
 	var syncErr error
 	job := writeBehindJob(b, "behind-failing", func(ctx context.Context, run *runner.Run, lock pgx.Tx) error {
 		for _, prefix := range []string{"x", "y"} {
@@ -227,15 +234,7 @@ func TestWriteBehindFailureStopsTheWriteBehind(t *testing.T) {
 // returns nil right after its last batch, whose write then fails, does not end SUCCEEDED.
 func TestRunEndWaitsForTheWritesBehind(t *testing.T) {
 	b := setup(t)
-	if _, err := b.pool.Exec(context.Background(), `
-		CREATE FUNCTION refuse_last() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF NEW.checkpoint = 'x09' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-			RETURN NEW;
-		END $$;
-		CREATE TRIGGER refuse_last BEFORE UPDATE ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_last()`); err != nil {
-		t.Fatal(err)
-	}
+	refuseCheckpoint(b, "x09")
 	job := runner.NewJob(runner.JobInfo{Name: "ends-early", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
 		return run.ProcessBatch(ctx, batchOf("x", 0, 10), 4, func(context.Context, runner.Item, *runner.Attempt) error { return nil })
 	})
