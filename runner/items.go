@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -641,8 +642,20 @@ func (run *Run) backoff(ctx context.Context, try int) error {
 }
 
 // maxWritten bounds how many targets a run remembers writing to a generation that was empty
-// when it started; past it the run reads the ledger before every item instead.
-const maxWritten = 1 << 16
+// when it started (about 12 bytes each: 2M targets, some 25 MB); past it the run reads the
+// ledger before every batch instead, which also waits for the writes in flight.
+var maxWritten = 1 << 21
+
+// writtenKey is how a run remembers a target's step it wrote: a 64-bit hash, seeded per run.
+// Two keys sharing a hash cost a ledger read, never a wrong decision.
+func (run *Run) writtenKey(target, step string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(run.writtenSeed)
+	h.WriteString(target)
+	h.WriteByte(0)
+	h.WriteString(step)
+	return h.Sum64()
+}
 
 // noteWritten remembers the targets of a ledger write while the generation's only rows are
 // this run's own, so priorLedger knows when it may skip the read. Noted before the write: a
@@ -657,31 +670,37 @@ func (run *Run) noteWritten(ls []postgres.LedgerWrite) {
 		return
 	}
 	if run.written == nil {
-		run.written = make(map[postgres.TargetStep]struct{}, len(ls))
+		run.written = make(map[uint64]struct{}, len(ls))
 	}
 	for _, l := range ls {
-		run.written[postgres.TargetStep{Target: l.Target, Step: l.Step}] = struct{}{}
+		run.written[run.writtenKey(l.Target, l.Step)] = struct{}{}
 	}
 	if len(run.written) > maxWritten {
 		run.ledgerEmpty, run.written = false, nil
 	}
 }
 
-// priorLedger returns the ledger rows of the given targets' steps in this generation. A run
-// that found its generation empty skips the read until it meets a target it wrote itself: a
-// job may process a target twice in one run, and the second time the ledger must decide.
-func (run *Run) priorLedger(ctx context.Context, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error) {
+// mayHaveRows reports whether the generation may hold rows for keys: always, unless the run
+// found its generation empty and has not written any of them since (a job may process a target
+// twice in one run, and the second time the ledger must decide).
+func (run *Run) mayHaveRows(keys []postgres.TargetStep) bool {
 	run.mu.Lock()
-	skip := run.ledgerEmpty && !run.replay
-	for _, k := range keys {
-		if !skip {
-			break
-		}
-		_, mine := run.written[k]
-		skip = !mine
+	defer run.mu.Unlock()
+	if !run.ledgerEmpty || run.replay {
+		return true
 	}
-	run.mu.Unlock()
-	if skip {
+	for _, k := range keys {
+		if _, mine := run.written[run.writtenKey(k.Target, k.Step)]; mine {
+			return true
+		}
+	}
+	return false
+}
+
+// priorLedger returns the ledger rows of the given targets' steps in this generation, or none
+// without reading when the generation cannot have any (mayHaveRows).
+func (run *Run) priorLedger(ctx context.Context, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error) {
+	if !run.mayHaveRows(keys) {
 		return nil, nil
 	}
 	// The rows may be in a write still in flight.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"time"
@@ -33,7 +34,8 @@ type Run struct {
 	lost        bool
 	ledgerEmpty bool // the generation had no ledger rows when the run started
 	// written holds the targets this run wrote while ledgerEmpty holds (see noteWritten).
-	written map[postgres.TargetStep]struct{}
+	written     map[uint64]struct{}
+	writtenSeed maphash.Seed
 
 	replay, replayFull bool
 	stats              *callStats
@@ -69,6 +71,8 @@ func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope bt.ReplayScope
 		log:   r.log.With("job", rec.JobName, "run", rec.ID),
 		rec:   *rec,
 		stats: newCallStats(r.cfg.NowFunc),
+
+		writtenSeed: maphash.MakeSeed(),
 	}
 	run.replay = rec.Trigger == bt.TriggerReplay
 	run.replayFull = scope == bt.ScopeFull
