@@ -246,10 +246,8 @@ SELECT * FROM fence`
 
 // statement returns the fenced item statement for w and its arguments.
 func (w *ItemsWrite) statement(f Fence) (string, []any) {
-	d := w.Delta
 	fresh, known := w.knowledge()
-	args := []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
-		w.JobName, w.Generation}
+	args := w.fenceArgs(f)
 	if len(w.Ledger) == 1 {
 		l := &w.Ledger[0]
 		args = append(args, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
@@ -282,6 +280,23 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
 	}
 	return itemsSQL, append(args, countRun, classes, msgs, freshes)
+}
+
+// fenceArgs returns parameters $1..$11 every item statement starts with: the fence, the run's
+// counter deltas, the checkpoint and shard, the job and generation.
+func (w *ItemsWrite) fenceArgs(f Fence) []any {
+	d := w.Delta
+	return []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
+		w.JobName, w.Generation}
+}
+
+// forgetKnowledge makes w an upsert of every row, for a write refused because it relied on a
+// ledger state that was not so (isStaleKnowledge), and counts the redo.
+func (s *Store) forgetKnowledge(w *ItemsWrite) {
+	s.redone.Add(1)
+	for i := range w.Ledger {
+		w.Ledger[i].Fresh, w.Ledger[i].Prior = false, ""
+	}
 }
 
 // rows returns the ledger rows as the parallel arrays the batch statements unnest: target,
@@ -367,10 +382,7 @@ func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrite
 	if err != nil && isStaleKnowledge(err) {
 		// A row the caller took for new exists, or a known row is in another state: nothing of
 		// this write landed (one statement, or one transaction), so it is made again as an upsert.
-		s.redone.Add(1)
-		for i := range w.Ledger {
-			w.Ledger[i].Fresh, w.Ledger[i].Prior = false, ""
-		}
+		s.forgetKnowledge(w)
 		return s.writeItems(ctx, f, w, jobWrites)
 	}
 	return ls, pause, err
@@ -616,20 +628,18 @@ func (sw *StagedWrite) Stage(ctx context.Context) {
 func (sw *StagedWrite) Commit(ctx context.Context) (LeaseState, bt.StopReason, error) {
 	defer sw.conn.Release()
 	if sw.tx == nil {
-		if sw.err != nil && !isStaleKnowledge(sw.err) {
+		if sw.err == nil {
+			return LeaseState{}, "", errors.New("commit staged items: the write was never staged")
+		}
+		if !isStaleKnowledge(sw.err) {
 			return LeaseState{}, "", sw.err
 		}
-		sw.s.redone.Add(1)
-		for i := range sw.w.Ledger {
-			sw.w.Ledger[i].Fresh, sw.w.Ledger[i].Prior = false, ""
-		}
+		sw.s.forgetKnowledge(sw.w)
 		sql, args := sw.w.statement(sw.f)
 		return leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
 	}
 	defer sw.tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
-	d := sw.w.Delta
-	args := append([]any{sw.f.RunID, sw.f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous,
-		sw.w.Checkpoint, sw.w.Shard, sw.w.JobName, sw.w.Generation}, sw.w.counted(sw.f)...)
+	args := append(sw.w.fenceArgs(sw.f), sw.w.counted(sw.f)...)
 	ls, pause, err := leaseResult(sw.tx.QueryRow(ctx, stagedTailSQL, args...), "item write", sw.f)
 	if err != nil {
 		return ls, pause, err

@@ -324,6 +324,16 @@ func TestStagedWrite(t *testing.T) {
 		t.Fatalf("after commit: run %+v, %d rows; want 3/2/1 at cp-c and 3 rows", ls, rows())
 	}
 
+	// Committed without being staged: refused, nothing written.
+	unstaged, err := s.HoldStaged(ctx, f, &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: postgres.RunDelta{Processed: 2, Succeeded: 2},
+		Ledger: fresh(ledgerWrites(bt.LedgerConfirmed, true, "x", "y"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := unstaged.Commit(ctx); err == nil || rows() != 3 {
+		t.Fatalf("commit of a write never staged returned %v with %d rows, want an error and 3 rows", err, rows())
+	}
+
 	// Aborted: nothing.
 	staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "d", "e"))).Abort(ctx)
 	if n := rows(); n != 3 {
