@@ -156,6 +156,9 @@ func (s *callStats) take(force bool) []postgres.CallCounts {
 	}
 	out := make([]postgres.CallCounts, 0, len(s.unsent))
 	for at, b := range s.unsent {
+		if b.external == 0 && b.rejects == 0 {
+			continue // only internal calls that did not fail: nothing the table counts
+		}
 		out = append(out, postgres.CallCounts{Age: now.Sub(time.Unix(at, 0)), Calls: b.external, Downstream: b.downstream, Rejects: b.rejects})
 	}
 	s.unsent = map[int64]*statBucket{}
