@@ -52,8 +52,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Events receives run changes (for live subscriptions); nil drops them.
 	Events EventSink
-	// NowFunc is the application clock, used only for local durations. Leases, schedules and
-	// staleness are judged by the database clock, so a skewed NowFunc changes nothing.
+	// NowFunc is the application clock, used only for local durations. Leases, schedules,
+	// staleness and the minutes of call statistics are judged by the database clock, so a
+	// skewed NowFunc changes nothing.
 	NowFunc func() time.Time
 	// WorkerVersion is recorded on runs (the binary's version).
 	WorkerVersion string
