@@ -170,6 +170,16 @@ func (r *Runner) Preflight(ctx context.Context, runID int64, scope bt.ReplayScop
 	if p.InFlight > 0 && !run.Status.Active() {
 		check("in-flight intents", float64(p.InFlight), 0, bt.VerdictWarn, "intents without outcome: they become AMBIGUOUS_EFFECT, never retried")
 	}
+	// A generation without ledger rows (pruned, or never written) has nothing to tell the
+	// replay: every target would look new and be called again, whatever it had done.
+	var rows int64
+	for _, n := range counts {
+		rows += n
+	}
+	if rows == 0 {
+		check("ledger rows", 0, 1, bt.VerdictBlock, "the generation has no ledger rows: a replay would call every target anew")
+		block(fmt.Sprintf("generation %d has no ledger rows (pruned by retention, or never written): nothing to replay from", run.Generation))
+	}
 	if p.TargetsInScope == 0 && scope != bt.ScopeFull {
 		check("targets in scope", 0, 1, bt.VerdictBlock, "nothing to replay")
 		block(fmt.Sprintf("no target of generation %d is in scope %s", run.Generation, scope))

@@ -52,14 +52,18 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Events receives run changes (for live subscriptions); nil drops them.
 	Events EventSink
-	// NowFunc is the application clock, used only for local durations. Leases, schedules and
-	// staleness are judged by the database clock, so a skewed NowFunc changes nothing.
+	// NowFunc is the application clock, used only for local durations. Leases, schedules,
+	// staleness and the minutes of call statistics are judged by the database clock, so a
+	// skewed NowFunc changes nothing.
 	NowFunc func() time.Time
 	// WorkerVersion is recorded on runs (the binary's version).
 	WorkerVersion string
-	// MaintenanceCron schedules the built-in ledger retention job; "" means "@hourly", "-"
-	// leaves the job unregistered.
+	// MaintenanceCron schedules the built-in retention job; "" means "@hourly", "-" leaves
+	// the job unregistered.
 	MaintenanceCron string
+	// Retention is how long the retention job keeps runs, run errors, schedule events, call
+	// statistics and audit rows; each zero period means its default (see Retention).
+	Retention Retention
 	// RemoteStartWait is how long an instance without workers (PoolSize -1) waits for a
 	// worker instance with a free slot to take a start it hands over through Redis; 0 means
 	// 2s, -1 refuses such starts at once with CAPACITY_EXCEEDED. Instances with workers take
@@ -140,6 +144,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.RemoteStartWait == 0 {
 		cfg.RemoteStartWait = 2 * time.Second
 	}
+	cfg.Retention = cfg.Retention.withDefaults()
 	store := postgres.New(cfg.DB)
 	m, err := newMetrics(cfg.Registerer, store)
 	if err != nil {

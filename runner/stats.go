@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
 )
 
 // StopMetric names what a stop condition watches.
@@ -56,13 +57,16 @@ func (c StopCondition) withDefaults() StopCondition {
 	return c
 }
 
-// callStats counts a run's call outcomes per second for stop conditions, and per minute for
-// the job_call_stats table (flushed about once a second).
+// callStats counts a run's call outcomes per second of the instance's clock, for stop
+// conditions and for the job_call_stats table (flushed about once a second). Both judge the
+// counts by their age on that clock, never by its reading: a clock minutes off measures a
+// minute's window as well as a right one, and the database places each flushed count in its
+// own minute by the count's age (see postgres.AddCallStats).
 type callStats struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	buckets map[int64]*statBucket // unix second → counts
-	unsent  map[int64]*statBucket // unix minute start → counts not yet flushed
+	unsent  map[int64]*statBucket // unix second → counts not yet flushed
 	flushed time.Time
 }
 
@@ -89,7 +93,7 @@ func (s *callStats) record(err error, external bool) {
 	for _, m := range []struct {
 		at  int64
 		tab map[int64]*statBucket
-	}{{now.Unix(), s.buckets}, {now.Truncate(time.Minute).Unix(), s.unsent}} {
+	}{{now.Unix(), s.buckets}, {now.Unix(), s.unsent}} {
 		b := m.tab[m.at]
 		if b == nil {
 			b = &statBucket{}
@@ -142,17 +146,42 @@ func (s *callStats) rate(m StopMetric, window time.Duration) (float64, int64) {
 	return float64(hits) / float64(calls), calls
 }
 
-// take returns and clears the unsent per-minute counts.
-func (s *callStats) take(force bool) map[int64]*statBucket {
+// take returns and clears the unsent counts, each with its age on the instance's clock.
+func (s *callStats) take(force bool) []postgres.CallCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.unsent) == 0 || (!force && s.now().Sub(s.flushed) < time.Second) {
+	now := s.now()
+	if len(s.unsent) == 0 || (!force && now.Sub(s.flushed) < time.Second) {
 		return nil
 	}
-	out := s.unsent
+	out := make([]postgres.CallCounts, 0, len(s.unsent))
+	for at, b := range s.unsent {
+		if b.external == 0 && b.rejects == 0 {
+			continue // only internal calls that did not fail: nothing the table counts
+		}
+		out = append(out, postgres.CallCounts{Age: now.Sub(time.Unix(at, 0)), Calls: b.external, Downstream: b.downstream, Rejects: b.rejects})
+	}
 	s.unsent = map[int64]*statBucket{}
-	s.flushed = s.now()
+	s.flushed = now
 	return out
+}
+
+// giveBack returns counts whose write failed to the unsent ones, at the second they were
+// made, so the next flush tries them again.
+func (s *callStats) giveBack(counts []postgres.CallCounts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range counts {
+		at := s.flushed.Add(-c.Age).Unix()
+		b := s.unsent[at]
+		if b == nil {
+			b = &statBucket{}
+			s.unsent[at] = b
+		}
+		b.external += c.Calls
+		b.downstream += c.Downstream
+		b.rejects += c.Rejects
+	}
 }
 
 // evaluate returns each stop condition's current value and verdict.
@@ -212,11 +241,17 @@ func (run *Run) stopConditions() []StopCondition {
 	return run.info.StopConditions
 }
 
-// flushStats writes the unsent per-minute call counts to job_call_stats.
+// flushStats writes the unsent call counts to job_call_stats, fenced on the run's lease. A
+// run that lost its lease drops them: its calls are no longer its to report.
 func (run *Run) flushStats(ctx context.Context, force bool) {
-	for minute, b := range run.stats.take(force) {
-		if err := run.r.store.AddCallStats(ctx, run.rec.JobName, time.Unix(minute, 0), b.external, b.downstream, b.rejects); err != nil {
-			run.log.Warn("flush call stats", "err", err)
+	counts := run.stats.take(force)
+	if len(counts) == 0 {
+		return
+	}
+	if err := run.r.store.AddCallStats(ctx, run.fence, counts); err != nil {
+		run.log.Warn("flush call stats", "err", err)
+		if !errors.Is(err, bt.ErrLeaseLost) {
+			run.stats.giveBack(counts)
 		}
 	}
 }

@@ -60,6 +60,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is recorded on runs and shown by the console.
 	Version string
+	// Retention is how long the retention job keeps runs, run errors, schedule events, call
+	// statistics and audit rows (see runner.Retention); zero periods mean the defaults.
+	Retention runner.Retention
 	// Jobs to register.
 	Jobs []runner.Job
 	// JobsFunc, if set, makes more jobs once the database pool is open (jobs that keep
@@ -153,6 +156,7 @@ func Serve(ctx context.Context, o Options) error {
 		DB: pool, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: log, Registerer: reg, Events: graph.NewEventPublisher(pub), WorkerVersion: o.Version,
+		Retention: o.Retention,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server"
 )
 
@@ -38,6 +39,8 @@ type serveConfig struct {
 	LogLevel        string
 	AllowedOrigins  []string
 	DBMaxConns      int
+	// Retention periods in days, 0 keeping a table's rows forever.
+	RetentionRunsDays, RetentionRunErrorsDays, RetentionScheduleEventsDays, RetentionCallStatsDays, RetentionAuditDays int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
@@ -60,6 +63,11 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&c.LogLevel, "log-level", envOr("BATON_LOG_LEVEL", "info"), "debug, info, warn or error (env BATON_LOG_LEVEL)")
 	origins := fs.String("allowed-origins", envOr("BATON_ALLOWED_ORIGINS", ""), "comma-separated browser origins allowed besides the server's own (env BATON_ALLOWED_ORIGINS)")
 	fs.IntVar(&c.DBMaxConns, "db-max-conns", envInt("BATON_DB_MAX_CONNS", 0), "PostgreSQL pool size; 0 = 2 × pool-size + 8 (env BATON_DB_MAX_CONNS)")
+	fs.IntVar(&c.RetentionRunsDays, "retention-runs-days", envInt("BATON_RETENTION_RUNS_DAYS", 90), "days ended runs are kept; 0 keeps them forever (env BATON_RETENTION_RUNS_DAYS)")
+	fs.IntVar(&c.RetentionRunErrorsDays, "retention-run-errors-days", envInt("BATON_RETENTION_RUN_ERRORS_DAYS", 30), "days run error rows are kept; 0 keeps them forever (env BATON_RETENTION_RUN_ERRORS_DAYS)")
+	fs.IntVar(&c.RetentionScheduleEventsDays, "retention-schedule-events-days", envInt("BATON_RETENTION_SCHEDULE_EVENTS_DAYS", 30), "days skipped and missed fires are kept; 0 keeps them forever (env BATON_RETENTION_SCHEDULE_EVENTS_DAYS)")
+	fs.IntVar(&c.RetentionCallStatsDays, "retention-call-stats-days", envInt("BATON_RETENTION_CALL_STATS_DAYS", 7), "days per-minute call statistics are kept; 0 keeps them forever (env BATON_RETENTION_CALL_STATS_DAYS)")
+	fs.IntVar(&c.RetentionAuditDays, "retention-audit-days", envInt("BATON_RETENTION_AUDIT_DAYS", 400), "days audit rows are kept; 0 keeps them forever (env BATON_RETENTION_AUDIT_DAYS)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -80,6 +88,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveConfig, error) {
 		return nil, errors.New("serve: --lease must be at least 1s")
 	case c.LogFormat != "json" && c.LogFormat != "text":
 		return nil, fmt.Errorf("serve: --log-format must be json or text, not %q", c.LogFormat)
+	case min(c.RetentionRunsDays, c.RetentionRunErrorsDays, c.RetentionScheduleEventsDays, c.RetentionCallStatsDays, c.RetentionAuditDays) < 0:
+		return nil, errors.New("serve: --retention-*-days must be >= 0 (0 keeps the rows forever)")
 	}
 	return c, nil
 }
@@ -111,6 +121,20 @@ func envDuration(key string, def time.Duration) time.Duration {
 	return def
 }
 
+// retention turns the retention flags into the runner's periods: a day count of 0 keeps the
+// rows forever, which the runner spells as a negative period (its zero means the default).
+func (c *serveConfig) retention() runner.Retention {
+	days := func(n int) time.Duration {
+		if n == 0 {
+			return -1
+		}
+		return time.Duration(n) * 24 * time.Hour
+	}
+	return runner.Retention{Runs: days(c.RetentionRunsDays), RunErrors: days(c.RetentionRunErrorsDays),
+		ScheduleEvents: days(c.RetentionScheduleEventsDays), CallStats: days(c.RetentionCallStatsDays),
+		AuditLog: days(c.RetentionAuditDays)}
+}
+
 func newLogger(c *serveConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.LogLevel))
@@ -133,6 +157,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		PoolSize: c.PoolSize, Scheduler: c.Scheduler, PollInterval: c.PollInterval, Lease: c.Lease,
 		ShutdownTimeout: c.ShutdownTimeout, DevMode: c.Dev, AllowedOrigins: c.AllowedOrigins,
 		DBMaxConns: c.DBMaxConns, Logger: log, Version: version,
+		Retention: c.retention(),
 	}
 	if c.Demo {
 		cfg, err := demoConfig()

@@ -1,0 +1,68 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/testenv"
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// Call statistics land in the database's minute less their age, and only while the writing
+// run holds its lease: a stale fence writes nothing.
+func TestAddCallStatsFencedAndByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Postgres(t)
+	s := postgres.New(pool)
+	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := postgres.Fence{RunID: run.ID, Token: "tok"}
+	if _, _, err := s.Activate(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	sums := func(window time.Duration) [3]int64 {
+		t.Helper()
+		c, d, r, err := s.CallStats(ctx, "j", window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [3]int64{c, d, r}
+	}
+
+	if err := s.AddCallStats(ctx, f, []postgres.CallCounts{
+		{Age: time.Second, Calls: 4, Downstream: 1, Rejects: 1},
+		{Age: 0, Calls: 6, Downstream: 2},
+		{Age: 10 * time.Minute, Calls: 100, Downstream: 100},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sums(5 * time.Minute); got != [3]int64{10, 3, 1} {
+		t.Fatalf("last 5 minutes: %v, want [10 3 1] (the 10-minute-old count is outside)", got)
+	}
+	if got := sums(15 * time.Minute); got != [3]int64{110, 103, 1} {
+		t.Fatalf("last 15 minutes: %v, want [110 103 1]", got)
+	}
+
+	// A fence with another token, and the run's own after its lease ran out: nothing lands.
+	stale := []postgres.CallCounts{{Calls: 1000, Downstream: 1000}}
+	if err := s.AddCallStats(ctx, postgres.Fence{RunID: run.ID, Token: "other"}, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
+		t.Fatalf("write with another token: %v, want LEASE_LOST", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddCallStats(ctx, f, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
+		t.Fatalf("write after the lease ran out: %v, want LEASE_LOST", err)
+	}
+	if got := sums(15 * time.Minute); got != [3]int64{110, 103, 1} {
+		t.Fatalf("after stale writes: %v, want [110 103 1] unchanged", got)
+	}
+}
