@@ -402,6 +402,12 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		if locked {
 			_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, token)
 		}
+		if errors.Is(err, postgres.ErrFireTaken) {
+			// The fire was claimed a second time (its claim set back): it already ran, and its
+			// run is its record. Like a claim lost to another instance, there is nothing to do.
+			r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)
+			return 0, nil
+		}
 		if errors.Is(err, bt.ErrAlreadyRunning) {
 			r.metrics.lockContention.Inc()
 			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "active run in database")

@@ -51,6 +51,18 @@ type NewRun struct {
 	FromStart bool
 }
 
+// ErrFireTaken is InsertRun's refusal of a SCHEDULED run for an instant that already started
+// one (the job_runs_one_per_fire index): the fire was claimed twice, and this claim is void.
+var ErrFireTaken = errors.New("the fire already started a run")
+
+func violatedConstraint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}
+
 // InsertRun inserts a STARTING run holding a fresh lease. RESTART opens a new generation;
 // RESUME keeps the job's current one and starts from its last committed checkpoint. The
 // partial unique index refuses a second active run: that comes back as ALREADY_RUNNING.
@@ -115,6 +127,9 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 		n.JobName, string(n.Trigger), string(n.Mode), n.Actor, n.Instance, n.Token, n.LeaseSeconds,
 		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion))
 	if isUniqueViolation(err) {
+		if violatedConstraint(err) == "job_runs_one_per_fire" {
+			return nil, fmt.Errorf("insert run of %s for the fire of %s: %w", n.JobName, n.ScheduledFor.UTC().Format(time.RFC3339), ErrFireTaken)
+		}
 		return nil, bt.Errorf(bt.CodeAlreadyRunning, "job %q already has an active run", n.JobName)
 	}
 	if err != nil {
