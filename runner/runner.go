@@ -416,6 +416,18 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		}
 		return 0, err
 	}
+	if got := time.Duration(run.LeaseSeconds) * time.Second; got != lease {
+		// The operator's lease override replaced the job's: the run, its renewals and the
+		// Redis lock hold that one from here on.
+		lease = got
+		if locked {
+			lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(lease))
+			if _, err := r.locks.Extend(lockCtx, p.Job, token, lease); err != nil {
+				r.log.Warn("extend redis lock to the lease override; the database lease still fences", "job", p.Job, "err", err)
+			}
+			cancelLock()
+		}
+	}
 	handedOff = true
 	w := r.newRun(job, run, token, p.ReplayScope)
 	r.workers.Add(1)
