@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -388,5 +389,38 @@ func TestStaleClaimDoesNotRunAFireTwice(t *testing.T) {
 	}
 	if n := b.count(`SELECT count(*) FROM job_settings WHERE name = 'stale-claim' AND next_scheduled_at = $1`, next); n != 1 {
 		t.Fatal("the claim did not move on to the next fire")
+	}
+}
+
+// Zone "Local" is each host's own, so one job would fire at different instants on different
+// instances: it is refused wherever a zone is given, with INVALID_TIMEZONE, and changes nothing.
+func TestLocalZoneRefused(t *testing.T) {
+	b := setup(t)
+	job := newItemsJob("zoned", 1)
+	job.cron = "@daily"
+	r := b.runner(nil, job)
+	ctx := context.Background()
+	noop := func(context.Context, *runner.Run) error { return nil }
+	for _, info := range []runner.JobInfo{
+		{Name: "local-cron", Cron: "0 4 * * *", Timezone: "Local"},
+		{Name: "local-manual", Timezone: "Local"},
+	} {
+		err := r.Register(ctx, runner.NewJob(info, noop))
+		if code(err) != bt.CodeInvalidTimezone || !strings.Contains(err.Error(), `"Europe/Berlin"`) {
+			t.Errorf("Register %+v: %v, want INVALID_TIMEZONE naming a zone to use", info, err)
+		}
+	}
+	if n := b.count(`SELECT count(*) FROM job_settings WHERE name LIKE 'local-%'`); n != 0 {
+		t.Fatalf("%d refused jobs registered", n)
+	}
+	local := "Local"
+	if _, err := r.UpdateSchedule(ctx, "zoned", runner.ScheduleUpdate{Timezone: &local, Actor: "ops"}); code(err) != bt.CodeInvalidTimezone {
+		t.Fatalf("UpdateSchedule to Local: %v, want INVALID_TIMEZONE", err)
+	}
+	if _, err := r.NextFires(ctx, "0 4 * * *", "Local", 3); code(err) != bt.CodeInvalidTimezone {
+		t.Fatalf("NextFires in Local: %v, want INVALID_TIMEZONE", err)
+	}
+	if j, err := r.Store().Job(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
+		t.Fatalf("the refused update changed the job: %+v, %v", j, err)
 	}
 }
