@@ -407,6 +407,12 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		if locked {
 			_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, token)
 		}
+		if errors.Is(err, postgres.ErrFireTaken) {
+			// The fire was claimed a second time (its claim set back): it already ran, and its
+			// run is its record. Like a claim lost to another instance, there is nothing to do.
+			r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)
+			return 0, nil
+		}
 		if errors.Is(err, bt.ErrAlreadyRunning) {
 			r.metrics.lockContention.Inc()
 			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "active run in database")
@@ -414,6 +420,18 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
 		}
 		return 0, err
+	}
+	if got := time.Duration(run.LeaseSeconds) * time.Second; got != lease {
+		// The operator's lease override replaced the job's: the run, its renewals and the
+		// Redis lock hold that one from here on.
+		lease = got
+		if locked {
+			lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(lease))
+			if _, err := r.locks.Extend(lockCtx, p.Job, token, lease); err != nil {
+				r.log.Warn("extend redis lock to the lease override; the database lease still fences", "job", p.Job, "err", err)
+			}
+			cancelLock()
+		}
 	}
 	handedOff = true
 	w := r.newRun(job, run, token, p.ReplayScope)

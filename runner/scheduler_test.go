@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,4 +342,85 @@ func TestDueFireStartsWhenASlotFrees(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the waiting fire to run once the slot is free", func() bool {
 		return b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'yearly' AND trigger = 'SCHEDULED'`) == 1
 	})
+}
+
+// A fire whose claim is made again (next_scheduled_at set back to an instant that already ran,
+// as by a restored backup or a hand edit) does not run twice: the second start returns 0 and
+// no error, like a claim lost to another instance, the body runs once, and nothing is recorded
+// for the instant beyond its one run.
+func TestStaleClaimDoesNotRunAFireTwice(t *testing.T) {
+	b := setup(t)
+	job := newItemsJob("stale-claim", 1)
+	job.cron = "0 0 4 * * *"
+	r := b.runner(nil, job)
+	ctx := context.Background()
+	var due time.Time
+	if err := b.pool.QueryRow(ctx, `UPDATE job_settings SET next_scheduled_at = date_trunc('second', now()) - interval '1 second'
+		WHERE name = 'stale-claim' RETURNING next_scheduled_at`).Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	next := due.Add(24 * time.Hour)
+	fire := func() (int64, error) {
+		return r.Start(ctx, runner.StartParams{Job: "stale-claim", Trigger: bt.TriggerScheduled, Mode: bt.ModeRestart,
+			Actor: "scheduler", Due: due, Next: next})
+	}
+	id, err := fire()
+	if err != nil || id == 0 {
+		t.Fatalf("first fire: run %d, %v", id, err)
+	}
+	b.waitStatus(id, bt.StatusSucceeded)
+
+	// The claim is reset to the instant that already ran.
+	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = $1 WHERE name = 'stale-claim'`, due); err != nil {
+		t.Fatal(err)
+	}
+	again, err := fire()
+	if err != nil || again != 0 {
+		t.Fatalf("second fire of %s: run %d, %v; want 0 and no error", due, again, err)
+	}
+	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'stale-claim'`); n != 1 {
+		t.Fatalf("%d runs for one fire, want 1", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_schedule_events WHERE job_name = 'stale-claim'`); n != 0 {
+		t.Fatalf("%d schedule events recorded for a fire that ran", n)
+	}
+	if job.bodies.Load() != 1 {
+		t.Fatalf("body ran %d times", job.bodies.Load())
+	}
+	if n := b.count(`SELECT count(*) FROM job_settings WHERE name = 'stale-claim' AND next_scheduled_at = $1`, next); n != 1 {
+		t.Fatal("the claim did not move on to the next fire")
+	}
+}
+
+// Zone "Local" is each host's own, so one job would fire at different instants on different
+// instances: it is refused wherever a zone is given, with INVALID_TIMEZONE, and changes nothing.
+func TestLocalZoneRefused(t *testing.T) {
+	b := setup(t)
+	job := newItemsJob("zoned", 1)
+	job.cron = "@daily"
+	r := b.runner(nil, job)
+	ctx := context.Background()
+	noop := func(context.Context, *runner.Run) error { return nil }
+	for _, info := range []runner.JobInfo{
+		{Name: "local-cron", Cron: "0 4 * * *", Timezone: "Local"},
+		{Name: "local-manual", Timezone: "Local"},
+	} {
+		err := r.Register(ctx, runner.NewJob(info, noop))
+		if code(err) != bt.CodeInvalidTimezone || !strings.Contains(err.Error(), `"Europe/Berlin"`) {
+			t.Errorf("Register %+v: %v, want INVALID_TIMEZONE naming a zone to use", info, err)
+		}
+	}
+	if n := b.count(`SELECT count(*) FROM job_settings WHERE name LIKE 'local-%'`); n != 0 {
+		t.Fatalf("%d refused jobs registered", n)
+	}
+	local := "Local"
+	if _, err := r.UpdateSchedule(ctx, "zoned", runner.ScheduleUpdate{Timezone: &local, Actor: "ops"}); code(err) != bt.CodeInvalidTimezone {
+		t.Fatalf("UpdateSchedule to Local: %v, want INVALID_TIMEZONE", err)
+	}
+	if _, err := r.NextFires(ctx, "0 4 * * *", "Local", 3); code(err) != bt.CodeInvalidTimezone {
+		t.Fatalf("NextFires in Local: %v, want INVALID_TIMEZONE", err)
+	}
+	if j, err := r.Store().Job(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
+		t.Fatalf("the refused update changed the job: %+v, %v", j, err)
+	}
 }

@@ -51,9 +51,23 @@ type NewRun struct {
 	FromStart bool
 }
 
-// InsertRun inserts a STARTING run holding a fresh lease. RESTART opens a new generation;
-// RESUME keeps the job's current one and starts from its last committed checkpoint. The
-// partial unique index refuses a second active run: that comes back as ALREADY_RUNNING.
+// ErrFireTaken is InsertRun's refusal of a SCHEDULED run for an instant that already started
+// one (the job_runs_one_per_fire index): the fire was claimed twice, and this claim is void.
+var ErrFireTaken = errors.New("the fire already started a run")
+
+func violatedConstraint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}
+
+// InsertRun inserts a STARTING run holding a fresh lease: the job's lease override when set,
+// else n.LeaseSeconds (activation and every renewal extend it by the same length). RESTART
+// opens a new generation; RESUME keeps the job's current one and starts from its last
+// committed checkpoint. The partial unique index refuses a second active run: that comes back
+// as ALREADY_RUNNING. A second run for one fire comes back as ErrFireTaken.
 func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -63,14 +77,15 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 
 	var paused, maintenance bool
 	var gen int64
+	var leaseOverride *int
 	// FOR NO KEY UPDATE, not FOR UPDATE: it serialises starts of the job all the same, but does
 	// not conflict with the KEY SHARE locks that foreign keys to job_settings take. A finishing
 	// run (which holds its job_runs row and then inserts a checkpoint referencing job_settings)
 	// and the job's next start (which waits on that row through the one-active-run index) would
 	// otherwise lock in opposite orders and deadlock.
-	err = tx.QueryRow(ctx, `SELECT js.paused, cs.maintenance, js.current_generation
+	err = tx.QueryRow(ctx, `SELECT js.paused, cs.maintenance, js.current_generation, js.lease_seconds
 		FROM job_settings js CROSS JOIN cluster_state cs WHERE js.name = $1 FOR NO KEY UPDATE OF js`, n.JobName).
-		Scan(&paused, &maintenance, &gen)
+		Scan(&paused, &maintenance, &gen, &leaseOverride)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "job %q not found", n.JobName)
 	}
@@ -82,6 +97,10 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 		return nil, bt.Errorf(bt.CodeMaintenance, "cluster is in maintenance: no run of %q may start", n.JobName)
 	case paused:
 		return nil, bt.Errorf(bt.CodeJobPaused, "job %q is paused: resume it first", n.JobName)
+	}
+	if leaseOverride != nil && *leaseOverride > 0 {
+		// The operator's override (updateJobSchedule), read under the row lock with the rest.
+		n.LeaseSeconds = *leaseOverride
 	}
 	checkpoint := ""
 	var resumedFrom *int64
@@ -115,6 +134,9 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 		n.JobName, string(n.Trigger), string(n.Mode), n.Actor, n.Instance, n.Token, n.LeaseSeconds,
 		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion))
 	if isUniqueViolation(err) {
+		if violatedConstraint(err) == "job_runs_one_per_fire" {
+			return nil, fmt.Errorf("insert run of %s for the fire of %s: %w", n.JobName, n.ScheduledFor.UTC().Format(time.RFC3339), ErrFireTaken)
+		}
 		return nil, bt.Errorf(bt.CodeAlreadyRunning, "job %q already has an active run", n.JobName)
 	}
 	if err != nil {

@@ -2,10 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/migrations"
+	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
 )
 
@@ -53,5 +56,118 @@ func TestScheduleState(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("SetNextFires set %d next fires, want 1", n)
+	}
+}
+
+// TestOneRunPerScheduledFire: the database refuses a second run for a fire that already
+// started one, even when the compare-and-set claim on next_scheduled_at let it through (a
+// claim reset by hand, a stale next fire): the second insert fails with ErrFireTaken and
+// leaves nothing behind — no run, no new generation.
+func TestOneRunPerScheduledFire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Postgres(t)
+	s := postgres.New(pool)
+	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "daily", Timezone: "America/New_York", RiskLevel: bt.RiskHigh, RetentionDays: 400}); err != nil {
+		t.Fatal(err)
+	}
+	due := time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC)
+	fire := func(at time.Time, token string) (*bt.Run, error) {
+		return s.InsertRun(ctx, postgres.NewRun{JobName: "daily", Trigger: bt.TriggerScheduled, Mode: bt.ModeRestart,
+			Actor: "scheduler", Instance: "t", Token: token, LeaseSeconds: 60, ScheduledFor: &at})
+	}
+	first, err := fire(due, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE job_runs SET status = 'SUCCEEDED', finished_at = now() WHERE id = $1`, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// The same instant again, as a second claimant would after the claim was reset.
+	again, err := fire(due, "b")
+	if !errors.Is(err, postgres.ErrFireTaken) {
+		t.Fatalf("second run for the fire of %s: run %+v, err %v; want ErrFireTaken", due, again, err)
+	}
+	if n := count(`SELECT count(*) FROM job_runs WHERE job_name = 'daily'`); n != 1 {
+		t.Fatalf("%d runs after the refused insert, want 1", n)
+	}
+	if g := count(`SELECT current_generation FROM job_settings WHERE name = 'daily'`); int64(g) != first.Generation {
+		t.Fatalf("current generation %d after the refused RESTART, want %d (the first run's)", g, first.Generation)
+	}
+
+	// The next instant, and runs not started by a fire, are not affected.
+	next, err := fire(due.Add(25*time.Hour), "c")
+	if err != nil {
+		t.Fatalf("the next fire: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE job_runs SET status = 'SUCCEEDED', finished_at = now() WHERE id = $1`, next.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{"d", "e"} {
+		run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "daily", Trigger: bt.TriggerManual, Mode: bt.ModeResume,
+			Actor: "t", Instance: "t", Token: token, LeaseSeconds: 60})
+		if err != nil {
+			t.Fatalf("manual run: %v", err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE job_runs SET status = 'SUCCEEDED', finished_at = now() WHERE id = $1`, run.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(`SELECT count(*) FROM job_runs WHERE job_name = 'daily'`); n != 4 {
+		t.Fatalf("%d runs, want 4 (two fires, two manual)", n)
+	}
+}
+
+// TestOneRunPerFireMigration: migration 9 builds its index on a database where a fire already
+// ran twice (as the daylight-saving fall back made happen), keeping the instant on the first run.
+func TestOneRunPerFireMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testenv.Schema(t)
+	for {
+		v, _, err := migrations.Version(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v < 9 {
+			break
+		}
+		if err := migrations.Down(ctx, url, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := testenv.Pool(t, url)
+	if _, err := pool.Exec(ctx, `INSERT INTO job_settings (name, cron) VALUES ('twice', '30 1 * * *')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token,
+			lease_seconds, lease_until, generation, scheduled_for, finished_at)
+		SELECT 'twice', 'SUCCEEDED', 'SCHEDULED', 'RESTART', 'scheduler', 't', md5(g::text), 30, now(), g, $1, now()
+		FROM generate_series(1, 3) g`, time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, url); err != nil {
+		t.Fatalf("migrate up over a fire that ran three times: %v", err)
+	}
+	var first int64
+	var kept int
+	if err := pool.QueryRow(ctx, `SELECT min(id), count(*) FILTER (WHERE scheduled_for IS NOT NULL) FROM job_runs`).Scan(&first, &kept); err != nil {
+		t.Fatal(err)
+	}
+	var holder int64
+	if err := pool.QueryRow(ctx, `SELECT id FROM job_runs WHERE scheduled_for IS NOT NULL`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 1 || holder != first {
+		t.Fatalf("%d runs keep the fire's instant (run %d), want 1 (run %d, the first)", kept, holder, first)
 	}
 }
