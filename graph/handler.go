@@ -316,8 +316,9 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 			writeUnauthenticated(w, "unknown or revoked token")
 			return
 		case err != nil:
-			s.log.ErrorContext(ctx, "graph: authenticate", "err", err)
-			writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			ref := runner.NewErrorRef()
+			s.log.ErrorContext(ctx, "graph: authenticate", "ref", ref, "err", err)
+			writeError(w, http.StatusInternalServerError, CodeInternal, runner.InternalMessage(ref))
 			return
 		}
 		ctx = withViewer(ctx, v)
@@ -460,8 +461,9 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 			return refuse(4401, "unauthenticated: unknown or revoked token")
 		}
 		if err != nil {
-			s.log.ErrorContext(ctx, "graph: authenticate websocket", "err", err)
-			return refuse(websocket.CloseInternalServerErr, "internal error")
+			ref := runner.NewErrorRef()
+			s.log.ErrorContext(ctx, "graph: authenticate websocket", "ref", ref, "err", err)
+			return refuse(websocket.CloseInternalServerErr, runner.InternalMessage(ref))
 		}
 	case viewerFrom(ctx) != nil:
 		v = viewerFrom(ctx)
