@@ -25,9 +25,11 @@ const (
 	CodeRateLimited     = "RATE_LIMITED"
 	CodeDepthLimit      = "DEPTH_LIMIT_EXCEEDED"
 	CodeTooManyFields   = "TOO_MANY_MUTATIONS"
-	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
-	CodeBadRequest      = "BAD_REQUEST"
-	CodeInternal        = "INTERNAL_SERVER_ERROR"
+	// CodeTooManySubscriptions refuses a subscribe beyond Config.MaxSubscriptionsPerConnection.
+	CodeTooManySubscriptions = "TOO_MANY_SUBSCRIPTIONS"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeBadRequest           = "BAD_REQUEST"
+	CodeInternal             = "INTERNAL_SERVER_ERROR"
 )
 
 // apiError is a top-level error this package raises: its message is safe to show.

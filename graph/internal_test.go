@@ -127,8 +127,8 @@ func TestDepth(t *testing.T) {
 		depth int
 	}{
 		{`{ me { name } }`, 2},
-		{`{ jobs { activeRun { job { name } } } }`, 4},
-		{`query { ...F } fragment F on Query { jobs { ... on Job { lastRun { id } } } }`, 3},
+		{`{ jobs { nodes { activeRun { job { name } } } } }`, 5},
+		{`query { ...F } fragment F on Query { jobs { edges { node { ... on Job { lastRun { id } } } } } }`, 5},
 		{`{ __schema { types { fields { type { ofType { ofType { name } } } } } } }`, 1},
 	} {
 		doc, errs := gqlparser.LoadQuery(schema, tc.query)
