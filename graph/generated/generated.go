@@ -2904,7 +2904,13 @@ extend type Subscription {
 # - Everything else is a top-level error with extensions.code: FORBIDDEN, BAD_USER_INPUT,
 #   RATE_LIMITED, DEPTH_LIMIT_EXCEEDED, COMPLEXITY_LIMIT_EXCEEDED, TOO_MANY_MUTATIONS,
 #   GRAPHQL_VALIDATION_FAILED, GRAPHQL_PARSE_FAILED, INTERNAL_SERVER_ERROR, and the runner's
-#   codes for refusals of queries (NOT_FOUND, ...).
+#   codes for refusals of queries (NOT_FOUND, ...). An INTERNAL_SERVER_ERROR says only
+#   "internal error (ref …)"; the server's log holds its text under that ref
+#   (extensions.ref).
+# - A connection's ` + "`" + `first` + "`" + ` multiplies the complexity of what is asked of each item; an
+#   operation may cost at most 2000 (COMPLEXITY_LIMIT_EXCEEDED). A WebSocket connection may
+#   run at most 100 subscriptions at once; one more is refused with TOO_MANY_SUBSCRIPTIONS and
+#   the connection stays up.
 # - Authentication: ` + "`" + `Authorization: Bearer <token>` + "`" + ` on HTTP; on WebSockets, connection_init
 #   {"authorization": "Bearer <token>"} or {"token": "<token>"}. Without a valid token HTTP
 #   answers 401 with one error coded UNAUTHENTICATED (a body larger than the limit: 413,
