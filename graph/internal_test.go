@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -319,5 +320,24 @@ func TestFlightSharesReads(t *testing.T) {
 	wg.Wait()
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d fetches for 10 concurrent readers, want 1", n)
+	}
+}
+
+// The prefetch of a page reads its fields' arguments as gqlgen hands them over: literals,
+// variables (json.Number) and a single enum for a list.
+func TestPrefetchArguments(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{int64(3), json.Number("3"), 3, float64(3)} {
+		if n, ok := toInt(v); !ok || n != 3 {
+			t.Errorf("toInt(%#v) = %d, %v", v, n, ok)
+		}
+	}
+	if _, ok := toInt(json.Number("3.5")); ok {
+		t.Error("toInt(3.5) is an int")
+	}
+	for _, v := range []any{"FAILED", []any{"FAILED"}} {
+		if s, ok := statusesArg(v); !ok || len(s) != 1 || s[0] != bt.StatusFailed {
+			t.Errorf("statusesArg(%#v) = %v, %v", v, s, ok)
+		}
 	}
 }

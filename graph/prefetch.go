@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -136,6 +137,9 @@ func toInt(v any) (int, bool) {
 		return int(n), true
 	case float64:
 		return int(n), n == float64(int(n))
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
 	}
 	return 0, false
 }
@@ -144,6 +148,9 @@ func toInt(v any) (int, bool) {
 func statusesArg(v any) ([]bt.RunStatus, bool) {
 	if v == nil {
 		return nil, true
+	}
+	if one, ok := v.(string); ok { // a single value stands for a list of one
+		return []bt.RunStatus{bt.RunStatus(one)}, true
 	}
 	list, ok := v.([]any)
 	if !ok {

@@ -102,7 +102,7 @@ func TestJobsConnection(t *testing.T) {
 
 // jobsFieldsQuery reads two pages of jobs (aliased, in one operation) with every per-job field
 // that reads the database, and the per-run fields of their runs.
-const jobsFieldsQuery = `query($n: Int!, $after: String) {
+const jobsFieldsQuery = `query($n: Int!, $after: String, $runs: Int, $failed: [RunStatus!]) {
   a: jobs(first: $n) { nodes { ...J } }
   b: jobs(first: $n, after: $after) { edges { cursor node { ...J } } }
 }
@@ -113,11 +113,11 @@ fragment J on Job {
   ledgerSummary { state count }
   activeRun { id job { name } errors(first: 5) { nodes { message } } ledgerSummary { state count } }
   lastRun { id status job { name } errors(first: 5) { nodes { message } } ledgerSummary { state count } }
-  runs(first: 3) {
+  runs(first: $runs) {
     nodes { id job { name } errors(first: 2) { nodes { itemKey message } } ledgerSummary { state count } }
     pageInfo { hasNextPage }
   }
-  failed: runs(first: 2, status: [FAILED]) { nodes { id } }
+  failed: runs(first: 2, status: $failed) { nodes { id } }
 }`
 
 type jobFields struct {
@@ -186,7 +186,7 @@ func TestJobsPageCostsFixedStatements(t *testing.T) {
 			A struct{ Nodes []jobFields }
 			B struct{ Edges []struct{ Node jobFields } }
 		}
-		i.post(t, viewer, jobsFieldsQuery, map[string]any{"n": perPage, "after": first.Jobs.PageInfo.EndCursor}).decode(t, &data)
+		i.post(t, viewer, jobsFieldsQuery, map[string]any{"n": perPage, "after": first.Jobs.PageInfo.EndCursor, "runs": 3, "failed": []string{"FAILED"}}).decode(t, &data)
 		got := counter.n.Load()
 		jobs := data.A.Nodes
 		for _, e := range data.B.Edges {
