@@ -155,26 +155,28 @@ func TestJobsQueryIsNotNPlusOne(t *testing.T) {
 
 	counter.n.Store(0)
 	var data struct {
-		Jobs []struct {
-			Name      string
-			ActiveRun *struct {
-				ID  string
-				Job struct{ Name string }
-			}
-			LastRun *struct {
-				Status string
-				Job    struct{ Name string }
+		Jobs struct {
+			Nodes []struct {
+				Name      string
+				ActiveRun *struct {
+					ID  string
+					Job struct{ Name string }
+				}
+				LastRun *struct {
+					Status string
+					Job    struct{ Name string }
+				}
 			}
 		}
 	}
-	i.post(t, viewer, `{ jobs { name activeRun { id job { name } } lastRun { status job { name } } } }`, nil).decode(t, &data)
+	i.post(t, viewer, `{ jobs(first: 100) { nodes { name activeRun { id job { name } } lastRun { status job { name } } } } }`, nil).decode(t, &data)
 	queries := counter.n.Load()
 
-	if len(data.Jobs) != n {
-		t.Fatalf("%d jobs, want %d", len(data.Jobs), n)
+	if len(data.Jobs.Nodes) != n {
+		t.Fatalf("%d jobs, want %d", len(data.Jobs.Nodes), n)
 	}
 	active := 0
-	for _, j := range data.Jobs {
+	for _, j := range data.Jobs.Nodes {
 		if j.LastRun == nil || j.LastRun.Job.Name != j.Name {
 			t.Fatalf("job %s: last run %+v", j.Name, j.LastRun)
 		}
@@ -442,7 +444,7 @@ func TestHTTPRefusals(t *testing.T) {
 		}
 	})
 	t.Run("too complex", func(t *testing.T) {
-		costly := `{ jobs { runs(first: 100) { nodes { errors(first: 100) { nodes { message } } } } } }`
+		costly := `{ jobs { nodes { runs(first: 100) { nodes { errors(first: 100) { nodes { message } } } } } } }`
 		r := i.post(t, op, costly, nil)
 		if r.code() != "COMPLEXITY_LIMIT_EXCEEDED" {
 			t.Fatalf("code %q (%+v), want COMPLEXITY_LIMIT_EXCEEDED", r.code(), r.Errors)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
@@ -23,9 +25,11 @@ const (
 	CodeRateLimited     = "RATE_LIMITED"
 	CodeDepthLimit      = "DEPTH_LIMIT_EXCEEDED"
 	CodeTooManyFields   = "TOO_MANY_MUTATIONS"
-	CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
-	CodeBadRequest      = "BAD_REQUEST"
-	CodeInternal        = "INTERNAL_SERVER_ERROR"
+	// CodeTooManySubscriptions refuses a subscribe beyond Config.MaxSubscriptionsPerConnection.
+	CodeTooManySubscriptions = "TOO_MANY_SUBSCRIPTIONS"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeBadRequest           = "BAD_REQUEST"
+	CodeInternal             = "INTERNAL_SERVER_ERROR"
 )
 
 // apiError is a top-level error this package raises: its message is safe to show.
@@ -92,8 +96,9 @@ func userError(code model.UserErrorCode, field, format string, args ...any) []*m
 }
 
 // presentError is the server's error presenter: every error leaves through it. Coded errors
-// keep their code and message; anything else is logged and shown as "internal error", so no
-// SQL, driver or stack text reaches a client.
+// keep their code and message; anything else is logged under a short random reference and
+// shown as "internal error (ref …)", so no SQL, driver or stack text reaches a client while an
+// operator can still find the full text in the log.
 func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		var gqlErr *gqlerror.Error
@@ -129,19 +134,23 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			out.Message = "request cancelled or timed out"
 			out.Extensions = map[string]any{"code": "CANCELLED"}
 		default:
-			log.ErrorContext(ctx, "graphql: internal error", "path", out.Path.String(), "err", err)
-			out.Message = "internal error"
-			out.Extensions = map[string]any{"code": CodeInternal}
+			ref := runner.NewErrorRef()
+			log.ErrorContext(ctx, "graphql: internal error", "ref", ref, "path", out.Path.String(), "err", err.Error())
+			out.Message = runner.InternalMessage(ref)
+			out.Extensions = map[string]any{"code": CodeInternal, "ref": ref}
 		}
 		return out
 	}
 }
 
-// recoverPanic turns a panic in a resolver into a coded internal error, logging the value.
+// recoverPanic turns a panic in a resolver into a coded internal error, logging the value and
+// the stack under the reference the client sees.
 func recoverPanic(log *slog.Logger) graphql.RecoverFunc {
 	return func(ctx context.Context, v any) error {
-		log.ErrorContext(ctx, "graphql: panic in resolver", "panic", fmt.Sprint(v), "path", graphql.GetPath(ctx).String())
-		return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": CodeInternal}}
+		ref := runner.NewErrorRef()
+		log.ErrorContext(ctx, "graphql: panic in resolver", "ref", ref, "panic", fmt.Sprint(v),
+			"path", graphql.GetPath(ctx).String(), "stack", string(debug.Stack()))
+		return &gqlerror.Error{Message: runner.InternalMessage(ref), Extensions: map[string]any{"code": CodeInternal, "ref": ref}}
 	}
 }
 

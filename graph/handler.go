@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -70,6 +71,10 @@ type Config struct {
 	// MaxWebSocketsPerToken bounds the WebSocket connections one token may hold open on this
 	// instance; 0 means 32, -1 disables the limit.
 	MaxWebSocketsPerToken int
+	// MaxSubscriptionsPerConnection bounds the subscriptions one WebSocket connection may have
+	// running at once; a subscribe beyond it gets an error coded TOO_MANY_SUBSCRIPTIONS and the
+	// connection stays up. 0 means 100, -1 disables the limit.
+	MaxSubscriptionsPerConnection int
 	// WebSocketInitTimeout is how long a WebSocket may stay open without connection_init;
 	// 0 means 10s.
 	WebSocketInitTimeout time.Duration
@@ -105,6 +110,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 12
+	}
+	if c.MaxSubscriptionsPerConnection == 0 {
+		c.MaxSubscriptionsPerConnection = 100
 	}
 	if c.MaxComplexity <= 0 {
 		c.MaxComplexity = 2000
@@ -151,6 +159,8 @@ type server struct {
 	auth    *authenticator
 	limiter *rateLimiter
 	conns   *connLimiter
+	// maxSubs bounds the running subscriptions of one WebSocket connection; negative: none.
+	maxSubs int
 	watcher *revocationWatcher
 	runner  *runner.Runner
 	gql     *handler.Server
@@ -174,6 +184,7 @@ func NewHandler(cfg Config) http.Handler {
 		log:     cfg.Logger,
 		auth:    newAuthenticator(cfg.Runner.Store(), cfg.TokenCacheTTL, cfg.NowFunc),
 		conns:   &connLimiter{max: max(cfg.MaxWebSocketsPerToken, 0), n: map[int64]int{}},
+		maxSubs: cfg.MaxSubscriptionsPerConnection,
 		runner:  cfg.Runner,
 		origins: map[string]bool{},
 	}
@@ -316,8 +327,9 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 			writeUnauthenticated(w, "unknown or revoked token")
 			return
 		case err != nil:
-			s.log.ErrorContext(ctx, "graph: authenticate", "err", err)
-			writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+			ref := runner.NewErrorRef()
+			s.log.ErrorContext(ctx, "graph: authenticate", "ref", ref, "err", err)
+			writeError(w, http.StatusInternalServerError, CodeInternal, runner.InternalMessage(ref))
 			return
 		}
 		ctx = withViewer(ctx, v)
@@ -358,10 +370,57 @@ func (s *server) aroundOperations(ctx context.Context, next graphql.OperationHan
 	if v == nil {
 		return graphql.OneShot(errorResponse(CodeUnauthenticated, errUnauthenticated.Error()))
 	}
-	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Subscription && !v.websocket {
-		return graphql.OneShot(errorResponse(CodeBadRequest, "subscriptions are served over WebSocket only"))
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Subscription {
+		if !v.websocket {
+			return graphql.OneShot(errorResponse(CodeBadRequest, "subscriptions are served over WebSocket only"))
+		}
+		if subs, ok := ctx.Value(subscriptionsKey{}).(*subscriptionCount); ok {
+			release, ok := subs.acquire(s.maxSubs)
+			if !ok {
+				return graphql.OneShot(errorResponse(CodeTooManySubscriptions,
+					fmt.Sprintf("this connection already has %d subscriptions running; stop one first", s.maxSubs)))
+			}
+			// The operation's context ends when the client stops it or the connection closes;
+			// the handler returns nil when the subscription ends by itself.
+			context.AfterFunc(ctx, release)
+			responses := next(ctx)
+			return func(ctx context.Context) *graphql.Response {
+				r := responses(ctx)
+				if r == nil {
+					release()
+				}
+				return r
+			}
+		}
 	}
 	return next(ctx)
+}
+
+type subscriptionsKey struct{}
+
+// subscriptionCount counts the running subscriptions of one WebSocket connection.
+type subscriptionCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+// acquire takes a place for one more subscription if fewer than max (negative: no limit) are
+// running, and returns the function that gives it back (idempotent).
+func (c *subscriptionCount) acquire(max int) (func(), bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if max >= 0 && c.n >= max {
+		return nil, false
+	}
+	c.n++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.n--
+			c.mu.Unlock()
+		})
+	}, true
 }
 
 // hasRole implements @hasRole. On a mutation it also applies the token's rate limit, and
@@ -460,8 +519,9 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 			return refuse(4401, "unauthenticated: unknown or revoked token")
 		}
 		if err != nil {
-			s.log.ErrorContext(ctx, "graph: authenticate websocket", "err", err)
-			return refuse(websocket.CloseInternalServerErr, "internal error")
+			ref := runner.NewErrorRef()
+			s.log.ErrorContext(ctx, "graph: authenticate websocket", "ref", ref, "err", err)
+			return refuse(websocket.CloseInternalServerErr, runner.InternalMessage(ref))
 		}
 	case viewerFrom(ctx) != nil:
 		v = viewerFrom(ctx)
@@ -476,6 +536,7 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 	ws.websocket = true
 	ctx = withViewer(ctx, &ws)
 	ctx = context.WithValue(ctx, releaseKey{}, release)
+	ctx = context.WithValue(ctx, subscriptionsKey{}, &subscriptionCount{})
 	if sess := sessionFrom(ctx); sess != nil {
 		// Ending this context makes gqlgen close the connection: how the watcher closes
 		// the connections of a token revoked while they are open.

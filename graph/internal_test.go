@@ -1,10 +1,13 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,8 +128,8 @@ func TestDepth(t *testing.T) {
 		depth int
 	}{
 		{`{ me { name } }`, 2},
-		{`{ jobs { activeRun { job { name } } } }`, 4},
-		{`query { ...F } fragment F on Query { jobs { ... on Job { lastRun { id } } } }`, 3},
+		{`{ jobs { nodes { activeRun { job { name } } } } }`, 5},
+		{`query { ...F } fragment F on Query { jobs { edges { node { ... on Job { lastRun { id } } } } } }`, 5},
 		{`{ __schema { types { fields { type { ofType { ofType { name } } } } } } }`, 1},
 	} {
 		doc, errs := gqlparser.LoadQuery(schema, tc.query)
@@ -145,31 +148,49 @@ func TestDepth(t *testing.T) {
 
 func TestErrorPresenter(t *testing.T) {
 	t.Parallel()
-	present := presentError(slog.New(slog.DiscardHandler))
+	var logs bytes.Buffer
+	present := presentError(slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx := context.Background()
 	for _, tc := range []struct {
 		err     error
 		code    string
 		message string
 	}{
-		{errors.New(`ERROR: relation "job_runs" does not exist (SQLSTATE 42P01)`), CodeInternal, "internal error"},
+		{errors.New(`ERROR: relation "job_runs" does not exist (SQLSTATE 42P01)`), CodeInternal, "internal error (ref *)"},
 		{fmt.Errorf("read run: %w", &bt.Error{Code: bt.CodeNotFound, Message: "run 4 not found", Err: errors.New("pgx: no rows")}), "NOT_FOUND", "run 4 not found"},
 		{badInput("first must be at most 100"), CodeBadUserInput, "first must be at most 100"},
 		{forbidden(model.RoleOperator), CodeForbidden, "this needs the OPERATOR role or higher"},
 	} {
 		got := present(ctx, tc.err)
-		if got.Extensions["code"] != tc.code || got.Message != tc.message {
-			t.Errorf("present(%v) = %q %v; want %q %q", tc.err, got.Message, got.Extensions, tc.message, tc.code)
+		if got.Extensions["code"] != tc.code {
+			t.Errorf("present(%v) = %q %v; want code %q", tc.err, got.Message, got.Extensions, tc.code)
+		}
+		if prefix, ok := strings.CutSuffix(tc.message, "*)"); ok {
+			ref, _ := got.Extensions["ref"].(string)
+			if got.Message != prefix+ref+")" || len(ref) != 8 {
+				t.Errorf("present(%v) = %q %v; want %q with the ref", tc.err, got.Message, got.Extensions, tc.message)
+			}
+			// The full text is in the log, under the ref the client got.
+			if !strings.Contains(logs.String(), "ref="+ref) || !strings.Contains(logs.String(), "SQLSTATE 42P01") {
+				t.Errorf("log lacks ref %s and the error's text:\n%s", ref, logs.String())
+			}
+		} else if got.Message != tc.message {
+			t.Errorf("present(%v) = %q; want %q", tc.err, got.Message, tc.message)
 		}
 	}
 }
 
 func TestRecoverPanic(t *testing.T) {
 	t.Parallel()
-	err := recoverPanic(slog.New(slog.DiscardHandler))(context.Background(), "index out of range [3] with length 2")
+	var logs bytes.Buffer
+	err := recoverPanic(slog.New(slog.NewTextHandler(&logs, nil)))(context.Background(), "index out of range [3] with length 2")
 	got := presentError(slog.New(slog.DiscardHandler))(context.Background(), err)
-	if got.Message != "internal error" || got.Extensions["code"] != CodeInternal {
+	ref, _ := got.Extensions["ref"].(string)
+	if got.Message != "internal error (ref "+ref+")" || len(ref) != 8 || got.Extensions["code"] != CodeInternal {
 		t.Fatalf("a panic is presented as %q %v", got.Message, got.Extensions)
+	}
+	if !strings.Contains(logs.String(), "ref="+ref) || !strings.Contains(logs.String(), "index out of range") {
+		t.Fatalf("log lacks the panic under ref %s:\n%s", ref, logs.String())
 	}
 }
 
@@ -299,5 +320,24 @@ func TestFlightSharesReads(t *testing.T) {
 	wg.Wait()
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d fetches for 10 concurrent readers, want 1", n)
+	}
+}
+
+// The prefetch of a page reads its fields' arguments as gqlgen hands them over: literals,
+// variables (json.Number) and a single enum for a list.
+func TestPrefetchArguments(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{int64(3), json.Number("3"), 3, float64(3)} {
+		if n, ok := toInt(v); !ok || n != 3 {
+			t.Errorf("toInt(%#v) = %d, %v", v, n, ok)
+		}
+	}
+	if _, ok := toInt(json.Number("3.5")); ok {
+		t.Error("toInt(3.5) is an int")
+	}
+	for _, v := range []any{"FAILED", []any{"FAILED"}} {
+		if s, ok := statusesArg(v); !ok || len(s) != 1 || s[0] != bt.StatusFailed {
+			t.Errorf("statusesArg(%#v) = %v, %v", v, s, ok)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
 )
 
 // ID is the resolver for the id field.
@@ -66,12 +67,20 @@ func (r *jobResolver) LastRun(ctx context.Context, obj *batontype.JobSettings) (
 
 // Runs is the resolver for the runs field.
 func (r *jobResolver) Runs(ctx context.Context, obj *batontype.JobSettings, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error) {
-	return r.runsPage(ctx, obj.Name, status, first, after)
+	p, err := parsePage(first, after, cursorRuns)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := r.loaders(ctx).jobRuns.Load(ctx, runsKey{job: obj.Name, statuses: joinStatuses(status), before: p.after, limit: p.first + 1})
+	if err != nil {
+		return nil, err
+	}
+	return r.runConnection(ctx, runs, p), nil
 }
 
 // LedgerSummary is the resolver for the ledgerSummary field.
 func (r *jobResolver) LedgerSummary(ctx context.Context, obj *batontype.JobSettings) ([]*model.LedgerCount, error) {
-	counts, err := r.runner.LedgerSummary(ctx, obj.Name, obj.CurrentGeneration, 0)
+	counts, err := r.loaders(ctx).counts.Load(ctx, postgres.CountsKey{Job: obj.Name, Generation: obj.CurrentGeneration})
 	if err != nil {
 		return nil, err
 	}
@@ -158,21 +167,26 @@ func (r *mutationResolver) ResumeJob(ctx context.Context, input model.ResumeJobI
 }
 
 // Jobs is the resolver for the jobs field.
-func (r *queryResolver) Jobs(ctx context.Context) ([]*batontype.JobSettings, error) {
-	jobs, err := r.store.Jobs(ctx, nil)
+func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string) (*model.JobConnection, error) {
+	p, err := parseKeyPage(first, after, cursorJobs)
 	if err != nil {
 		return nil, err
 	}
-	l := r.loaders(ctx)
-	names := make([]string, len(jobs))
-	for k, j := range jobs {
-		l.jobByName.Prime(j.Name, j)
-		names[k] = j.Name
-	}
-	if err := r.prefetchRunsOf(ctx, names); err != nil {
+	jobs, err := r.store.JobsPage(ctx, p.after, p.first+1)
+	if err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	jobs, cursors, info := keyConnection(jobs, p, cursorJobs, func(j *batontype.JobSettings) string { return j.Name })
+	l := r.loaders(ctx)
+	out := &model.JobConnection{Nodes: jobs, PageInfo: info, Edges: make([]*model.JobEdge, len(jobs))}
+	for k, j := range jobs {
+		l.jobByName.Prime(j.Name, j)
+		out.Edges[k] = &model.JobEdge{Cursor: cursors[k], Node: j}
+	}
+	if err := r.prefetchJobs(ctx, jobs); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Job is the resolver for the job field.

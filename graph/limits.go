@@ -154,15 +154,15 @@ func pageCost(child int, first *int) int {
 	return 1 + n*max(child, 1)
 }
 
-// estimatedListSize weights lists that are not paginated (jobs, alerts): they are short in
-// practice, but not free.
+// estimatedListSize weights lists that are not paginated (alerts): they are short in practice,
+// but not free.
 const estimatedListSize = 10
 
 // complexity weights every list field by the number of items it may return.
 func complexity() generated.ComplexityRoot {
 	var c generated.ComplexityRoot
 	list := func(child int) int { return 1 + estimatedListSize*max(child, 1) }
-	c.Query.Jobs = list
+	c.Query.Jobs = func(child int, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.Alerts = list
 	c.Query.Runs = func(child int, _ *string, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.Ledger = func(child int, _ string, _ []bt.LedgerState, _ *string, _ *int, _ *string, first *int, _ *string) int {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,9 +13,10 @@ import (
 	"github.com/baton-run/baton/runner/postgres"
 )
 
-// loaders batch the reads of one response: every Run.job, Job.activeRun, Job.lastRun and
-// LedgerEntry.run (and Run.resumedFrom, ReplayRequest's runs, Alert's job and run) of a page
-// costs one query per kind, not one per item. They belong to one response — one per query or
+// loaders batch the reads of one response: every Run.job, Job.activeRun, Job.lastRun,
+// Job.runs, Job.ledgerSummary, Run.errors, Run.ledgerSummary and LedgerEntry.run (and
+// Run.resumedFrom, ReplayRequest's runs, Alert's job and run) of a page costs one query per
+// kind (and per distinct set of arguments), not one per item. They belong to one response — one per query or
 // mutation, one per event of a subscription — so they never serve stale data for long, and
 // they are made on first use (see responseLoaders).
 type loaders struct {
@@ -22,7 +24,49 @@ type loaders struct {
 	jobByName   *dataloadgen.Loader[string, *bt.JobSettings]
 	activeRunOf *dataloadgen.Loader[string, *bt.Run]
 	lastRunOf   *dataloadgen.Loader[string, *bt.Run]
-	now         func(ctx context.Context) (time.Time, error)
+	// counts are the per-state ledger counts of a generation or of a run.
+	counts *dataloadgen.Loader[postgres.CountsKey, map[bt.LedgerState]int64]
+	// jobRuns are pages of the runs of a job (Job.runs), fetched with one extra run.
+	jobRuns *dataloadgen.Loader[runsKey, []*bt.Run]
+	// runErrors are pages of the error rows of a run (Run.errors), fetched with one extra row.
+	runErrors *dataloadgen.Loader[errorsKey, []bt.RunError]
+	now       func(ctx context.Context) (time.Time, error)
+}
+
+// runsKey is one page of one job's runs: its filter and the limit it is fetched with.
+type runsKey struct {
+	job      string
+	statuses string // the statuses, comma-separated: a comparable key
+	before   int64
+	limit    int
+}
+
+// errorsKey is one page of one run's error rows.
+type errorsKey struct {
+	run   int64
+	after int64
+	limit int
+}
+
+func joinStatuses(s []bt.RunStatus) string { return strings.Join(strs(s), ",") }
+
+func splitStatuses(s string) []bt.RunStatus {
+	if s == "" {
+		return nil
+	}
+	var out []bt.RunStatus
+	for _, v := range strings.Split(s, ",") {
+		out = append(out, bt.RunStatus(v))
+	}
+	return out
+}
+
+func strs[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // loaderWait is how long a loader gathers keys before it queries. gqlgen resolves the fields
@@ -55,6 +99,16 @@ func newLoaders(s *postgres.Store) *loaders {
 		lastRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.Run, []error) {
 			m, err := s.LastRunsByJobs(ctx, names)
 			return byKey(names, m, err)
+		}, opts...),
+		counts: dataloadgen.NewLoader(func(ctx context.Context, keys []postgres.CountsKey) ([]map[bt.LedgerState]int64, []error) {
+			m, err := s.LedgerCountsOf(ctx, keys)
+			return byKey(keys, m, err)
+		}, opts...),
+		jobRuns: dataloadgen.NewLoader(func(ctx context.Context, keys []runsKey) ([][]*bt.Run, []error) {
+			return runsOfJobs(ctx, s, keys)
+		}, opts...),
+		runErrors: dataloadgen.NewLoader(func(ctx context.Context, keys []errorsKey) ([][]bt.RunError, []error) {
+			return errorsOfRuns(ctx, s, keys)
 		}, opts...),
 		// The database clock, read once per response (for next fire times).
 		now: func(ctx context.Context) (time.Time, error) {
@@ -109,38 +163,6 @@ func (r *Resolver) loaders(ctx context.Context) *loaders {
 		return rl.get()
 	}
 	return newLoaders(r.store)
-}
-
-// prefetchRunsOf loads the active and last runs of jobs in one query each when the current
-// field's selection asks for them, and primes the loaders with them. The loaders would batch
-// these reads too, but only those that arrive within their wait; a list the resolver already
-// holds costs exactly one query per kind this way, however busy the machine.
-func (r *Resolver) prefetchRunsOf(ctx context.Context, jobs []string) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	active, last := selects(ctx, []string{"activeRun"}), selects(ctx, []string{"lastRun"})
-	l := r.loaders(ctx)
-	prime := func(loader *dataloadgen.Loader[string, *bt.Run], m map[string]*bt.Run) {
-		for _, name := range jobs {
-			loader.Prime(name, m[name]) // nil for jobs without one: known, not missing
-		}
-	}
-	if active {
-		m, err := r.store.ActiveRunsByJobs(ctx, jobs)
-		if err != nil {
-			return err
-		}
-		prime(l.activeRunOf, m)
-	}
-	if last {
-		m, err := r.store.LastRunsByJobs(ctx, jobs)
-		if err != nil {
-			return err
-		}
-		prime(l.lastRunOf, m)
-	}
-	return nil
 }
 
 // prefetchJobsOf loads the jobs of a page of runs in one query when the page's selection asks

@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -137,17 +140,30 @@ func (r *Resolver) runsPage(ctx context.Context, job string, status []bt.RunStat
 	if err != nil {
 		return nil, err
 	}
-	runs, cursors, info := connection(runs, p, cursorRuns, func(run *bt.Run) int64 { return run.ID })
-	if err := r.prefetchJobsOf(ctx, runs); err != nil {
+	out := r.runConnection(ctx, runs, p)
+	if err := r.prefetchJobsOf(ctx, out.Nodes); err != nil {
 		return nil, err
 	}
+	if fc := graphql.GetFieldContext(ctx); fc != nil && graphql.HasOperationContext(ctx) {
+		opCtx := graphql.GetOperationContext(ctx)
+		if err := r.prefetchRuns(ctx, opCtx, out.Nodes, collect(opCtx, []ast.SelectionSet{fc.Field.Selections}, connectionNodes...)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// runConnection makes a page of runs fetched with one extra run (p.first+1), priming the run
+// loader with them.
+func (r *Resolver) runConnection(ctx context.Context, runs []*bt.Run, p page) *model.RunConnection {
+	runs, cursors, info := connection(runs, p, cursorRuns, func(run *bt.Run) int64 { return run.ID })
 	l := r.loaders(ctx)
 	out := &model.RunConnection{Nodes: runs, PageInfo: info, Edges: make([]*model.RunEdge, len(runs))}
 	for i, run := range runs {
 		l.runByID.Prime(run.ID, run)
 		out.Edges[i] = &model.RunEdge{Cursor: cursors[i], Node: run}
 	}
-	return out, nil
+	return out
 }
 
 // timeline lists a run's milestones from its record.

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/graph/generated"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
 )
 
 // CancelRun is the resolver for the cancelRun field.
@@ -115,7 +116,7 @@ func (r *runResolver) Errors(ctx context.Context, obj *batontype.Run, first *int
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.store.RunErrors(ctx, obj.ID, p.after, p.first+1)
+	rows, err := r.loaders(ctx).runErrors.Load(ctx, errorsKey{run: obj.ID, after: p.after, limit: p.first + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (r *runResolver) Errors(ctx context.Context, obj *batontype.Run, first *int
 
 // LedgerSummary is the resolver for the ledgerSummary field.
 func (r *runResolver) LedgerSummary(ctx context.Context, obj *batontype.Run) ([]*model.LedgerCount, error) {
-	counts, err := r.runner.LedgerSummary(ctx, obj.JobName, obj.Generation, obj.ID)
+	counts, err := r.loaders(ctx).counts.Load(ctx, postgres.CountsKey{Job: obj.JobName, Generation: obj.Generation, RunID: obj.ID})
 	if err != nil {
 		return nil, err
 	}

@@ -197,7 +197,7 @@ func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
 	state := ClassOf(cause, false)
 	l := run.ledgerWrite(item)
 	delta := postgres.RunDelta{Processed: 1}
-	setFailure(&l, &delta, state, cause, 0, errorSignature(state, cause), 1)
+	run.setFailure(&l, &delta, state, cause, 0, errorSignature(state, cause), 1)
 	w := &postgres.ItemsWrite{Delta: delta, Ledger: []postgres.LedgerWrite{l}, Checkpoint: checkpointOf(item), Shard: item.Shard}
 	if err := run.write(ctx, w, nil); err != nil {
 		return err
@@ -224,8 +224,8 @@ func (run *Run) ledgerWrite(item Item) postgres.LedgerWrite {
 
 // setFailure fills a final failure: ledger state, counters and error row. sig and same say
 // which failure this is and how many times in a row the target has failed that way.
-func setFailure(l *postgres.LedgerWrite, d *postgres.RunDelta, state bt.LedgerState, cause error, attempt int, sig string, same int) {
-	msg := truncate(cause.Error(), 2000)
+func (run *Run) setFailure(l *postgres.LedgerWrite, d *postgres.RunDelta, state bt.LedgerState, cause error, attempt int, sig string, same int) {
+	msg := publicErrorText(run.log, cause)
 	l.State, l.CountInRun, l.Attempt = state, true, attempt
 	l.LastError, l.ErrorSig, l.SameErrorCount = &msg, &sig, same
 	if state == bt.LedgerAmbiguous {
@@ -451,7 +451,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 						// The job says no effect happened: record that, so a crash during the
 						// backoff does not leave the target looking in doubt.
 						l := st.base
-						msg := truncate(st.err.Error(), 2000)
+						msg := publicErrorText(run.log, st.err)
 						l.State, l.Attempt, l.LastError, l.ErrorSig, l.SameErrorCount = bt.LedgerTransient, st.attempt, &msg, &sig, st.prevCount
 						final.Ledger = append(final.Ledger, l)
 						st.base.Prior = bt.LedgerTransient // once that write lands, as the retry needs it to
@@ -459,7 +459,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 					continue
 				}
 				l := st.base
-				setFailure(&l, &final.Delta, state, st.err, st.attempt, sig, st.prevCount)
+				run.setFailure(&l, &final.Delta, state, st.err, st.attempt, sig, st.prevCount)
 				final.Ledger = append(final.Ledger, l)
 				final.Delta.Processed++
 				run.r.metrics.items.WithLabelValues(string(state)).Inc()
@@ -501,7 +501,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 			stop := &postgres.ItemsWrite{Shard: last.Shard}
 			for _, st := range retry {
 				l := st.base
-				setFailure(&l, &stop.Delta, bt.LedgerTransient, st.err, st.attempt, st.prevSig, st.prevCount)
+				run.setFailure(&l, &stop.Delta, bt.LedgerTransient, st.err, st.attempt, st.prevSig, st.prevCount)
 				stop.Ledger = append(stop.Ledger, l)
 				stop.Delta.Processed++
 			}

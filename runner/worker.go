@@ -104,7 +104,9 @@ func (r *Runner) runJob(ctx context.Context, run *Run) (err error) {
 	return run.job.Run(ctx, run)
 }
 
-// outcome decides a run's final status from what the job returned and what it was asked.
+// outcome decides a run's final status from what the job returned and what it was asked. The
+// message is shown to API clients: a panic or an internal error (the database's, Redis's, the
+// store's) is logged under a reference and shown as that reference (see publicErrorText).
 func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
 	run.mu.Lock()
 	stop, lost, checkpoint := run.stop, run.lost, run.rec.Checkpoint
@@ -112,7 +114,7 @@ func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
 	var p panicError
 	switch {
 	case errors.As(jobErr, &p):
-		return bt.StatusFailed, bt.StopPanic, p.Error()
+		return bt.StatusFailed, bt.StopPanic, publicErrorText(run.log, jobErr)
 	case lost:
 		return bt.StatusFailed, bt.StopLeaseExpired, "lease lost"
 	case jobErr == nil:
@@ -135,12 +137,12 @@ func (run *Run) outcome(jobErr error) (bt.RunStatus, bt.StopReason, string) {
 			}
 			return bt.StatusFailed, stop, "stopped itself: a stop condition tripped"
 		case "":
-			return bt.StatusFailed, bt.StopError, jobErr.Error()
+			return bt.StatusFailed, bt.StopError, publicErrorText(run.log, jobErr)
 		default:
-			return bt.StatusFailed, stop, jobErr.Error()
+			return bt.StatusFailed, stop, publicErrorText(run.log, jobErr)
 		}
 	default:
-		return bt.StatusFailed, bt.StopError, truncate(jobErr.Error(), 2000)
+		return bt.StatusFailed, bt.StopError, publicErrorText(run.log, jobErr)
 	}
 }
 

@@ -280,27 +280,50 @@ type wireRun struct {
 
 const runFields = `id jobName status message finishedAt progress { total processed succeeded failed skipped ambiguous percent }`
 
+// jobsPageSize is how many jobs the listing asks for at a time: a page whose complexity (two
+// runs per job) stays well under the API's default limit of 2000.
+const jobsPageSize = 25
+
+// listJobs prints every job, reading the jobs connection a page at a time.
 func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
-	var data struct {
-		Jobs []struct {
-			Name            string   `json:"name"`
-			Cron            string   `json:"cron"`
-			Timezone        string   `json:"timezone"`
-			Enabled         bool     `json:"enabled"`
-			Paused          bool     `json:"paused"`
-			NextScheduledAt *string  `json:"nextScheduledAt"`
-			ActiveRun       *wireRun `json:"activeRun"`
-			LastRun         *wireRun `json:"lastRun"`
-		} `json:"jobs"`
+	type job struct {
+		Name            string   `json:"name"`
+		Cron            string   `json:"cron"`
+		Timezone        string   `json:"timezone"`
+		Enabled         bool     `json:"enabled"`
+		Paused          bool     `json:"paused"`
+		NextScheduledAt *string  `json:"nextScheduledAt"`
+		ActiveRun       *wireRun `json:"activeRun"`
+		LastRun         *wireRun `json:"lastRun"`
 	}
-	err := c.do(ctx, `query { jobs { name cron timezone enabled paused nextScheduledAt
-		activeRun { `+runFields+` } lastRun { `+runFields+` } } }`, nil, &data)
-	if err != nil {
-		return err
+	var jobs []job
+	var after *string
+	for {
+		var data struct {
+			Jobs struct {
+				Nodes    []job `json:"nodes"`
+				PageInfo struct {
+					HasNextPage bool    `json:"hasNextPage"`
+					EndCursor   *string `json:"endCursor"`
+				} `json:"pageInfo"`
+			} `json:"jobs"`
+		}
+		err := c.do(ctx, `query($first: Int, $after: String) { jobs(first: $first, after: $after) {
+			nodes { name cron timezone enabled paused nextScheduledAt
+				activeRun { `+runFields+` } lastRun { `+runFields+` } }
+			pageInfo { hasNextPage endCursor } } }`, map[string]any{"first": jobsPageSize, "after": after}, &data)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, data.Jobs.Nodes...)
+		if !data.Jobs.PageInfo.HasNextPage || data.Jobs.PageInfo.EndCursor == nil {
+			break
+		}
+		after = data.Jobs.PageInfo.EndCursor
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tSTATE\tNEXT FIRE\tACTIVE RUN\tLAST RUN")
-	for _, j := range data.Jobs {
+	for _, j := range jobs {
 		schedule := "manual"
 		if j.Cron != "" {
 			schedule = j.Cron + " " + j.Timezone

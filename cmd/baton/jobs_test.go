@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -40,7 +41,13 @@ func TestJobsCommand(t *testing.T) {
 		}
 		return nil
 	})
-	if err := r.Register(ctx, job); err != nil {
+	// More jobs than one page of the listing holds: `jobs list` follows the pages to the end.
+	all := []runner.Job{job}
+	for k := range jobsPageSize + 5 {
+		all = append(all, runner.NewJob(runner.JobInfo{Name: fmt.Sprintf("cli-page-%02d", k), Version: "1"},
+			func(context.Context, *runner.Run) error { return nil }))
+	}
+	if err := r.Register(ctx, all...); err != nil {
 		t.Fatal(err)
 	}
 	wg.Add(1)
@@ -69,6 +76,11 @@ func TestJobsCommand(t *testing.T) {
 	out, err = jobs("list")
 	if err != nil || !strings.Contains(out, "cli-job") || !strings.Contains(out, "#1 SUCCEEDED") {
 		t.Fatalf("list: %v\n%s", err, out)
+	}
+	for k := range jobsPageSize + 5 {
+		if name := fmt.Sprintf("cli-page-%02d", k); strings.Count(out, name+" ") != 1 {
+			t.Fatalf("list shows %s %d times, want once:\n%s", name, strings.Count(out, name+" "), out)
+		}
 	}
 	if _, err := jobs("cancel", "1"); err == nil || !strings.Contains(err.Error(), "NOT_ACTIVE") {
 		t.Fatalf("cancel of a finished run: %v", err)

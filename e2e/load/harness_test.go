@@ -491,7 +491,7 @@ func (cl *cluster) runClients(ctx context.Context, runIDs []string) *apiRun {
 		q    string
 		vars func(i int) map[string]any
 	}{
-		{`{ jobs { name enabled activeRun { id status } lastRun { id status } } }`, func(int) map[string]any { return nil }},
+		{`{ jobs(first: 20) { nodes { name enabled activeRun { id status } lastRun { id status } } pageInfo { hasNextPage } } }`, func(int) map[string]any { return nil }},
 		{`{ runs(first: 20) { edges { cursor node { id jobName status progress { processed percent } } } pageInfo { hasNextPage } } }`,
 			func(int) map[string]any { return nil }},
 		{`query($id: ID!) { run(id: $id) { id status instance progress { total processed succeeded failed } leaseUntil } }`,

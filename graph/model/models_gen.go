@@ -50,6 +50,17 @@ type CronPreview struct {
 	UserErrors    []*UserError `json:"userErrors"`
 }
 
+type JobConnection struct {
+	Edges    []*JobEdge               `json:"edges"`
+	Nodes    []*batontype.JobSettings `json:"nodes"`
+	PageInfo *PageInfo                `json:"pageInfo"`
+}
+
+type JobEdge struct {
+	Cursor string                 `json:"cursor"`
+	Node   *batontype.JobSettings `json:"node"`
+}
+
 // How many ledger entries are in a state.
 type LedgerCount struct {
 	State batontype.LedgerState `json:"state"`

@@ -1,25 +1,34 @@
 // Jobs: the dashboard list, one job's page, the schedule editor and the job-level mutations.
 import { graphql } from '../gql';
 
+/** JOBS_PAGE_SIZE is how many jobs a page of the dashboard shows (a multiple of its 1, 2 and 3 columns). */
+export const JOBS_PAGE_SIZE = 24;
+
 export const JobsQuery = graphql(`
-  query Jobs {
+  query Jobs($first: Int, $after: String) {
     maintenance
-    jobs {
-      id
-      name
-      description
-      cron
-      timezone
-      enabled
-      paused
-      nextScheduledAt
-      riskLevel
-      currentGeneration
-      activeRun {
-        ...RunSummaryFields
+    jobs(first: $first, after: $after) {
+      nodes {
+        id
+        name
+        description
+        cron
+        timezone
+        enabled
+        paused
+        nextScheduledAt
+        riskLevel
+        currentGeneration
+        activeRun {
+          ...RunSummaryFields
+        }
+        lastRun {
+          ...RunSummaryFields
+        }
       }
-      lastRun {
-        ...RunSummaryFields
+      pageInfo {
+        hasNextPage
+        endCursor
       }
     }
   }

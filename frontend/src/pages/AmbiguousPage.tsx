@@ -6,14 +6,16 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery } from 'urql';
 
-import { JobsQuery } from '../api/jobs';
+import { JOBS_PAGE_SIZE, JobsQuery } from '../api/jobs';
 import { LedgerQuery, ReconcileEntryMutation, ResolveAmbiguousMutation } from '../api/ledger';
 import { jobPath, runNumber, runPath } from '../api/runs';
 import { ActionButton } from '../components/ActionButton';
 import { RiskBadge } from '../components/Badges';
+import { Pager } from '../components/Pager';
 import { Empty, ErrorAlert, Loading, UserErrorList } from '../components/QueryState';
 import { report } from '../components/report';
 import { TimeAgo } from '../components/Time';
+import { useCursorPager } from '../hooks/useCursorPager';
 import type { AmbiguousResolution, LedgerEntryFieldsFragment } from '../gql/graphql';
 import type { UserErrorLike } from '../model/errors';
 
@@ -184,8 +186,13 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
 }
 
 export function AmbiguousPage() {
-  const [{ data, fetching, error }, refetch] = useQuery({ query: JobsQuery, requestPolicy: 'cache-and-network' });
-  const jobs = data?.jobs ?? [];
+  const pager = useCursorPager();
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: JobsQuery,
+    variables: { first: JOBS_PAGE_SIZE, after: pager.after },
+    requestPolicy: 'cache-and-network',
+  });
+  const jobs = data?.jobs.nodes ?? [];
   return (
     <Stack>
       <div>
@@ -203,6 +210,7 @@ export function AmbiguousPage() {
       {jobs.map((j) => (
         <JobQueue key={j.id} jobName={j.name} risk={j.riskLevel} />
       ))}
+      {data && <Pager pager={pager} hasNextPage={data.jobs.pageInfo.hasNextPage} endCursor={data.jobs.pageInfo.endCursor} label="jobs" />}
       {data && (
         <Text size="sm" c="dimmed" data-testid="ambiguous-footer">
           Jobs with nothing in doubt are not listed.

@@ -1,4 +1,4 @@
-// The jobs dashboard: every job with its schedule in words, next fire, enabled toggle, last
+// The jobs dashboard, a page of jobs at a time: each with its schedule in words, next fire, enabled toggle, last
 // run, live progress of the active run, and the run and job controls. Live via runEvents.
 import { Anchor, Badge, Button, Card, Code, Group, Modal, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
@@ -8,7 +8,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery, useSubscription } from 'urql';
 
-import { JobsQuery, UpdateJobScheduleMutation } from '../api/jobs';
+import { JOBS_PAGE_SIZE, JobsQuery, UpdateJobScheduleMutation } from '../api/jobs';
 import { jobPath, runNumber, runPath, RunEventsSubscription, type RunSummary } from '../api/runs';
 import { SetMaintenanceMutation } from '../api/viewer';
 import { useOnReconnect } from '../auth/AuthContext';
@@ -16,15 +16,17 @@ import { ActionSwitch } from '../components/ActionButton';
 import { JobControls } from '../components/JobControls';
 import { RiskBadge, RunStatusBadge } from '../components/Badges';
 import { useMaintenance } from '../components/Layout';
+import { Pager } from '../components/Pager';
 import { Empty, ErrorAlert, Loading } from '../components/QueryState';
 import { report } from '../components/report';
 import { RunProgressBar } from '../components/RunProgressBar';
 import { DateTime, TimeAgo } from '../components/Time';
+import { useCursorPager } from '../hooks/useCursorPager';
 import type { JobsQuery as JobsQueryData } from '../gql/graphql';
 import { currentRuns, emptyLiveRuns, reduceRunEvents, withRun, type LiveRuns } from '../live/runEvents';
 import { cronInWords } from '../model/cron';
 
-type Job = JobsQueryData['jobs'][number];
+type Job = JobsQueryData['jobs']['nodes'][number];
 
 function JobCard({ job, live, onStarted }: { job: Job; live: RunSummary | undefined; onStarted: (r: RunSummary) => void }) {
   const { active, last } = currentRuns(job, live);
@@ -185,7 +187,12 @@ function MaintenanceControl() {
 }
 
 export function JobsPage() {
-  const [{ data, fetching, error }, refetch] = useQuery({ query: JobsQuery, requestPolicy: 'cache-and-network' });
+  const pager = useCursorPager();
+  const [{ data, fetching, error }, refetch] = useQuery({
+    query: JobsQuery,
+    variables: { first: JOBS_PAGE_SIZE, after: pager.after },
+    requestPolicy: 'cache-and-network',
+  });
   const [events] = useSubscription({ query: RunEventsSubscription, variables: { jobName: null } }, reduceRunEvents);
   const [started, setStarted] = useState<LiveRuns>(emptyLiveRuns);
   const [filter, setFilter] = useState('');
@@ -199,7 +206,7 @@ export function JobsPage() {
   useOnReconnect(refetchFresh);
 
   const jobs = useMemo(() => {
-    const all = data?.jobs ?? [];
+    const all = data?.jobs.nodes ?? [];
     const f = filter.trim().toLowerCase();
     return f ? all.filter((j) => j.name.toLowerCase().includes(f) || j.description.toLowerCase().includes(f)) : all;
   }, [data, filter]);
@@ -240,8 +247,8 @@ export function JobsPage() {
       {fetching && !data && <Loading lines={6} label="Loading jobs" />}
       {data && jobs.length === 0 && (
         <Empty
-          title={filter ? 'No job matches the filter' : 'No jobs registered'}
-          description={filter ? 'Clear the filter to see every job.' : 'Jobs appear once an instance registers them (try baton serve --demo).'}
+          title={filter ? 'No job on this page matches the filter' : 'No jobs registered'}
+          description={filter ? 'Clear the filter, or look on the other pages.' : 'Jobs appear once an instance registers them (try baton serve --demo).'}
         />
       )}
       <SimpleGrid cols={{ base: 1, sm: 2, xl: 3 }} spacing="md">
@@ -249,6 +256,7 @@ export function JobsPage() {
           <JobCard key={j.id} job={j} live={liveRun(j.name)} onStarted={(r) => setStarted((s) => withRun(s, r))} />
         ))}
       </SimpleGrid>
+      {data && <Pager pager={pager} hasNextPage={data.jobs.pageInfo.hasNextPage} endCursor={data.jobs.pageInfo.endCursor} label="jobs" />}
     </Stack>
   );
 }

@@ -18,12 +18,15 @@ const DEFAULT_QUERY = `# Baton's admin API. Ctrl-Enter runs; the token of this c
 query Dashboard {
   me { name role }
   maintenance
-  jobs {
-    name
-    cron
-    timezone
-    nextScheduledAt
-    activeRun { id status progress { processed total percent } }
+  jobs(first: 20) {
+    nodes {
+      name
+      cron
+      timezone
+      nextScheduledAt
+      activeRun { id status progress { processed total percent } }
+    }
+    pageInfo { hasNextPage endCursor }
   }
 }
 `;

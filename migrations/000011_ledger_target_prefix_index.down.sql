@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS job_ledger_job_target_prefix;
