@@ -93,7 +93,7 @@ var (
 		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh`, `true`)
 
 	freshItemsSQL = `
-WITH ` + fenceCTE(`true`) + `, led AS (
+WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
@@ -108,7 +108,7 @@ SELECT * FROM fence`
 	// counters and error rows computed in Go; when fewer rows were updated than known,
 	// baton_ledger_changed fails the statement.
 	knownItemsSQL = `
-WITH ` + fenceCTE(`true`) + `, input AS (
+WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
 		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[])
 		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior)
@@ -136,7 +136,7 @@ SELECT fence.* FROM fence
 WHERE CASE WHEN (SELECT count(*) FROM upd) = $33 THEN true ELSE baton_ledger_changed($33, (SELECT count(*) FROM upd)) END`
 
 	freshItemSQL = `
-WITH ` + fenceCTE(`true`) + `, led AS (
+WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $1 FROM fence
 ), cnt AS (
@@ -167,20 +167,30 @@ func countedTail(p int) string {
 const ledgerInsertColumns = `job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id`
 
+// The clocks a fence reads. A fence judges the lease at the moment of the write:
+// statement_timestamp() for a statement that is its own transaction or the first of one, and
+// clock_timestamp() for one that ends a transaction opened earlier (the staged write), where
+// now() would be the moment the transaction began. Ledger rows keep now() for updated_at, the
+// time their column default gives the rows a write inserts: one write, one time.
+const (
+	stmtClock = `statement_timestamp()`
+	wallClock = `clock_timestamp()`
+)
+
 // fenceCTE is the fenced update of the run row every item statement starts with: counters,
 // checkpoint, heartbeat, and the lease state and flags returned to the worker. hasRows is
-// true when the statement writes ledger rows.
-func fenceCTE(hasRows string) string {
+// true when the statement writes ledger rows; clock is the clock the lease is judged by.
+func fenceCTE(hasRows, clock string) string {
 	return `fence AS (
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
 		skipped = skipped + $6, ambiguous = ambiguous + $7,
-		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN now() ELSE last_checkpoint_at END,
+		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN ` + clock + ` ELSE last_checkpoint_at END,
 		checkpoint = CASE WHEN $8::text IS NOT NULL AND $9 = '' THEN $8 ELSE checkpoint END,
-		heartbeat_at = now(),
-		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN now() ELSE last_progress_at END
-	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now()
-	RETURNING ` + leaseReturning + `
+		heartbeat_at = ` + clock + `,
+		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN ` + clock + ` ELSE last_progress_at END
+	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > ` + clock + `
+	RETURNING ` + leaseReturningAt(clock) + `
 )`
 }
 
@@ -198,7 +208,7 @@ const checkpointCTE = `cp AS (
 // ledger rows from parameters $12..$28, and hasRows, true when it yields any.
 func itemsStatement(input, hasRows string) string {
 	return `
-WITH ` + fenceCTE(hasRows) + `, input AS (
+WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 	` + input + `
 ), fresh AS (
 	-- Rows the caller knows are new: a plain insert (the unique key still guards it).
@@ -475,7 +485,7 @@ func (s *Store) FlagInputChanged(ctx context.Context, f Fence, job string, gen i
 	_, err := s.pool.Exec(ctx, `UPDATE job_ledger l SET input_changed = true, updated_at = now()
 		FROM unnest($5::text[], $6::text[]) AS k(target, step)
 		WHERE l.job_name = $3 AND l.generation = $4 AND l.target_key = k.target AND l.step = k.step AND NOT l.input_changed
-		AND EXISTS (SELECT 1 FROM job_runs WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now())`,
+		AND EXISTS (SELECT 1 FROM job_runs WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > statement_timestamp())`,
 		f.RunID, f.Token, job, gen, targets, steps)
 	if err != nil {
 		return fmt.Errorf("flag changed inputs: %w", err)
@@ -565,7 +575,7 @@ var (
 		$11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[])
 		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)`
 	stagedTailSQL = `
-WITH ` + fenceCTE(`true`) + `, ` + countedTail(12) + `
+WITH ` + fenceCTE(`true`, wallClock) + `, ` + countedTail(12) + `
 SELECT * FROM fence`
 )
 

@@ -367,3 +367,47 @@ func TestStagedWrite(t *testing.T) {
 		t.Fatalf("%d connections still held", s.Pool().Stat().AcquiredConns())
 	}
 }
+
+// TestStagedCommitJudgesTheLeaseAtCommit stages a write under a short lease, lets the lease
+// run out by the database clock, and commits: the commit must be refused, judged by the moment
+// it runs, not by the moment its transaction was opened when the rows were staged.
+func TestStagedCommitJudgesTheLeaseAtCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := postgres.New(testenv.Postgres(t))
+	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := postgres.Fence{RunID: run.ID, Token: "tok"}
+	if _, _, err := s.Activate(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	cp := "cp-b"
+	w := &postgres.ItemsWrite{JobName: "j", Generation: run.Generation, Delta: postgres.RunDelta{Processed: 2, Succeeded: 2},
+		Ledger: fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), Checkpoint: &cp, Lease: time.Minute}
+	sw, err := s.HoldStaged(ctx, f, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Stage(ctx)
+	testenv.Eventually(t, 10*time.Second, "the lease to end by the database clock", func() bool {
+		var over bool
+		err := s.Pool().QueryRow(ctx, `SELECT clock_timestamp() > lease_until FROM job_runs WHERE id = $1`, f.RunID).Scan(&over)
+		return err == nil && over
+	})
+	if _, _, err := sw.Commit(ctx); !errors.Is(err, bt.ErrLeaseLost) {
+		t.Fatalf("commit after the lease ran out returned %v, want a lost lease", err)
+	}
+	var rows, processed int
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger), (SELECT processed FROM job_runs WHERE id = $1)`, f.RunID).
+		Scan(&rows, &processed); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 || processed != 0 {
+		t.Fatalf("a commit past the lease left %d ledger rows and %d processed", rows, processed)
+	}
+}
