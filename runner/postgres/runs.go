@@ -183,17 +183,19 @@ func (s *Store) SetTotal(ctx context.Context, f Fence, total int64) (LeaseState,
 		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token, total), "set total", f)
 }
 
-// Finish ends an active run with status, fenced on its lease token. A run whose lease was lost
-// (recovered by another instance) is not touched and ErrLeaseLost comes back.
+// Finish ends an active run with status, fenced on its lease token, and turns the run's
+// intents still IN_FLIGHT into AMBIGUOUS_EFFECT (their calls may have landed; their results
+// did not). A run whose lease was lost (recovered by another instance) is not touched and
+// ErrLeaseLost comes back: the recoverer quarantines its intents once the lease has run out.
 func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.Run, error) {
 	var stop *string
 	if reason != "" {
 		r := string(reason)
 		stop = &r
 	}
-	// One statement: the run ends and its checkpoint becomes the generation's resume point
-	// together, or neither happens. A deadlock victim has written nothing, and the statement is
-	// fenced, so it is simply tried again.
+	// One transaction: the run ends, its checkpoint becomes the generation's resume point and its
+	// intents still IN_FLIGHT become AMBIGUOUS_EFFECT together, or none of it happens. A
+	// deadlock victim has written nothing, and the end is fenced, so it is simply tried again.
 	var run *bt.Run
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -220,7 +222,12 @@ func isDeadlock(err error) bool {
 }
 
 func (s *Store) finish(ctx context.Context, f Fence, status bt.RunStatus, stop *string, message string) (*bt.Run, error) {
-	return scanRun(s.pool.QueryRow(ctx, `WITH fin AS (
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	run, err := scanRun(tx.QueryRow(ctx, `WITH fin AS (
 			UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
 				finished_at = statement_timestamp(), lease_until = LEAST(lease_until, statement_timestamp()), pause_reason = NULL
 			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > statement_timestamp()
@@ -232,6 +239,22 @@ func (s *Store) finish(ctx context.Context, f Fence, status bt.RunStatus, stop *
 				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()
 		)
 		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
+	if err != nil {
+		return nil, err
+	}
+	// Whatever the end — success, a failed result write, cancel, pause, shutdown — an intent of
+	// this run still IN_FLIGHT had its call made, or possibly made, and its result never landed:
+	// it is quarantined with the end, under the same fence, and the ambiguous alarm sees it.
+	amb, err := markAmbiguous(ctx, tx, []int64{run.ID}, fmt.Sprintf(
+		"the run ended %s before the call's result was recorded: the effect may have happened", status))
+	if err != nil {
+		return nil, err
+	}
+	run.Ambiguous += amb[run.ID]
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return run, nil
 }
 
 // syncableCheckpoint selects ended runs whose checkpoint the next RESUME should start from.
