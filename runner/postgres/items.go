@@ -45,6 +45,10 @@ type LedgerWrite struct {
 	// Should any row be in another state, the write fails whole and WriteItems makes it again as
 	// an upsert.
 	Prior bt.LedgerState
+	// Kind says what the write is (an intent, a call's result, a skip, ...): a row the target
+	// already has is moved only as the transition table allows (see transitions.go), or the
+	// write is refused whole with LEDGER_TRANSITION_REFUSED. Empty means WriteResult.
+	Kind WriteKind
 }
 
 // RunDelta is what a write adds to a run's counters.
@@ -66,6 +70,9 @@ type ItemsWrite struct {
 	// statements): PostgreSQL then ends the session, the transaction rolls back and its lock on
 	// the run row goes, so the recoverer can fail the run. 0 leaves the server's setting.
 	Lease time.Duration
+	// Scope is the states the run's approved replay scope names (none outside replays): the
+	// transition table lets an intent or a result move a row out of such a state.
+	Scope []bt.LedgerState
 }
 
 // The fenced item statements. Every insert selects FROM fence, so nothing is written unless
@@ -84,13 +91,15 @@ type ItemsWrite struct {
 //     ones and updates the known ones in place (knownItemsSQL): a quarter less than the upsert.
 var (
 	itemsSQL = itemsStatement(`SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[])
-		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh)`,
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[],
+		$29::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh,
+		kind)`,
 		`cardinality($12::text[]) > 0`)
 	itemSQL = itemsStatement(`SELECT $12::text AS target, $13::text AS step, $14::text AS state, $15::int AS attempt,
 		$16::text AS key, $17::text AS hash, $18::bool AS changed, $19::bool AS ext, $20::text AS effect,
 		$21::text AS evidence, $22::text AS err, $23::text AS sig, $24::int AS same, $25::bool AS count_run,
-		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh`, `true`)
+		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh, $29::text AS kind`, `true`)
 
 	freshItemsSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
@@ -105,13 +114,15 @@ SELECT * FROM fence`
 
 	// knownItemsSQL is the batch form for rows that are each fresh (prior NULL) or known in
 	// their prior state: fresh rows inserted, known ones updated by compare-and-set on the state,
-	// counters and error rows computed in Go; when fewer rows were updated than known,
-	// baton_ledger_changed fails the statement.
+	// counters and error rows computed in Go; when fewer rows were updated than known (a row in
+	// another state, or one the transition table does not let this write move),
+	// baton_ledger_changed fails the statement and the write is made again as an upsert, which
+	// names a refused transition.
 	knownItemsSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[])
-		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior)
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[], $34::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior, kind)
 ), ins AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
@@ -126,7 +137,7 @@ WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 		-- hashing the generation when its statistics are stale), updated by its address.
 		SELECT i.*, x.ctid AS tid FROM input i CROSS JOIN LATERAL (
 			SELECT ctid FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step
-				AND state = i.prior LIMIT 1
+				AND state = i.prior AND ` + allowedSQL(`state`, `i.kind`, `(run_id = $1 AND attempt = i.attempt)`, `$35::text[]`) + ` LIMIT 1
 		) x WHERE i.prior IS NOT NULL
 	) i
 	WHERE l.ctid = i.tid
@@ -205,7 +216,10 @@ const checkpointCTE = `cp AS (
 )`
 
 // itemsStatement builds the general fenced item statement around input, a query yielding the
-// ledger rows from parameters $12..$28, and hasRows, true when it yields any.
+// ledger rows from parameters $12..$29, and hasRows, true when it yields any; $30 is the
+// replay scope. A row the target already has is moved only as the transition table allows:
+// refused finds the first that is not, and baton_ledger_refused then fails the statement
+// whole, naming it. refused reads the statement's snapshot, the rows as they were before it.
 func itemsStatement(input, hasRows string) string {
 	return `
 WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
@@ -230,6 +244,11 @@ WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 		last_error = EXCLUDED.last_error, last_error_sig = EXCLUDED.last_error_sig,
 		same_error_count = EXCLUDED.same_error_count, run_id = EXCLUDED.run_id, updated_at = now()
 	RETURNING state, target_key, step, xmax = 0 AS inserted
+), refused AS (
+	SELECT i.target, i.step, l.state, i.kind FROM input i CROSS JOIN LATERAL (
+		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
+	) l WHERE NOT i.fresh AND NOT ` + allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$30::text[]`) + `
+	LIMIT 1
 ), prev AS (
 	-- The state each row this statement updated had before: the statement's snapshot still
 	-- shows the old version. Only targets that already had a row are probed, so a batch of new
@@ -251,7 +270,9 @@ WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''
 )
-SELECT * FROM fence`
+SELECT fence.* FROM fence
+WHERE CASE WHEN NOT EXISTS (SELECT 1 FROM refused) THEN true
+	ELSE (SELECT baton_ledger_refused(target, step, state, kind) FROM refused) END`
 }
 
 // statement returns the fenced item statement for w and its arguments.
@@ -266,7 +287,7 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		if fresh {
 			return freshItemSQL, args
 		}
-		return itemSQL, append(args, l.Fresh)
+		return itemSQL, append(args, l.Fresh, string(l.kind()), w.scopeArg())
 	}
 	n := len(w.Ledger)
 	args = append(args, w.rows()...)
@@ -283,13 +304,13 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 				updates++
 			}
 		}
-		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates))
+		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates), w.kinds(), w.scopeArg())
 	}
 	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
 	for i, l := range w.Ledger {
 		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
 	}
-	return itemsSQL, append(args, countRun, classes, msgs, freshes)
+	return itemsSQL, append(args, countRun, classes, msgs, freshes, w.kinds(), w.scopeArg())
 }
 
 // fenceArgs returns parameters $1..$11 every item statement starts with: the fence, the run's
@@ -387,15 +408,21 @@ type TxFunc func(ctx context.Context, tx pgx.Tx) error
 // lock it takes keeps the recoverer out until commit), then the job's writes, then commits; the
 // bound on idle time and the fenced write travel together in one round trip.
 // A (target, step) may appear only once per call.
+//
+// A write that would move a row the transition table does not let it move (transitions.go) is
+// refused whole with LEDGER_TRANSITION_REFUSED, naming the target, step and state.
 func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
+	if err := w.checkKinds(); err != nil {
+		return LeaseState{}, "", err
+	}
 	ls, pause, err := s.writeItems(ctx, f, w, jobWrites)
 	if err != nil && isStaleKnowledge(err) {
 		// A row the caller took for new exists, or a known row is in another state: nothing of
 		// this write landed (one statement, or one transaction), so it is made again as an upsert.
 		s.forgetKnowledge(w)
-		return s.writeItems(ctx, f, w, jobWrites)
+		ls, pause, err = s.writeItems(ctx, f, w, jobWrites)
 	}
-	return ls, pause, err
+	return ls, pause, refusal(err)
 }
 
 // isStaleKnowledge reports whether err is the refusal of a write that relied on what the caller
@@ -602,6 +629,9 @@ func (s *Store) HoldStaged(ctx context.Context, f Fence, w *ItemsWrite) (*Staged
 	if !w.Stageable() {
 		return nil, errors.New("stage items: only a batch of fresh rows can be staged")
 	}
+	if err := w.checkKinds(); err != nil {
+		return nil, err
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connection for staged items: %w", err)
@@ -646,7 +676,8 @@ func (sw *StagedWrite) Commit(ctx context.Context) (LeaseState, bt.StopReason, e
 		}
 		sw.s.forgetKnowledge(sw.w)
 		sql, args := sw.w.statement(sw.f)
-		return leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+		ls, pause, err := leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+		return ls, pause, refusal(err)
 	}
 	defer sw.tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
 	args := append(sw.w.fenceArgs(sw.f), sw.w.counted(sw.f)...)
