@@ -131,6 +131,19 @@ func TestRunEndSettlesIntents(t *testing.T) {
 		want:      ended{bt.StatusPaused, bt.StopPaused},
 		ambiguous: []string{"c1"},
 	}, {
+		name: "maintenance with an intent open",
+		job: func(reached chan<- string, gate <-chan struct{}) *reconcilingJob {
+			return carryOnJob("maintained", reached, gate)
+		},
+		drive: func(t *testing.T, r *runner.Runner, id int64, reached <-chan string) {
+			<-reached
+			if _, err := r.SetMaintenance(context.Background(), true, "ops"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		want:      ended{bt.StatusPaused, bt.StopMaintenance},
+		ambiguous: []string{"c1"},
+	}, {
 		name: "job error after a failed write",
 		job: func(chan<- string, <-chan struct{}) *reconcilingJob {
 			j := newLedgerJob("job-error", "e1")
@@ -158,7 +171,7 @@ func TestRunEndSettlesIntents(t *testing.T) {
 				}}
 			case "job-error":
 				j = swallowJob{job}
-			case "cancelled", "paused":
+			case "cancelled", "paused", "maintained":
 				j = carryOn{job}
 			}
 			r := b.runner(tc.config, j)

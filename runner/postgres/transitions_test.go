@@ -183,3 +183,34 @@ func TestLedgerTransitionTable(t *testing.T) {
 }
 
 func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
+
+// TestWriteKindMustFitState checks that an item write whose kind does not fit the state it
+// writes (an intent that is not IN_FLIGHT, a skip that is not SKIPPED, a result that is, a
+// resolution, which is no item write) is refused as INVALID_INPUT before anything is sent.
+func TestWriteKindMustFitState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, f, gen := itemsFixture(t)
+	for _, l := range []postgres.LedgerWrite{
+		{Target: "a", Kind: postgres.WriteIntent, State: bt.LedgerConfirmed},
+		{Target: "b", Kind: postgres.WriteSkip, State: bt.LedgerTransient},
+		{Target: "c", Kind: postgres.WriteQuarantine, State: bt.LedgerConfirmed},
+		{Target: "d", Kind: postgres.WriteResult, State: bt.LedgerInFlight},
+		{Target: "e", Kind: postgres.WriteFail, State: bt.LedgerSkipped},
+		{Target: "f", Kind: postgres.WriteResolve, State: bt.LedgerConfirmed},
+		{Target: "g", Kind: "REDO", State: bt.LedgerConfirmed},
+	} {
+		l.IdempotencyKey = "k" + l.Target
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Ledger: []postgres.LedgerWrite{l}}
+		if _, _, err := s.WriteItems(ctx, f, w, nil); bt.CodeOf(err) != bt.CodeInvalidInput {
+			t.Errorf("%s write of %s returned %v, want %s", l.Kind, l.State, err, bt.CodeInvalidInput)
+		}
+	}
+	var n int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM job_ledger`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("refused writes left %d ledger rows", n)
+	}
+}
