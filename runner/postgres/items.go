@@ -95,11 +95,11 @@ var (
 		$29::text[])
 		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh,
 		kind)`,
-		`cardinality($12::text[]) > 0`)
+		`cardinality($12::text[]) > 0`, false)
 	itemSQL = itemsStatement(`SELECT $12::text AS target, $13::text AS step, $14::text AS state, $15::int AS attempt,
 		$16::text AS key, $17::text AS hash, $18::bool AS changed, $19::bool AS ext, $20::text AS effect,
 		$21::text AS evidence, $22::text AS err, $23::text AS sig, $24::int AS same, $25::bool AS count_run,
-		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh, $29::text AS kind`, `true`)
+		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh, $29::text AS kind`, `true`, true)
 
 	freshItemsSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
@@ -115,9 +115,9 @@ SELECT * FROM fence`
 	// knownItemsSQL is the batch form for rows that are each fresh (prior NULL) or known in
 	// their prior state: fresh rows inserted, known ones updated by compare-and-set on the state,
 	// counters and error rows computed in Go; when fewer rows were updated than known (a row in
-	// another state, or one the transition table does not let this write move),
-	// baton_ledger_changed fails the statement and the write is made again as an upsert, which
-	// names a refused transition.
+	// another state, or an intent that is not the writing attempt's own), baton_ledger_changed
+	// fails the statement and the write is made again as an upsert, which names a refused
+	// transition. The known states themselves were judged by the table before (knowledge).
 	knownItemsSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
@@ -137,7 +137,7 @@ WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 		-- hashing the generation when its statistics are stale), updated by its address.
 		SELECT i.*, x.ctid AS tid FROM input i CROSS JOIN LATERAL (
 			SELECT ctid FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step
-				AND state = i.prior AND ` + allowedSQL(`state`, `i.kind`, `(run_id = $1 AND attempt = i.attempt)`, `$35::text[]`) + ` LIMIT 1
+				AND state = i.prior AND ` + ownGuardSQL(`state`, `i.kind`, `(run_id = $1 AND attempt = i.attempt)`) + ` LIMIT 1
 		) x WHERE i.prior IS NOT NULL
 	) i
 	WHERE l.ctid = i.tid
@@ -217,10 +217,27 @@ const checkpointCTE = `cp AS (
 
 // itemsStatement builds the general fenced item statement around input, a query yielding the
 // ledger rows from parameters $12..$29, and hasRows, true when it yields any; $30 is the
-// replay scope. A row the target already has is moved only as the transition table allows:
-// refused finds the first that is not, and baton_ledger_refused then fails the statement
-// whole, naming it. refused reads the statement's snapshot, the rows as they were before it.
-func itemsStatement(input, hasRows string) string {
+// replay scope. A row the target already has is moved only as the transition table allows,
+// else baton_ledger_refused fails the statement whole, naming it. With one row (single, its
+// kind the scalar $29) the upsert itself judges the row it meets, locked, and a refused row is
+// one the upsert left alone; with many, refused finds the first the table refuses in the
+// statement's snapshot, the rows as they were before it (only a write redone as an upsert
+// takes this form: the runner's batches are fresh or known). refused reads fence, so a write
+// whose lease is gone is refused as such, whatever its rows.
+func itemsStatement(input, hasRows string, single bool) string {
+	guard, refused := ``, `
+	SELECT i.target, i.step, l.state, i.kind FROM fence, input i CROSS JOIN LATERAL (
+		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
+	) l WHERE NOT i.fresh AND NOT `+allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$30::text[]`)+`
+	LIMIT 1`
+	if single {
+		guard = `
+	WHERE ` + allowedSQL(`job_ledger.state`, `$29::text`, `(job_ledger.run_id = $1 AND job_ledger.attempt = EXCLUDED.attempt)`, `$30::text[]`)
+		refused = `
+	SELECT $12::text AS target, $13::text AS step, l.state, $29::text AS kind FROM fence, job_ledger l
+	WHERE NOT EXISTS (SELECT 1 FROM led) AND NOT EXISTS (SELECT 1 FROM fresh)
+		AND l.job_name = $10 AND l.generation = $11 AND l.target_key = $12 AND l.step = $13`
+	}
 	return `
 WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 	` + input + `
@@ -242,13 +259,9 @@ WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 		effect_ref = COALESCE(EXCLUDED.effect_ref, job_ledger.effect_ref),
 		evidence_ref = COALESCE(EXCLUDED.evidence_ref, job_ledger.evidence_ref),
 		last_error = EXCLUDED.last_error, last_error_sig = EXCLUDED.last_error_sig,
-		same_error_count = EXCLUDED.same_error_count, run_id = EXCLUDED.run_id, updated_at = now()
+		same_error_count = EXCLUDED.same_error_count, run_id = EXCLUDED.run_id, updated_at = now()` + guard + `
 	RETURNING state, target_key, step, xmax = 0 AS inserted
-), refused AS (
-	SELECT i.target, i.step, l.state, i.kind FROM input i CROSS JOIN LATERAL (
-		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
-	) l WHERE NOT i.fresh AND NOT ` + allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$30::text[]`) + `
-	LIMIT 1
+), refused AS (` + refused + `
 ), prev AS (
 	-- The state each row this statement updated had before: the statement's snapshot still
 	-- shows the old version. Only targets that already had a row are probed, so a batch of new
@@ -304,7 +317,7 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 				updates++
 			}
 		}
-		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates), w.kinds(), w.scopeArg())
+		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates), w.kinds())
 	}
 	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
 	for i, l := range w.Ledger {
@@ -385,7 +398,9 @@ func (w *ItemsWrite) counted(f Fence) []any {
 }
 
 // knowledge reports whether every row is fresh, or else whether every row is fresh or known
-// in its prior state (and at least two rows: one known row goes by the single-item statement).
+// in a prior state the transition table lets its write move (and at least two rows: one known
+// row goes by the single-item statement). A known row the table refuses makes the write an
+// upsert, which names the refusal.
 func (w *ItemsWrite) knowledge() (fresh, known bool) {
 	if len(w.Ledger) == 0 {
 		return false, false
@@ -394,7 +409,7 @@ func (w *ItemsWrite) knowledge() (fresh, known bool) {
 	for i := range w.Ledger {
 		l := &w.Ledger[i]
 		fresh = fresh && l.Fresh
-		known = known && (l.Fresh || l.Prior != "")
+		known = known && (l.Fresh || l.Prior != "" && knows(l.Prior, l.kind(), w.Scope))
 	}
 	return fresh, known && !fresh && len(w.Ledger) > 1
 }

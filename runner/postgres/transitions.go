@@ -16,8 +16,9 @@ import (
 // AMBIGUOUS_EFFECT), reconcile and manual resolution (AMBIGUOUS_EFFECT → CONFIRMED or
 // NOT_APPLIED), and a replay whose approved scope names that state. The table below is the
 // one place this is written down in code: the fenced item statements judge every row they
-// would change by it (allowedSQL), the store-level test walks every cell of it against
-// PostgreSQL, and docs/architecture.md ("Ledger state machine") shows it.
+// would change by it (allowedSQL, or knows and ownGuardSQL for a row whose state the caller
+// knows), the store-level test walks every cell of it against PostgreSQL, and
+// docs/architecture.md ("Ledger state machine") shows it.
 
 // WriteKind says what a ledger write is, which is what the transition table is judged by.
 type WriteKind string
@@ -102,19 +103,72 @@ func Transition(from bt.LedgerState, kind WriteKind) Rule {
 // allowedSQL returns a boolean SQL expression saying whether a write of kind (an SQL text
 // expression) may move a row in state from (an SQL text expression), built from the table.
 // own is an SQL boolean: the row is the intent this write's attempt wrote; scope an SQL text[]
-// of the states the run's replay scope names (empty outside replays). Never NULL.
+// of the states the run's replay scope names (empty outside replays). Never NULL. A CASE on
+// the kind over lists of constants: a few comparisons per row.
 func allowedSQL(from, kind, own, scope string) string {
-	var cells = map[Rule][]string{}
-	for _, st := range LedgerStates {
-		for _, k := range WriteKinds {
-			r := Transition(st, k)
-			cells[r] = append(cells[r], string(st)+":"+string(k))
+	var b strings.Builder
+	b.WriteString("COALESCE(CASE " + kind)
+	for _, k := range WriteKinds {
+		var conds []string
+		if in := statesWith(k, Allowed); in != "" {
+			conds = append(conds, from+" IN ("+in+")")
+		}
+		if in := statesWith(k, OwnIntent); in != "" {
+			conds = append(conds, "("+own+" AND "+from+" IN ("+in+"))")
+		}
+		if in := statesWith(k, InScope); in != "" {
+			conds = append(conds, "("+from+" = ANY ("+scope+") AND "+from+" IN ("+in+"))")
+		}
+		if len(conds) == 0 {
+			conds = []string{"false"}
+		}
+		fmt.Fprintf(&b, " WHEN '%s' THEN %s", k, strings.Join(conds, " OR "))
+	}
+	b.WriteString(" ELSE false END, false)")
+	return b.String()
+}
+
+// ownGuardSQL returns the part of allowedSQL that only the database can judge, for a row whose
+// state the caller knows and has judged by the table itself (knows): a cell that needs the
+// row to be the writing attempt's own intent holds only if own does. Never NULL.
+func ownGuardSQL(from, kind, own string) string {
+	var b strings.Builder
+	b.WriteString("COALESCE(CASE " + kind)
+	for _, k := range WriteKinds {
+		if in := statesWith(k, OwnIntent); in != "" {
+			fmt.Fprintf(&b, " WHEN '%s' THEN %s NOT IN (%s) OR %s", k, from, in, own)
 		}
 	}
-	set := func(r Rule) string { return "'{" + strings.Join(cells[r], ",") + "}'::text[]" }
-	cell := from + " || ':' || " + kind
-	return fmt.Sprintf(`COALESCE(%[1]s = ANY (%[2]s) OR (%[3]s AND %[1]s = ANY (%[4]s)) OR (%[5]s = ANY (%[6]s) AND %[1]s = ANY (%[7]s)), false)`,
-		cell, set(Allowed), own, set(OwnIntent), from, scope, set(InScope))
+	b.WriteString(" ELSE true END, false)")
+	return b.String()
+}
+
+// statesWith lists, quoted for SQL, the states whose cell for kind is rule.
+func statesWith(kind WriteKind, rule Rule) string {
+	var out []string
+	for _, st := range LedgerStates {
+		if Transition(st, kind) == rule {
+			out = append(out, "'"+string(st)+"'")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// knows reports whether the table lets a write of kind move a row the caller knows is in
+// state from, under a replay scope naming scope — taking an OwnIntent cell as allowed, which
+// the statement then checks (ownGuardSQL).
+func knows(from bt.LedgerState, kind WriteKind, scope []bt.LedgerState) bool {
+	switch Transition(from, kind) {
+	case Allowed, OwnIntent:
+		return true
+	case InScope:
+		for _, s := range scope {
+			if s == from {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // kind returns the write's kind, WriteResult when unset.

@@ -10,8 +10,8 @@ import (
 )
 
 // TestLedgerTransitionTable walks every cell of the ledger transition table — each state a
-// row can be in (and none) × each kind of write, with the row the intent of the writing
-// attempt or not, and with a replay scope naming the state or not — through every statement a
+// row can be in (and none) × each kind of write, with a replay scope naming the state or not,
+// and for IN_FLIGHT with the row the intent of the writing attempt or not — through every statement a
 // write can take (single upsert, batch upsert, batch compare-and-set on a known state, a row
 // wrongly taken for new and redone as an upsert), against PostgreSQL. An allowed write moves
 // the row; a refused one returns LEDGER_TRANSITION_REFUSED (CONFLICT for resolution, which
@@ -67,6 +67,9 @@ func TestLedgerTransitionTable(t *testing.T) {
 	for _, from := range states {
 		for _, kind := range postgres.WriteKinds {
 			for _, own := range []bool{true, false} {
+				if !own && from != bt.LedgerInFlight {
+					continue // whose row it is matters only to an intent
+				}
 				for _, scoped := range []bool{true, false} {
 					paths := []string{"single", "batch", "known", "fresh"}
 					if kind == postgres.WriteResolve {
@@ -178,6 +181,19 @@ func TestLedgerTransitionTable(t *testing.T) {
 	}
 	if len(got) != len(actual) {
 		t.Errorf("generation counts %v, ledger rows by state %v", got, actual)
+	}
+	// Under a lost lease a write is refused by its fence, whatever the table says of its rows.
+	seed("stale", bt.LedgerConfirmed, f.RunID)
+	stale := postgres.Fence{RunID: f.RunID, Token: "other"}
+	for _, batch := range []bool{false, true} {
+		ls := []postgres.LedgerWrite{{Target: "stale", Step: "pay", State: bt.LedgerSkipped, Kind: postgres.WriteSkip, IdempotencyKey: "kstale"}}
+		if batch {
+			ls = append(ls, postgres.LedgerWrite{Target: "stale2", Step: "pay", State: bt.LedgerSkipped, Kind: postgres.WriteSkip, IdempotencyKey: "kstale2"})
+		}
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Ledger: ls}
+		if _, _, err := s.WriteItems(ctx, stale, w, nil); bt.CodeOf(err) != bt.CodeLeaseLost {
+			t.Errorf("a refused transition under a lost lease (batch %v) returned %v, want %s", batch, err, bt.CodeLeaseLost)
+		}
 	}
 	t.Logf("%d cells walked, %d allowed", cells, allowed)
 }
