@@ -30,7 +30,7 @@ func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []post
 
 // commit makes a write whose targets are already noted (noteWritten).
 func (run *Run) commit(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
-	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
+	w.JobName, w.Generation, w.Lease, w.Scope = run.rec.JobName, run.rec.Generation, run.lease, run.scopeStates
 	var sent time.Time
 	attempt := func() (fenceReply, error) {
 		sent = run.now()
@@ -100,7 +100,7 @@ func (run *Run) writeBehind(ctx context.Context, w *postgres.ItemsWrite) error {
 		}
 	}
 	run.noteWritten(w.Ledger) // before returning: the next batch's read decision needs them
-	w.JobName, w.Generation, w.Lease = run.rec.JobName, run.rec.Generation, run.lease
+	w.JobName, w.Generation, w.Lease, w.Scope = run.rec.JobName, run.rec.Generation, run.lease, run.scopeStates
 	var staged *postgres.StagedWrite
 	if w.Stageable() && (prev == nil || prev.held) {
 		// Without a connection (refused, or the job's context ended while waiting for one) the
@@ -168,13 +168,16 @@ func (run *Run) Sync(ctx context.Context) error {
 	return b.err
 }
 
-// Skip records an item as skipped (nothing to do) and advances the checkpoint.
+// Skip records an item as skipped (nothing to do) and advances the checkpoint. A target
+// whose ledger row is CONFIRMED, AMBIGUOUS_EFFECT or IN_FLIGHT is not moved: Skip returns
+// LEDGER_TRANSITION_REFUSED and records nothing (see the ledger state machine in
+// docs/architecture.md).
 func (run *Run) Skip(ctx context.Context, item Item, reason string) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
 	l := run.ledgerWrite(item)
-	l.State, l.CountInRun, l.LastError = bt.LedgerSkipped, true, &reason
+	l.State, l.CountInRun, l.LastError, l.Kind = bt.LedgerSkipped, true, &reason, postgres.WriteSkip
 	w := &postgres.ItemsWrite{Delta: postgres.RunDelta{Processed: 1, Skipped: 1}, Ledger: []postgres.LedgerWrite{l},
 		Checkpoint: checkpointOf(item), Shard: item.Shard}
 	if err := run.write(ctx, w, nil); err != nil {
@@ -186,7 +189,8 @@ func (run *Run) Skip(ctx context.Context, item Item, reason string) error {
 
 // Fail records an item as failed without calling anything (the job found it bad itself):
 // an error row, the ledger state ClassOf(cause) gives (TRANSIENT when unclassified) and the
-// checkpoint advance.
+// checkpoint advance. Like Skip, it never moves a target that is CONFIRMED, AMBIGUOUS_EFFECT
+// or IN_FLIGHT: that returns LEDGER_TRANSITION_REFUSED and records nothing.
 func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
 	if err := run.Check(ctx); err != nil {
 		return err
@@ -198,6 +202,7 @@ func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
 	l := run.ledgerWrite(item)
 	delta := postgres.RunDelta{Processed: 1}
 	run.setFailure(&l, &delta, state, cause, 0, errorSignature(state, cause), 1)
+	l.Kind = postgres.WriteFail
 	w := &postgres.ItemsWrite{Delta: delta, Ledger: []postgres.LedgerWrite{l}, Checkpoint: checkpointOf(item), Shard: item.Shard}
 	if err := run.write(ctx, w, nil); err != nil {
 		return err
@@ -526,7 +531,7 @@ func (run *Run) decide(st *itemState, prior postgres.LedgerRow, w *postgres.Item
 		l := st.base
 		msg := "found IN_FLIGHT from an earlier attempt: the effect may have happened"
 		sig := errorSignature(bt.LedgerAmbiguous, errors.New(msg))
-		l.State, l.CountInRun, l.Attempt = bt.LedgerAmbiguous, true, prior.Attempt
+		l.State, l.CountInRun, l.Attempt, l.Kind = bt.LedgerAmbiguous, true, prior.Attempt, postgres.WriteQuarantine
 		l.LastError, l.ErrorSig, l.SameErrorCount, l.ErrorClass, l.ErrorMessage = &msg, &sig, 1, string(bt.LedgerAmbiguous), msg
 		w.Ledger = append(w.Ledger, l)
 		w.Delta.Processed++
@@ -554,7 +559,7 @@ func (run *Run) intents(ctx context.Context, pending []*itemState) error {
 		st.attempt++
 		if st.item.External {
 			l := st.base
-			l.State, l.Attempt = bt.LedgerInFlight, st.attempt
+			l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, postgres.WriteIntent
 			w.Ledger = append(w.Ledger, l)
 		}
 	}

@@ -26,6 +26,10 @@ type Run struct {
 	log    *slog.Logger
 	cancel context.CancelFunc // cancels the job's context when abandoned
 
+	// scopeStates is scope as the store takes it: the states the transition table lets this
+	// replay's intents and results move a target out of.
+	scopeStates []bt.LedgerState
+
 	mu          sync.Mutex
 	rec         bt.Run        // latest known state
 	leaseEnd    time.Time     // local (NowFunc) time the lease ends, conservatively
@@ -81,6 +85,7 @@ func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope bt.ReplayScope
 		for _, s := range scope.States() {
 			run.scope[s] = true
 		}
+		run.scopeStates = scope.States()
 	}
 	return run
 }

@@ -121,6 +121,9 @@ const (
 	CodeReplayBlocked    Code = "REPLAY_BLOCKED"
 	CodeSelfApproval     Code = "SELF_APPROVAL"
 	CodeForbidden        Code = "FORBIDDEN"
+	// CodeLedgerTransition refuses a ledger write the transition table forbids: a skip, a
+	// failure or a second intent on a target that is CONFIRMED, AMBIGUOUS_EFFECT or IN_FLIGHT.
+	CodeLedgerTransition Code = "LEDGER_TRANSITION_REFUSED"
 )
 
 // Error is Baton's one error type: a code for machines and a message for people.
@@ -178,6 +181,7 @@ var (
 	ErrShuttingDown     = &Error{Code: CodeShuttingDown, Message: "instance is shutting down"}
 	ErrDuplicateJob     = &Error{Code: CodeDuplicateJob, Message: "job name already registered"}
 	ErrConflict         = &Error{Code: CodeConflict, Message: "changed concurrently"}
+	ErrLedgerTransition = &Error{Code: CodeLedgerTransition, Message: "ledger transition refused"}
 )
 
 // Run is one execution of a job as stored.

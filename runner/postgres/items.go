@@ -45,6 +45,10 @@ type LedgerWrite struct {
 	// Should any row be in another state, the write fails whole and WriteItems makes it again as
 	// an upsert.
 	Prior bt.LedgerState
+	// Kind says what the write is (an intent, a call's result, a skip, ...): a row the target
+	// already has is moved only as the transition table allows (see transitions.go), or the
+	// write is refused whole with LEDGER_TRANSITION_REFUSED. Empty means WriteResult.
+	Kind WriteKind
 }
 
 // RunDelta is what a write adds to a run's counters.
@@ -66,6 +70,9 @@ type ItemsWrite struct {
 	// statements): PostgreSQL then ends the session, the transaction rolls back and its lock on
 	// the run row goes, so the recoverer can fail the run. 0 leaves the server's setting.
 	Lease time.Duration
+	// Scope is the states the run's approved replay scope names (none outside replays): the
+	// transition table lets an intent or a result move a row out of such a state.
+	Scope []bt.LedgerState
 }
 
 // The fenced item statements. Every insert selects FROM fence, so nothing is written unless
@@ -84,16 +91,18 @@ type ItemsWrite struct {
 //     ones and updates the known ones in place (knownItemsSQL): a quarter less than the upsert.
 var (
 	itemsSQL = itemsStatement(`SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[])
-		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh)`,
-		`cardinality($12::text[]) > 0`)
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[],
+		$29::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh,
+		kind)`,
+		`cardinality($12::text[]) > 0`, false)
 	itemSQL = itemsStatement(`SELECT $12::text AS target, $13::text AS step, $14::text AS state, $15::int AS attempt,
 		$16::text AS key, $17::text AS hash, $18::bool AS changed, $19::bool AS ext, $20::text AS effect,
 		$21::text AS evidence, $22::text AS err, $23::text AS sig, $24::int AS same, $25::bool AS count_run,
-		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh`, `true`)
+		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh, $29::text AS kind`, `true`, true)
 
 	freshItemsSQL = `
-WITH ` + fenceCTE(`true`) + `, led AS (
+WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
@@ -105,13 +114,15 @@ SELECT * FROM fence`
 
 	// knownItemsSQL is the batch form for rows that are each fresh (prior NULL) or known in
 	// their prior state: fresh rows inserted, known ones updated by compare-and-set on the state,
-	// counters and error rows computed in Go; when fewer rows were updated than known,
-	// baton_ledger_changed fails the statement.
+	// counters and error rows computed in Go; when fewer rows were updated than known (a row in
+	// another state, or an intent that is not the writing attempt's own), baton_ledger_changed
+	// fails the statement and the write is made again as an upsert, which names a refused
+	// transition. The known states themselves were judged by the table before (knowledge).
 	knownItemsSQL = `
-WITH ` + fenceCTE(`true`) + `, input AS (
+WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[])
-		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior)
+		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[], $34::text[])
+		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior, kind)
 ), ins AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
@@ -126,7 +137,7 @@ WITH ` + fenceCTE(`true`) + `, input AS (
 		-- hashing the generation when its statistics are stale), updated by its address.
 		SELECT i.*, x.ctid AS tid FROM input i CROSS JOIN LATERAL (
 			SELECT ctid FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step
-				AND state = i.prior LIMIT 1
+				AND state = i.prior AND ` + ownGuardSQL(`state`, `i.kind`, `(run_id = $1 AND attempt = i.attempt)`) + ` LIMIT 1
 		) x WHERE i.prior IS NOT NULL
 	) i
 	WHERE l.ctid = i.tid
@@ -136,7 +147,7 @@ SELECT fence.* FROM fence
 WHERE CASE WHEN (SELECT count(*) FROM upd) = $33 THEN true ELSE baton_ledger_changed($33, (SELECT count(*) FROM upd)) END`
 
 	freshItemSQL = `
-WITH ` + fenceCTE(`true`) + `, led AS (
+WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $1 FROM fence
 ), cnt AS (
@@ -167,20 +178,30 @@ func countedTail(p int) string {
 const ledgerInsertColumns = `job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id`
 
+// The clocks a fence reads. A fence judges the lease at the moment of the write:
+// statement_timestamp() for a statement that is its own transaction or the first of one, and
+// clock_timestamp() for one that ends a transaction opened earlier (the staged write), where
+// now() would be the moment the transaction began. Ledger rows keep now() for updated_at, the
+// time their column default gives the rows a write inserts: one write, one time.
+const (
+	stmtClock = `statement_timestamp()`
+	wallClock = `clock_timestamp()`
+)
+
 // fenceCTE is the fenced update of the run row every item statement starts with: counters,
 // checkpoint, heartbeat, and the lease state and flags returned to the worker. hasRows is
-// true when the statement writes ledger rows.
-func fenceCTE(hasRows string) string {
+// true when the statement writes ledger rows; clock is the clock the lease is judged by.
+func fenceCTE(hasRows, clock string) string {
 	return `fence AS (
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
 		skipped = skipped + $6, ambiguous = ambiguous + $7,
-		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN now() ELSE last_checkpoint_at END,
+		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN ` + clock + ` ELSE last_checkpoint_at END,
 		checkpoint = CASE WHEN $8::text IS NOT NULL AND $9 = '' THEN $8 ELSE checkpoint END,
-		heartbeat_at = now(),
-		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN now() ELSE last_progress_at END
-	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now()
-	RETURNING ` + leaseReturning + `
+		heartbeat_at = ` + clock + `,
+		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN ` + clock + ` ELSE last_progress_at END
+	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > ` + clock + `
+	RETURNING ` + leaseReturningAt(clock) + `
 )`
 }
 
@@ -195,10 +216,30 @@ const checkpointCTE = `cp AS (
 )`
 
 // itemsStatement builds the general fenced item statement around input, a query yielding the
-// ledger rows from parameters $12..$28, and hasRows, true when it yields any.
-func itemsStatement(input, hasRows string) string {
+// ledger rows from parameters $12..$29, and hasRows, true when it yields any; $30 is the
+// replay scope. A row the target already has is moved only as the transition table allows,
+// else baton_ledger_refused fails the statement whole, naming it. With one row (single, its
+// kind the scalar $29) the upsert itself judges the row it meets, locked, and a refused row is
+// one the upsert left alone; with many, refused finds the first the table refuses in the
+// statement's snapshot, the rows as they were before it (only a write redone as an upsert
+// takes this form: the runner's batches are fresh or known). refused reads fence, so a write
+// whose lease is gone is refused as such, whatever its rows.
+func itemsStatement(input, hasRows string, single bool) string {
+	guard, refused := ``, `
+	SELECT i.target, i.step, l.state, i.kind FROM fence, input i CROSS JOIN LATERAL (
+		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
+	) l WHERE NOT i.fresh AND NOT `+allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$30::text[]`)+`
+	LIMIT 1`
+	if single {
+		guard = `
+	WHERE ` + allowedSQL(`job_ledger.state`, `$29::text`, `(job_ledger.run_id = $1 AND job_ledger.attempt = EXCLUDED.attempt)`, `$30::text[]`)
+		refused = `
+	SELECT $12::text AS target, $13::text AS step, l.state, $29::text AS kind FROM fence, job_ledger l
+	WHERE NOT EXISTS (SELECT 1 FROM led) AND NOT EXISTS (SELECT 1 FROM fresh)
+		AND l.job_name = $10 AND l.generation = $11 AND l.target_key = $12 AND l.step = $13`
+	}
 	return `
-WITH ` + fenceCTE(hasRows) + `, input AS (
+WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 	` + input + `
 ), fresh AS (
 	-- Rows the caller knows are new: a plain insert (the unique key still guards it).
@@ -218,8 +259,9 @@ WITH ` + fenceCTE(hasRows) + `, input AS (
 		effect_ref = COALESCE(EXCLUDED.effect_ref, job_ledger.effect_ref),
 		evidence_ref = COALESCE(EXCLUDED.evidence_ref, job_ledger.evidence_ref),
 		last_error = EXCLUDED.last_error, last_error_sig = EXCLUDED.last_error_sig,
-		same_error_count = EXCLUDED.same_error_count, run_id = EXCLUDED.run_id, updated_at = now()
+		same_error_count = EXCLUDED.same_error_count, run_id = EXCLUDED.run_id, updated_at = now()` + guard + `
 	RETURNING state, target_key, step, xmax = 0 AS inserted
+), refused AS (` + refused + `
 ), prev AS (
 	-- The state each row this statement updated had before: the statement's snapshot still
 	-- shows the old version. Only targets that already had a row are probed, so a batch of new
@@ -241,7 +283,9 @@ WITH ` + fenceCTE(hasRows) + `, input AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''
 )
-SELECT * FROM fence`
+SELECT fence.* FROM fence
+WHERE CASE WHEN NOT EXISTS (SELECT 1 FROM refused) THEN true
+	ELSE (SELECT baton_ledger_refused(target, step, state, kind) FROM refused) END`
 }
 
 // statement returns the fenced item statement for w and its arguments.
@@ -256,7 +300,7 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		if fresh {
 			return freshItemSQL, args
 		}
-		return itemSQL, append(args, l.Fresh)
+		return itemSQL, append(args, l.Fresh, string(l.kind()), w.scopeArg())
 	}
 	n := len(w.Ledger)
 	args = append(args, w.rows()...)
@@ -273,13 +317,13 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 				updates++
 			}
 		}
-		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates))
+		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates), w.kinds())
 	}
 	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
 	for i, l := range w.Ledger {
 		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
 	}
-	return itemsSQL, append(args, countRun, classes, msgs, freshes)
+	return itemsSQL, append(args, countRun, classes, msgs, freshes, w.kinds(), w.scopeArg())
 }
 
 // fenceArgs returns parameters $1..$11 every item statement starts with: the fence, the run's
@@ -354,7 +398,9 @@ func (w *ItemsWrite) counted(f Fence) []any {
 }
 
 // knowledge reports whether every row is fresh, or else whether every row is fresh or known
-// in its prior state (and at least two rows: one known row goes by the single-item statement).
+// in a prior state the transition table lets its write move (and at least two rows: one known
+// row goes by the single-item statement). A known row the table refuses makes the write an
+// upsert, which names the refusal.
 func (w *ItemsWrite) knowledge() (fresh, known bool) {
 	if len(w.Ledger) == 0 {
 		return false, false
@@ -363,7 +409,7 @@ func (w *ItemsWrite) knowledge() (fresh, known bool) {
 	for i := range w.Ledger {
 		l := &w.Ledger[i]
 		fresh = fresh && l.Fresh
-		known = known && (l.Fresh || l.Prior != "")
+		known = known && (l.Fresh || l.Prior != "" && knows(l.Prior, l.kind(), w.Scope))
 	}
 	return fresh, known && !fresh && len(w.Ledger) > 1
 }
@@ -377,15 +423,21 @@ type TxFunc func(ctx context.Context, tx pgx.Tx) error
 // lock it takes keeps the recoverer out until commit), then the job's writes, then commits; the
 // bound on idle time and the fenced write travel together in one round trip.
 // A (target, step) may appear only once per call.
+//
+// A write that would move a row the transition table does not let it move (transitions.go) is
+// refused whole with LEDGER_TRANSITION_REFUSED, naming the target, step and state.
 func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
+	if err := w.checkKinds(); err != nil {
+		return LeaseState{}, "", err
+	}
 	ls, pause, err := s.writeItems(ctx, f, w, jobWrites)
 	if err != nil && isStaleKnowledge(err) {
 		// A row the caller took for new exists, or a known row is in another state: nothing of
 		// this write landed (one statement, or one transaction), so it is made again as an upsert.
 		s.forgetKnowledge(w)
-		return s.writeItems(ctx, f, w, jobWrites)
+		ls, pause, err = s.writeItems(ctx, f, w, jobWrites)
 	}
-	return ls, pause, err
+	return ls, pause, refusal(err)
 }
 
 // isStaleKnowledge reports whether err is the refusal of a write that relied on what the caller
@@ -475,7 +527,7 @@ func (s *Store) FlagInputChanged(ctx context.Context, f Fence, job string, gen i
 	_, err := s.pool.Exec(ctx, `UPDATE job_ledger l SET input_changed = true, updated_at = now()
 		FROM unnest($5::text[], $6::text[]) AS k(target, step)
 		WHERE l.job_name = $3 AND l.generation = $4 AND l.target_key = k.target AND l.step = k.step AND NOT l.input_changed
-		AND EXISTS (SELECT 1 FROM job_runs WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now())`,
+		AND EXISTS (SELECT 1 FROM job_runs WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > statement_timestamp())`,
 		f.RunID, f.Token, job, gen, targets, steps)
 	if err != nil {
 		return fmt.Errorf("flag changed inputs: %w", err)
@@ -547,7 +599,7 @@ var (
 		$11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[])
 		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)`
 	stagedTailSQL = `
-WITH ` + fenceCTE(`true`) + `, ` + countedTail(12) + `
+WITH ` + fenceCTE(`true`, wallClock) + `, ` + countedTail(12) + `
 SELECT * FROM fence`
 )
 
@@ -573,6 +625,9 @@ type StagedWrite struct {
 func (s *Store) HoldStaged(ctx context.Context, f Fence, w *ItemsWrite) (*StagedWrite, error) {
 	if !w.Stageable() {
 		return nil, errors.New("stage items: only a batch of fresh rows can be staged")
+	}
+	if err := w.checkKinds(); err != nil {
+		return nil, err
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -618,7 +673,8 @@ func (sw *StagedWrite) Commit(ctx context.Context) (LeaseState, bt.StopReason, e
 		}
 		sw.s.forgetKnowledge(sw.w)
 		sql, args := sw.w.statement(sw.f)
-		return leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+		ls, pause, err := leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+		return ls, pause, refusal(err)
 	}
 	defer sw.tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
 	args := append(sw.w.fenceArgs(sw.f), sw.w.counted(sw.f)...)

@@ -38,6 +38,12 @@ func ledgerWrites(state bt.LedgerState, countInRun bool, targets ...string) []po
 	out := make([]postgres.LedgerWrite, len(targets))
 	for i, tg := range targets {
 		out[i] = postgres.LedgerWrite{Target: tg, State: state, Attempt: 1, IdempotencyKey: "k" + tg, External: true, CountInRun: countInRun}
+		switch state {
+		case bt.LedgerInFlight:
+			out[i].Kind = postgres.WriteIntent
+		case bt.LedgerSkipped:
+			out[i].Kind = postgres.WriteSkip
+		}
 	}
 	return out
 }
@@ -60,15 +66,16 @@ func TestWriteItemsCounts(t *testing.T) {
 	write(postgres.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d"))                           // batch, new
 	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, ledgerWrites(bt.LedgerConfirmed, true, "a"))           // single, update
 	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "e")) // batch, mixed
-	write(postgres.RunDelta{Processed: 1, Skipped: 1}, ledgerWrites(bt.LedgerSkipped, true, "b"))               // single, update
+	write(postgres.RunDelta{Processed: 1, Failed: 1}, ledgerWrites(bt.LedgerTransient, true, "d"))              // single, update
+	write(postgres.RunDelta{Processed: 1, Skipped: 1}, ledgerWrites(bt.LedgerSkipped, true, "d"))               // single, update
 
-	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerInFlight: 1, bt.LedgerConfirmed: 3, bt.LedgerSkipped: 1},
-		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerSkipped: 1})
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerSkipped: 1},
+		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerTransient: 1, bt.LedgerSkipped: 1})
 	ls, _, err := s.Poll(ctx, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.Processed != 5 || ls.Succeeded != 4 || ls.Skipped != 1 {
+	if ls.Processed != 6 || ls.Succeeded != 4 || ls.Failed != 1 || ls.Skipped != 1 {
 		t.Fatalf("run counters = %+v", ls)
 	}
 }
@@ -133,7 +140,8 @@ func TestWriteItemsKnowledge(t *testing.T) {
 	write := func(d postgres.RunDelta, ls []postgres.LedgerWrite, shard string) {
 		t.Helper()
 		cp := "cp-" + ls[len(ls)-1].Target
-		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Shard: shard}
+		// As a FAILED replay writes: rejected rows may be confirmed.
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Shard: shard, Scope: bt.ScopeFailed.States()}
 		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -172,12 +180,12 @@ func TestWriteItemsKnowledge(t *testing.T) {
 	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, append(prior(bt.LedgerTransient, confirmed("d")),
 		prior(bt.LedgerValidationRejected, confirmed("h"))...), "")
 	redone(1)
-	// Wrongly taken for new: a exists (single); e exists beside the new j (batch).
+	// Wrongly taken for new: a exists (single); i exists beside the new j (batch).
 	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, fresh(confirmed("a")), "")
-	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "e")), "")
+	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "i")), "")
 	redone(3)
 
-	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 9, bt.LedgerValidationRejected: 2},
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 1},
 		map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 3})
 	var errs int
 	var shards string
@@ -192,7 +200,7 @@ func TestWriteItemsKnowledge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.Processed != 13 || ls.Succeeded != 10 || ls.Failed != 3 || ls.Checkpoint != "cp-e" {
+	if ls.Processed != 13 || ls.Succeeded != 10 || ls.Failed != 3 || ls.Checkpoint != "cp-i" {
 		t.Fatalf("run counters = %+v", ls)
 	}
 	// Under a lost lease the known statement is refused by its fence like every other, not
@@ -293,7 +301,8 @@ func TestStagedWrite(t *testing.T) {
 	staged := func(d postgres.RunDelta, ls []postgres.LedgerWrite) *postgres.StagedWrite {
 		t.Helper()
 		cp := "cp-" + ls[len(ls)-1].Target
-		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute}
+		// As a FAILED replay writes: rejected rows may be confirmed.
+		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute, Scope: bt.ScopeFailed.States()}
 		sw, err := s.HoldStaged(ctx, f, w)
 		if err != nil {
 			t.Fatal(err)
@@ -340,8 +349,8 @@ func TestStagedWrite(t *testing.T) {
 		t.Fatalf("%d rows after an abort, want 3", n)
 	}
 
-	// A row taken for new exists (b): redone as an upsert, counted as such.
-	sw = staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "f", "b")))
+	// A row taken for new exists (c): redone as an upsert, counted as such.
+	sw = staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "f", "c")))
 	if _, _, err := sw.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -360,10 +369,54 @@ func TestStagedWrite(t *testing.T) {
 	if n := rows(); n != 4 {
 		t.Fatalf("%d rows after a refused commit, want 4", n)
 	}
-	// b was confirmed twice by this run: once in the generation, twice in the run's counts.
-	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 3, bt.LedgerValidationRejected: 1},
+	// c was rejected, then confirmed by this run: confirmed in the generation, both in the run's counts.
+	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 4},
 		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerValidationRejected: 1})
 	if s.Pool().Stat().AcquiredConns() != 0 {
 		t.Fatalf("%d connections still held", s.Pool().Stat().AcquiredConns())
+	}
+}
+
+// TestStagedCommitJudgesTheLeaseAtCommit stages a write under a short lease, lets the lease
+// run out by the database clock, and commits: the commit must be refused, judged by the moment
+// it runs, not by the moment its transaction was opened when the rows were staged.
+func TestStagedCommitJudgesTheLeaseAtCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := postgres.New(testenv.Postgres(t))
+	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := postgres.Fence{RunID: run.ID, Token: "tok"}
+	if _, _, err := s.Activate(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	cp := "cp-b"
+	w := &postgres.ItemsWrite{JobName: "j", Generation: run.Generation, Delta: postgres.RunDelta{Processed: 2, Succeeded: 2},
+		Ledger: fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), Checkpoint: &cp, Lease: time.Minute}
+	sw, err := s.HoldStaged(ctx, f, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Stage(ctx)
+	testenv.Eventually(t, 10*time.Second, "the lease to end by the database clock", func() bool {
+		var over bool
+		err := s.Pool().QueryRow(ctx, `SELECT clock_timestamp() > lease_until FROM job_runs WHERE id = $1`, f.RunID).Scan(&over)
+		return err == nil && over
+	})
+	if _, _, err := sw.Commit(ctx); !errors.Is(err, bt.ErrLeaseLost) {
+		t.Fatalf("commit after the lease ran out returned %v, want a lost lease", err)
+	}
+	var rows, processed int
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger), (SELECT processed FROM job_runs WHERE id = $1)`, f.RunID).
+		Scan(&rows, &processed); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 || processed != 0 {
+		t.Fatalf("a commit past the lease left %d ledger rows and %d processed", rows, processed)
 	}
 }

@@ -128,8 +128,8 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 	run, err := scanRun(tx.QueryRow(ctx, `
 		INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until,
 			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version, generation_started_at)
-		VALUES ($1, 'STARTING', $2, $3, $4, $5, $6, $7::integer, now() + make_interval(secs => $7::integer), $8, $9, $10, $11, $12, $12, $13,
-			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), now()))
+		VALUES ($1, 'STARTING', $2, $3, $4, $5, $6, $7::integer, statement_timestamp() + make_interval(secs => $7::integer), $8, $9, $10, $11, $12, $12, $13,
+			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), statement_timestamp()))
 		RETURNING `+runColumns,
 		n.JobName, string(n.Trigger), string(n.Mode), n.Actor, n.Instance, n.Token, n.LeaseSeconds,
 		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion))
@@ -145,8 +145,15 @@ func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
 	return run, tx.Commit(ctx)
 }
 
-const leaseReturning = `EXTRACT(EPOCH FROM (lease_until - now()))::float8, cancel_requested, COALESCE(pause_reason, ''),
+// leaseReturningAt is what a fenced write returns to the worker: the lease left by clock, the
+// flags and the counters.
+func leaseReturningAt(clock string) string {
+	return `EXTRACT(EPOCH FROM (lease_until - ` + clock + `))::float8, cancel_requested, COALESCE(pause_reason, ''),
 	processed, succeeded, failed, skipped, ambiguous, checkpoint, total`
+}
+
+// leaseReturning is leaseReturningAt by the statement's clock.
+var leaseReturning = leaseReturningAt(stmtClock)
 
 func scanLease(row pgx.Row) (LeaseState, string, error) {
 	var ls LeaseState
@@ -170,20 +177,20 @@ func leaseResult(row pgx.Row, what string, f Fence) (LeaseState, bt.StopReason, 
 }
 
 // fenceCond is the lease check every worker write carries (invariant 2).
-const fenceCond = `id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > now()`
+const fenceCond = `id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > statement_timestamp()`
 
 // Activate moves a STARTING run to RUNNING and starts its lease afresh.
 func (s *Store) Activate(ctx context.Context, f Fence) (LeaseState, bt.StopReason, error) {
-	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET status = 'RUNNING', activated_at = now(), heartbeat_at = now(),
-			lease_until = now() + make_interval(secs => lease_seconds)
-		WHERE id = $1 AND lease_token = $2 AND status = 'STARTING' AND lease_until > now()
+	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET status = 'RUNNING', activated_at = statement_timestamp(), heartbeat_at = statement_timestamp(),
+			lease_until = statement_timestamp() + make_interval(secs => lease_seconds)
+		WHERE id = $1 AND lease_token = $2 AND status = 'STARTING' AND lease_until > statement_timestamp()
 		RETURNING `+leaseReturning, f.RunID, f.Token), "activate", f)
 }
 
 // Renew extends the lease to a full lease from now (database clock).
 func (s *Store) Renew(ctx context.Context, f Fence) (LeaseState, bt.StopReason, error) {
-	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET lease_until = now() + make_interval(secs => lease_seconds),
-			heartbeat_at = now()
+	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET lease_until = statement_timestamp() + make_interval(secs => lease_seconds),
+			heartbeat_at = statement_timestamp()
 		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token), "renew lease", f)
 }
 
@@ -194,21 +201,23 @@ func (s *Store) Poll(ctx context.Context, f Fence) (LeaseState, bt.StopReason, e
 
 // SetTotal records how many items the run expects.
 func (s *Store) SetTotal(ctx context.Context, f Fence, total int64) (LeaseState, bt.StopReason, error) {
-	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET total = $3, heartbeat_at = now()
+	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET total = $3, heartbeat_at = statement_timestamp()
 		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token, total), "set total", f)
 }
 
-// Finish ends an active run with status, fenced on its lease token. A run whose lease was lost
-// (recovered by another instance) is not touched and ErrLeaseLost comes back.
+// Finish ends an active run with status, fenced on its lease token, and turns the run's
+// intents still IN_FLIGHT into AMBIGUOUS_EFFECT (their calls may have landed; their results
+// did not). A run whose lease was lost (recovered by another instance) is not touched and
+// ErrLeaseLost comes back: the recoverer quarantines its intents once the lease has run out.
 func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.Run, error) {
 	var stop *string
 	if reason != "" {
 		r := string(reason)
 		stop = &r
 	}
-	// One statement: the run ends and its checkpoint becomes the generation's resume point
-	// together, or neither happens. A deadlock victim has written nothing, and the statement is
-	// fenced, so it is simply tried again.
+	// One transaction: the run ends, its checkpoint becomes the generation's resume point and its
+	// intents still IN_FLIGHT become AMBIGUOUS_EFFECT together, or none of it happens. A
+	// deadlock victim has written nothing, and the end is fenced, so it is simply tried again.
 	var run *bt.Run
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -235,18 +244,39 @@ func isDeadlock(err error) bool {
 }
 
 func (s *Store) finish(ctx context.Context, f Fence, status bt.RunStatus, stop *string, message string) (*bt.Run, error) {
-	return scanRun(s.pool.QueryRow(ctx, `WITH fin AS (
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	run, err := scanRun(tx.QueryRow(ctx, `WITH fin AS (
 			UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
-				finished_at = now(), lease_until = LEAST(lease_until, now()), pause_reason = NULL
-			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > now()
+				finished_at = statement_timestamp(), lease_until = LEAST(lease_until, statement_timestamp()), pause_reason = NULL
+			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > statement_timestamp()
 			RETURNING *
 		), cp AS (
 			INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
 			SELECT job_name, generation, '', checkpoint, processed, id FROM fin `+syncableCheckpoint+`
 			ON CONFLICT (job_name, generation, shard) DO UPDATE SET
-				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
+				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()
 		)
 		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
+	if err != nil {
+		return nil, err
+	}
+	// Whatever the end — success, a failed result write, cancel, pause, shutdown — an intent of
+	// this run still IN_FLIGHT had its call made, or possibly made, and its result never landed:
+	// it is quarantined with the end, under the same fence, and the ambiguous alarm sees it.
+	amb, err := markAmbiguous(ctx, tx, []int64{run.ID}, fmt.Sprintf(
+		"the run ended %s before the call's result was recorded: the effect may have happened", status))
+	if err != nil {
+		return nil, err
+	}
+	run.Ambiguous += amb[run.ID]
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return run, nil
 }
 
 // syncableCheckpoint selects ended runs whose checkpoint the next RESUME should start from.
@@ -261,7 +291,7 @@ func syncCheckpoints(ctx context.Context, q interface {
 	_, err := q.Exec(ctx, `INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
 		SELECT job_name, generation, '', checkpoint, processed, id FROM job_runs `+syncableCheckpoint+` AND id = ANY($1)
 		ON CONFLICT (job_name, generation, shard) DO UPDATE SET
-			token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()`, runIDs)
+			token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()`, runIDs)
 	if err != nil {
 		return fmt.Errorf("sync checkpoints: %w", err)
 	}
@@ -289,11 +319,11 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]ExpiredRun, error) {
 	// left for a later pass (the worker's session is cut off after the lease by
 	// idle_in_transaction_session_timeout, which releases it) instead of blocking this pass
 	// and every scheduled fire behind it.
-	rows, err := tx.Query(ctx, `UPDATE job_runs SET status = 'FAILED', stop_reason = 'LEASE_EXPIRED', finished_at = now(),
+	rows, err := tx.Query(ctx, `UPDATE job_runs SET status = 'FAILED', stop_reason = 'LEASE_EXPIRED', finished_at = statement_timestamp(),
 			message = 'lease expired at ' || to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 				|| ' on instance ' || instance || ': the worker stopped renewing it; start with RESUME to continue from checkpoint '
 				|| quote_literal(checkpoint)
-		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < now() FOR UPDATE SKIP LOCKED)
+		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < statement_timestamp() FOR UPDATE SKIP LOCKED)
 		RETURNING id, job_name, lease_token, generation`)
 	if err != nil {
 		return nil, fmt.Errorf("recover expired leases: %w", err)
@@ -328,7 +358,7 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]ExpiredRun, error) {
 func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (map[int64]int64, error) {
 	rows, err := tx.Query(ctx, `
 		WITH amb AS (
-			UPDATE job_ledger SET state = 'AMBIGUOUS_EFFECT', last_error = $2, updated_at = now()
+			UPDATE job_ledger SET state = 'AMBIGUOUS_EFFECT', last_error = $2, updated_at = statement_timestamp()
 			WHERE run_id = ANY($1) AND state = 'IN_FLIGHT'
 			RETURNING job_name, generation, run_id
 		), per_run AS (
@@ -367,7 +397,7 @@ func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (
 // write and stops at the item boundary.
 func (s *Store) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.Run, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `UPDATE job_runs SET cancel_requested = true,
-			cancel_requested_by = $2, cancel_requested_at = now()
+			cancel_requested_by = $2, cancel_requested_at = statement_timestamp()
 		WHERE id = $1 AND status IN ('STARTING', 'RUNNING') RETURNING `+runColumns, runID, actor))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := s.Run(ctx, runID); err != nil {
@@ -456,7 +486,7 @@ func (s *Store) SetPaused(ctx context.Context, job string, paused bool, actor st
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	j, err := scanJob(tx.QueryRow(ctx, `UPDATE job_settings SET paused = $2, next_scheduled_at = NULL,
-			version = version + 1, updated_at = now(), updated_by = $3
+			version = version + 1, updated_at = statement_timestamp(), updated_by = $3
 		WHERE name = $1 RETURNING `+jobColumns, job, paused, actor))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "job %q not found", job)
@@ -487,7 +517,7 @@ func (s *Store) SetMaintenance(ctx context.Context, on bool, actor string) error
 		return err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
-	if _, err := tx.Exec(ctx, `UPDATE cluster_state SET maintenance = $1, updated_at = now(), updated_by = $2`, on, actor); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE cluster_state SET maintenance = $1, updated_at = statement_timestamp(), updated_by = $2`, on, actor); err != nil {
 		return err
 	}
 	if on {

@@ -1,0 +1,1 @@
+DROP FUNCTION baton_ledger_refused(text, text, text, text);
