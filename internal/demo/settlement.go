@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -24,6 +26,11 @@ type SettlementConfig struct {
 	// of payment calls fail downstream over a minute) judged over at least 100 calls, an
 	// empty slice disables them.
 	StopConditions []runner.StopCondition
+
+	// failTx, set only by tests, makes the job's own write (Attempt.Tx) for a paid account fail
+	// when it returns true for the account: the payment is made, then its result commit is
+	// refused, as a failing write of a real job's would be.
+	failTx func(account string) bool
 }
 
 func (c SettlementConfig) withDefaults() SettlementConfig {
@@ -118,6 +125,11 @@ func (j *settlementJob) pay(ctx context.Context, in SettlementInput, a *runner.A
 	}
 	a.SetEffectRef(eff.Ref())
 	a.SetEvidenceRef(evidence(eff.ID, a.IdempotencyKey))
+	if j.cfg.failTx != nil && j.cfg.failTx(in.Account) {
+		a.Tx(func(context.Context, pgx.Tx) error {
+			return fmt.Errorf("demo: the job's own write for %s failed (test hook)", in.Account)
+		})
+	}
 	return nil
 }
 
