@@ -241,7 +241,6 @@ func (c modelConfig) demo(failTx func(account string) bool) Config {
 // modelInstance is one in-process Baton instance of a sequence.
 type modelInstance struct {
 	name   string
-	skew   time.Duration
 	r      *runner.Runner
 	cancel context.CancelFunc // starts the instance's shutdown
 	done   chan struct{}      // closed once it has shut down
@@ -258,8 +257,8 @@ type modelSeq struct {
 	insts    []*modelInstance
 	started  int // instances started so far, for their names
 	kills    int // SIGKILLs this sequence may still do
-	// failTarget is the account whose Attempt.Tx fails ("" for none), read by every instance's
-	// job and handed to child processes.
+	// failTarget is the account whose Attempt.Tx fails (nil for none), read by every
+	// instance's job and handed to child processes.
 	failTarget atomic.Pointer[string]
 	ctx        context.Context
 	log        []string
@@ -294,7 +293,11 @@ func (f *modelFailure) invariants() []string {
 
 func (f *modelFailure) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sequence %d failed: replay with BATON_MODEL_SEED=%d (config %+v)\n", f.index, f.seed, f.cfg)
+	verdict := "failed"
+	if len(f.violations) == 0 {
+		verdict = "passed"
+	}
+	fmt.Fprintf(&b, "sequence %d %s: replay with BATON_MODEL_SEED=%d (config %+v)\n", f.index, verdict, f.seed, f.cfg)
 	for _, v := range f.violations {
 		fmt.Fprintf(&b, "  VIOLATED %s: %s\n", v.invariant, v.detail)
 	}
@@ -371,7 +374,7 @@ func runModelSequence(env *modelEnv, index int, seed uint64) *modelFailure {
 
 	// Every sequence begins with a run; the rest is random.
 	for i := range 6 + rng.IntN(12) {
-		op := modelOps[0]
+		op := modelOp{"start RESUME", 0, opStartResume}
 		if i > 0 {
 			op = m.pickOp()
 		}
@@ -400,7 +403,7 @@ func runModelSequence(env *modelEnv, index int, seed uint64) *modelFailure {
 	}
 	if os.Getenv("BATON_MODEL_TRACE") != "" {
 		fail.ops = append(m.log, m.trace())
-		fmt.Fprintf(os.Stderr, "passed: %s", fail)
+		fmt.Fprint(os.Stderr, fail)
 	}
 	return nil
 }
@@ -430,7 +433,7 @@ func (m *modelSeq) newInstance(slot int, scheduler bool) (*modelInstance, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
-	return &modelInstance{name: name, skew: skew, r: r, cancel: cancel, done: done}, nil
+	return &modelInstance{name: name, r: r, cancel: cancel, done: done}, nil
 }
 
 // stopAll starts the shutdown of every instance of the sequence; the env waits for them.
@@ -789,13 +792,30 @@ func opFailTx(m *modelSeq) (string, error) {
 	return account, nil
 }
 
-// opRestartInstance shuts an in-process instance down — abandoning its run if it does not
-// reach a boundary within the short shutdown timeout — and starts another in its place, with
-// a clock of its own.
+// opRestartInstance shuts an in-process instance down — the one holding the active run, if
+// one does — abandoning its run if it does not reach a boundary within the short shutdown
+// timeout, and starts another in its place, with a clock of its own.
 func opRestartInstance(m *modelSeq) (string, error) {
 	slot := m.rng.IntN(len(m.insts))
+	var holder string
+	err := m.db().QueryRow(m.ctx, `SELECT instance FROM job_runs WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING')`,
+		SettlementJobName).Scan(&holder)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", err
+	}
+	for i, in := range m.insts {
+		if in.name == holder {
+			slot = i
+		}
+	}
 	old := m.insts[slot]
-	old.cancel() // it shuts down while the sequence goes on, as a host going away does
+	// Shutdown itself, at once (Run would get to it only after its idle waits), then the rest
+	// of the instance goes while the sequence goes on.
+	shut := "stopped"
+	if err := old.r.Shutdown(m.ctx); err != nil {
+		shut = err.Error() // runs abandoned: not an error of the test
+	}
+	old.cancel()
 	m.env.stopping = append(m.env.stopping, old.done)
 	in, err := m.newInstance(slot, slot == 0)
 	if err != nil {
@@ -803,7 +823,7 @@ func opRestartInstance(m *modelSeq) (string, error) {
 		return "", fmt.Errorf("restart instance: %w", err)
 	}
 	m.insts[slot] = in
-	return fmt.Sprintf("%s replaced by %s", old.name, in.name), nil
+	return fmt.Sprintf("%s %s, replaced by %s", old.name, shut, in.name), nil
 }
 
 // opProgress lets the active run, if any, make progress: it returns once the run has processed
