@@ -60,7 +60,8 @@ const (
 // a valid outcome; an error without a code fails the sequence. BATON_MODEL_SEQUENCES sets how
 // many sequences run (default 200; make soak runs 5000); BATON_MODEL_SEED=<seed> replays the
 // one sequence a failure printed (the same operations, not the same interleaving with the
-// runs they start).
+// runs they start); BATON_MODEL_TRACE=1 prints every sequence, passed or not, with its end
+// state.
 func TestModelSafety(t *testing.T) {
 	t.Parallel()
 	var seeds []uint64
@@ -1157,4 +1158,73 @@ func (m *modelSeq) trace() string {
 func toInt(v any) int64 {
 	n, _ := v.(int64)
 	return n
+}
+
+// TestModelChecksCatchViolations shows the model test's checks are right both ways: silent on
+// a run that keeps every promise, and reporting each invariant once the ledger, the counters
+// or the provider's table are made to break it.
+func TestModelChecksCatchViolations(t *testing.T) {
+	t.Parallel()
+	env := newModelEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := env.reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// One instance, and a healthy provider: the one run confirms every account.
+	cfg := modelConfig{Accounts: 6, Batch: 1}.demo(nil)
+	cfg.Provider = ProviderConfig{Latency: Off, ServerErrorRate: Off, ThrottleRate: Off, TimeoutAfterApplyRate: Off, RejectRate: Off}
+	jobs, _ := Jobs(env.pools[0], cfg)
+	m := &modelSeq{env: env, ctx: ctx, redisEnv: env.prefix + ":checks"}
+	r, err := runner.New(runner.Config{DB: env.pools[0], Redis: env.redis, Env: m.redisEnv, PoolSize: 1, MaintenanceCron: "-",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(ctx, jobs[2]); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(runCtx) }()
+	m.insts = []*modelInstance{{name: "checks", r: r, cancel: stop, done: done}}
+	t.Cleanup(func() { m.stopAll(); env.wait() })
+	if _, err := r.Start(ctx, runner.StartParams{Job: SettlementJobName}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.settle(); err != nil {
+		t.Fatal(err)
+	}
+	var confirmed int
+	if err := env.pools[2].QueryRow(ctx, `SELECT count(*) FROM job_ledger WHERE state = 'CONFIRMED'`).Scan(&confirmed); err != nil || confirmed != 6 {
+		t.Fatalf("%d CONFIRMED targets (%v), want 6", confirmed, err)
+	}
+	if v := m.check(); len(v) != 0 {
+		t.Fatalf("the checks of a healthy run report %+v", v)
+	}
+
+	// Now break each invariant: a second effect of a confirmed key, an intent left behind
+	// (which also puts the generation's counters off), and a run counter off by one.
+	for _, sql := range []string{
+		`INSERT INTO demo_provider_effects (idempotency_key, target_key, amount)
+			SELECT idempotency_key, target_key, 1 FROM job_ledger WHERE target_key = 'acct:0001'`,
+		`UPDATE job_ledger SET state = 'IN_FLIGHT' WHERE target_key = 'acct:0002'`,
+		`UPDATE job_runs SET succeeded = succeeded + 1`,
+	} {
+		if _, err := env.pools[2].Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for _, v := range m.check() {
+		got[v.invariant] = true
+	}
+	for _, inv := range []string{invTwoEffects, invConfirmedOne, invInFlight, invGenCounters, invRunCounters} {
+		if !got[inv] {
+			t.Errorf("no violation of %q reported; got %v", inv, got)
+		}
+	}
+	if got[invHarness] {
+		t.Errorf("the checks failed to run: %v", got)
+	}
 }
