@@ -226,14 +226,14 @@ type modelConfig struct {
 	StopMinCalls int
 }
 
-// demo returns the demo Config of c; failTx is the settlement job's failing-Tx hook.
-func (c modelConfig) demo(failTx func(account string) bool) Config {
+// demo returns the demo Config of c; failTx and failItem are the settlement job's test hooks.
+func (c modelConfig) demo(failTx, failItem func(account string) bool) Config {
 	stops := []runner.StopCondition{}
 	if c.StopMinCalls > 0 {
 		stops = []runner.StopCondition{{Name: "model error rate", Metric: runner.DownstreamErrorRate, Threshold: 0.3, MinCalls: c.StopMinCalls}}
 	}
 	return Config{
-		Settlement: SettlementConfig{Accounts: c.Accounts, Batch: c.Batch, StopConditions: stops, failTx: failTx},
+		Settlement: SettlementConfig{Accounts: c.Accounts, Batch: c.Batch, StopConditions: stops, failTx: failTx, failItem: failItem},
 		Provider: ProviderConfig{Latency: c.Latency, ServerErrorRate: 0.05, ThrottleRate: 0.03,
 			TimeoutAfterApplyRate: 0.15, RejectRate: 0.02, Seed: c.ProviderSeed},
 	}
@@ -261,8 +261,11 @@ type modelSeq struct {
 	// failTarget is the account whose Attempt.Tx fails (nil for none), read by every
 	// instance's job and handed to child processes.
 	failTarget atomic.Pointer[string]
-	ctx        context.Context
-	log        []string
+	// failItem is the account the job fails by itself (Run.Fail) the next time it reaches it
+	// paying one by one, then forgets (nil for none). In process only.
+	failItem atomic.Pointer[string]
+	ctx      context.Context
+	log      []string
 }
 
 // modelFailure is a failed sequence: what broke and the operations that led there.
@@ -373,33 +376,60 @@ func runModelSequence(env *modelEnv, index int, seed uint64) *modelFailure {
 		return fail
 	}
 
+	// do runs one operation and logs it; an error fails the sequence.
+	do := func(name string, run func(*modelSeq) (string, error)) bool {
+		t0 := time.Now()
+		out, err := run(m)
+		if err != nil {
+			m.log = append(m.log, fmt.Sprintf("%s → %v", name, err), m.trace())
+			if errors.As(err, new(*apiError)) {
+				violate(invUncoded, "%s: %v", name, err)
+			} else {
+				violate(invHarness, "%s: %v", name, err)
+			}
+			return false
+		}
+		m.log = append(m.log, fmt.Sprintf("%s → %s [%s]", name, out, time.Since(t0).Round(time.Millisecond)))
+		return true
+	}
+	// settleAndCheck lets every run end and checks the invariants; false if any is broken.
+	settleAndCheck := func(when string) bool {
+		if err := m.settle(); err != nil {
+			violate(invRunsEnd, "%s: %v", when, err)
+			m.log = append(m.log, m.trace())
+			return false
+		}
+		for _, v := range m.check() {
+			violate(v.invariant, "%s: %s", when, v.detail)
+		}
+		if len(fail.violations) > 0 {
+			m.log = append(m.log, m.trace())
+			return false
+		}
+		return true
+	}
+
 	// Every sequence begins with a run; the rest is random.
 	for i := range 6 + rng.IntN(12) {
 		op := modelOp{"start RESUME", 0, opStartResume}
 		if i > 0 {
 			op = m.pickOp()
 		}
-		opStart := time.Now()
-		out, err := op.run(m)
-		if err != nil {
-			m.log = append(m.log, fmt.Sprintf("%s → %v", op.name, err), m.trace())
-			if errors.As(err, new(*apiError)) {
-				violate(invUncoded, "%s: %v", op.name, err)
-			} else {
-				violate(invHarness, "%s: %v", op.name, err)
-			}
+		if !do(op.name, op.run) {
 			return fail
 		}
-		m.log = append(m.log, fmt.Sprintf("%s → %s [%s]", op.name, out, time.Since(opStart).Round(time.Millisecond)))
 	}
-	if err := m.settle(); err != nil {
-		violate(invRunsEnd, "%v", err)
-		m.log = append(m.log, m.trace())
+	if !settleAndCheck("after the operations") {
 		return fail
 	}
-	fail.violations = append(fail.violations, m.check()...)
-	if len(fail.violations) > 0 {
-		m.log = append(m.log, m.trace())
+	// Then the work is finished as an operator would, so that an effect a wrong ledger state
+	// hides (a target in doubt made retryable) is made again, where the checks see it.
+	for _, step := range modelDrain {
+		if !do("drain: "+step.name, step.run) {
+			return fail
+		}
+	}
+	if !settleAndCheck("after the drain") {
 		return fail
 	}
 	if os.Getenv("BATON_MODEL_TRACE") != "" {
@@ -407,6 +437,15 @@ func runModelSequence(env *modelEnv, index int, seed uint64) *modelFailure {
 		fmt.Fprint(os.Stderr, fail)
 	}
 	return nil
+}
+
+// modelDrain finishes a sequence's work: maintenance and pause lifted, every run ended, every
+// target in doubt reconciled, and a replay of what is retryable approved by a second person.
+var modelDrain = []modelOp{
+	{"maintenance off", 0, opMaintenanceOff},
+	{"resume", 0, opResume},
+	{"reconcile everything in doubt", 0, opReconcileAll},
+	{"replay what is retryable", 0, opReplayRetryable},
 }
 
 // newInstance starts in-process instance slot i (0 or 1) with a clock off by -10, 0 or +10
@@ -417,7 +456,7 @@ func (m *modelSeq) newInstance(slot int, scheduler bool) (*modelInstance, error)
 	name := fmt.Sprintf("i%d(%+.0fm)", m.started, skew.Minutes())
 	// Short, so that restarting an instance mid-run often abandons its run.
 	shutdown := []time.Duration{time.Millisecond, 50 * time.Millisecond}[m.rng.IntN(2)]
-	jobs, _ := Jobs(m.env.pools[slot], m.cfg.demo(m.failTx))
+	jobs, _ := Jobs(m.env.pools[slot], m.cfg.demo(m.failTx, m.failsItem))
 	r, err := runner.New(runner.Config{
 		DB: m.env.pools[slot], Redis: m.env.redis, Env: m.redisEnv, Instance: name, PoolSize: 1,
 		Scheduler: scheduler, PollInterval: 200 * time.Millisecond, DefaultLease: modelLease,
@@ -452,6 +491,13 @@ func (m *modelSeq) failTx(account string) bool {
 	return t != nil && *t == account
 }
 
+// failsItem is the settlement job's failing-item hook for this sequence: true once for the
+// armed account.
+func (m *modelSeq) failsItem(account string) bool {
+	t := m.failItem.Load()
+	return t != nil && *t == account && m.failItem.CompareAndSwap(t, nil)
+}
+
 // inst picks the instance an operation goes through.
 func (m *modelSeq) inst() *modelInstance { return m.insts[m.rng.IntN(len(m.insts))] }
 
@@ -484,6 +530,7 @@ var modelOps = []modelOp{
 	{"resolve by hand", 1, opResolve},
 	{modelKillOp, 4, opKill},
 	{"fail Attempt.Tx", 1, opFailTx},
+	{"the job fails an account itself", 2, opFailItem},
 	{"restart an instance", 2, opRestartInstance},
 	{"let the run progress", 3, opProgress},
 }
@@ -552,15 +599,12 @@ func opStartRestart(m *modelSeq) (string, error) {
 	case err == nil:
 		return fmt.Sprintf("run %d on %s", id, in.name), nil
 	case c == bt.CodeApprovalRequired || c == bt.CodeReplayBlocked:
-		req, rerr := m.requestReplay(bt.ScopeFull)
-		if rerr != nil {
-			return "", rerr
+		req, out, err := m.replay(bt.ScopeFull)
+		if err != nil || req == nil || req.Status != bt.ReplayPendingApproval {
+			return fmt.Sprintf("%s; requested: %s", c, out), err
 		}
-		app, aerr := opApprove(m)
-		if aerr != nil {
-			return "", aerr
-		}
-		return fmt.Sprintf("%s; requested: %s; approved: %s", c, req, app), nil
+		app, err := m.approve(req.ID)
+		return fmt.Sprintf("%s; requested: %s; approved: %s", c, out, app), err
 	default:
 		return outcome("start RESTART", err)
 	}
@@ -632,14 +676,21 @@ func opMaintenanceOff(m *modelSeq) (string, error) {
 
 // requestReplay asks, as alice, for a replay of the job's latest ended run.
 func (m *modelSeq) requestReplay(scope bt.ReplayScope) (string, error) {
+	_, out, err := m.replay(scope)
+	return out, err
+}
+
+// replay asks, as alice, for a replay of the job's latest ended run, and returns the request
+// (nil if none was recorded) and the outcome to log.
+func (m *modelSeq) replay(scope bt.ReplayScope) (*bt.ReplayRequest, string, error) {
 	var src int64
 	err := m.db().QueryRow(m.ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND status NOT IN ('STARTING', 'RUNNING')
 		ORDER BY id DESC LIMIT 1`, SettlementJobName).Scan(&src)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "no ended run to replay", nil
+		return nil, "no ended run to replay", nil
 	}
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	req, err := m.inst().r.RequestReplay(m.ctx, runner.ReplayParams{RunID: src, Scope: scope, Reason: "model test",
 		CompensationRef: "refund:model-test", Actor: "alice"})
@@ -647,7 +698,7 @@ func (m *modelSeq) requestReplay(scope bt.ReplayScope) (string, error) {
 	if req != nil {
 		out = fmt.Sprintf("request %d of run %d, %s: %s (%s)", req.ID, src, scope, req.Status, out)
 	}
-	return out, err
+	return req, out, err
 }
 
 // opRequestReplay lets the active run, if any, end first (for up to three seconds): a replay
@@ -678,6 +729,11 @@ func opApprove(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no pending request", err
 	}
+	return m.approve(id)
+}
+
+// approve approves request id as bob.
+func (m *modelSeq) approve(id int64) (string, error) {
 	req, err := m.inst().r.ApproveReplay(m.ctx, id, "bob", "checked the preflight")
 	out, err := outcome("approve replay", err)
 	if req != nil {
@@ -730,21 +786,61 @@ func (m *modelSeq) ambiguousEntry() (int64, string, error) {
 	return e.id, e.key, nil
 }
 
-// opReconcile reconciles an ambiguous entry through the job's hook, as carol. The hook may
-// answer at once or on a worker: the operation polls the entry for its outcome either way,
-// and an entry still in doubt after a few seconds is only logged (it stays quarantined).
+// opReconcile reconciles an ambiguous entry through the job's hook, as carol.
 func opReconcile(m *modelSeq) (string, error) {
 	id, _, err := m.ambiguousEntry()
 	if err != nil || id == 0 {
 		return "nothing ambiguous", err
 	}
-	_, err = m.inst().r.ReconcileEntry(m.ctx, id, "carol")
+	return m.reconcile(id)
+}
+
+// reconcile reconciles entry id. The hook may answer at once or on a worker: this polls the
+// entry for its outcome either way, and an entry still in doubt after a few seconds is only
+// logged (it stays quarantined).
+func (m *modelSeq) reconcile(id int64) (string, error) {
+	_, err := m.inst().r.ReconcileEntry(m.ctx, id, "carol")
 	out, err := outcome("reconcile", err)
 	if err != nil || out != "ok" {
 		return fmt.Sprintf("entry %d: %s", id, out), err
 	}
 	state, err := m.pollEntry(id, 5*time.Second)
 	return fmt.Sprintf("entry %d: %s", id, state), err
+}
+
+// opReconcileAll lets the runs end, then reconciles every ambiguous entry.
+func opReconcileAll(m *modelSeq) (string, error) {
+	if err := m.settle(); err != nil {
+		return "", err
+	}
+	rows, err := m.db().Query(m.ctx, `SELECT id FROM job_ledger WHERE state = 'AMBIGUOUS_EFFECT' ORDER BY id`)
+	if err != nil {
+		return "", err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return "", err
+	}
+	var outs []string
+	for _, id := range ids {
+		out, err := m.reconcile(id)
+		if err != nil {
+			return "", err
+		}
+		outs = append(outs, out)
+	}
+	return fmt.Sprintf("%d entries %v", len(ids), outs), nil
+}
+
+// opReplayRetryable asks, as alice, for a TRANSIENT replay of the latest ended run and has bob
+// approve it.
+func opReplayRetryable(m *modelSeq) (string, error) {
+	req, out, err := m.replay(bt.ScopeTransient)
+	if err != nil || req == nil || req.Status != bt.ReplayPendingApproval {
+		return out, err
+	}
+	app, err := m.approve(req.ID)
+	return out + "; " + app, err
 }
 
 // pollEntry waits, up to within, for ledger entry id to leave AMBIGUOUS_EFFECT, and returns
@@ -791,6 +887,33 @@ func opFailTx(m *modelSeq) (string, error) {
 	account := fmt.Sprintf(modelAccountFormat, 1+m.rng.IntN(m.cfg.Accounts))
 	m.failTarget.Store(&account)
 	return account, nil
+}
+
+// opFailItem makes the job fail one account by itself (Run.Fail, TRANSIENT) the next time it
+// reaches it — an account in doubt if there is one, as a job knows nothing of the ledger.
+func opFailItem(m *modelSeq) (string, error) {
+	if m.cfg.Batch > 1 {
+		return "not while paying in batches", nil
+	}
+	rows, err := m.db().Query(m.ctx, `SELECT target_key FROM job_ledger WHERE state IN ('IN_FLIGHT', 'AMBIGUOUS_EFFECT') ORDER BY 1`)
+	if err != nil {
+		return "", err
+	}
+	doubt, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	account := fmt.Sprintf(modelAccountFormat, 1+m.rng.IntN(m.cfg.Accounts))
+	if len(doubt) > 0 {
+		account = doubt[m.rng.IntN(len(doubt))]
+	}
+	m.failItem.Store(&account)
+	if len(doubt) == 0 {
+		return account, nil
+	}
+	// A RESUME reaches it at once if the run that left it in doubt stopped there.
+	out, err := opStartResume(m)
+	return fmt.Sprintf("%s (in doubt), start RESUME: %s", account, out), err
 }
 
 // opRestartInstance shuts an in-process instance down — the one holding the active run, if
@@ -968,7 +1091,7 @@ func modelChild() int {
 		fmt.Printf("error redis: %v\n", err)
 		return 2
 	}
-	jobs, _ := Jobs(pool, cfg.demo(func(account string) bool { return failTarget != "" && account == failTarget }))
+	jobs, _ := Jobs(pool, cfg.demo(func(account string) bool { return failTarget != "" && account == failTarget }, nil))
 	r, err := runner.New(runner.Config{DB: pool, Redis: redis.NewClient(opt), Env: os.Getenv("BATON_MODEL_ENV"),
 		Instance: "child", PoolSize: 1, DefaultLease: modelLease, MaintenanceCron: "-",
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -1172,7 +1295,7 @@ func TestModelChecksCatchViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One instance, and a healthy provider: the one run confirms every account.
-	cfg := modelConfig{Accounts: 6, Batch: 1}.demo(nil)
+	cfg := modelConfig{Accounts: 6, Batch: 1}.demo(nil, nil)
 	cfg.Provider = ProviderConfig{Latency: Off, ServerErrorRate: Off, ThrottleRate: Off, TimeoutAfterApplyRate: Off, RejectRate: Off}
 	jobs, _ := Jobs(env.pools[0], cfg)
 	m := &modelSeq{env: env, ctx: ctx, redisEnv: env.prefix + ":checks"}

@@ -31,6 +31,10 @@ type SettlementConfig struct {
 	// when it returns true for the account: the payment is made, then its result commit is
 	// refused, as a failing write of a real job's would be.
 	failTx func(account string) bool
+	// failItem, set only by tests, makes the job (paying one by one) record an account it
+	// reaches as failed by its own judgement when it returns true — Run.Fail with a TRANSIENT
+	// cause, nothing paid — as a job does that finds an account it cannot pay for now.
+	failItem func(account string) bool
 }
 
 func (c SettlementConfig) withDefaults() SettlementConfig {
@@ -108,6 +112,12 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 				return err
 			}
 			batch = batch[:0]
+			continue
+		}
+		if j.cfg.failItem != nil && j.cfg.failItem(account) {
+			if err := run.Fail(ctx, item, runner.Transient(fmt.Errorf("demo: %s cannot be paid now (test hook)", account))); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error { return j.pay(ctx, in, a) }); err != nil {
