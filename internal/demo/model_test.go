@@ -46,15 +46,19 @@ const (
 // TestModelSafety runs random sequences of operations against demo-settlement — starts
 // (RESUME and RESTART), cancel, pause and resume, maintenance on and off, replay requests,
 // approvals and rejections by a second identity, reconcile, manual resolution, SIGKILL of a
-// child process holding the run, a failing Attempt.Tx, in-process instances restarted with a
-// short shutdown timeout, and instances whose clocks are 10 minutes off either way — then
-// lets every run end and checks, against the provider's effects table:
+// child process holding the run, a failing Attempt.Tx, an account the job fails by itself
+// (Run.Fail), in-process instances restarted with a short shutdown timeout, and instances
+// whose clocks are 10 minutes off either way — then lets every run end and checks, against
+// the provider's effects table:
 //
 //   - no target has two effects within a generation (one idempotency key, one effect);
 //   - every CONFIRMED target has exactly one effect;
 //   - nothing is IN_FLIGHT without an active run (once the recoverer has had a pass);
 //   - the counters equal the ledger: each generation's per-state counters equal a COUNT over
 //     its rows, and each run's counters equal its per-run state counters.
+//
+// Then it drains the sequence as an operator would (modelDrain: reconcile what is in doubt,
+// replay what is retryable) and checks again.
 //
 // Every API refusal with a code (ALREADY_RUNNING, APPROVAL_REQUIRED, REPLAY_BLOCKED, ...) is
 // a valid outcome; an error without a code fails the sequence. BATON_MODEL_SEQUENCES sets how
@@ -121,14 +125,16 @@ func TestModelSafety(t *testing.T) {
 	if len(failures) == 0 {
 		return
 	}
-	// The first few in full, then a summary by invariant.
+	// In full the first few and the first of each invariant, then a summary by invariant.
 	sort.Slice(failures, func(a, b int) bool { return failures[a].index < failures[b].index })
 	byInvariant := map[string][]uint64{}
 	for i, f := range failures {
+		shown := i < 5
 		for _, inv := range f.invariants() {
+			shown = shown || len(byInvariant[inv]) == 0
 			byInvariant[inv] = append(byInvariant[inv], f.seed)
 		}
-		if i < 5 {
+		if shown {
 			t.Error(f.String())
 		}
 	}
