@@ -188,7 +188,17 @@ func newModelEnv(t *testing.T) *modelEnv {
 	rc, prefix := testenv.Redis(t)
 	e := &modelEnv{url: url, redis: rc, prefix: prefix}
 	for i := range e.pools {
-		e.pools[i] = testenv.Pool(t, url)
+		// Fewer connections than testenv.Pool's 8: four workers of three pools beside the
+		// package's other tests must stay well under the server's 100.
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = 4
+		if e.pools[i], err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.pools[i].Close)
 	}
 	return e
 }
