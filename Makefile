@@ -91,10 +91,15 @@ bench: ## Benchmarks beside PostgreSQL, Redis and River baselines, ROUNDS (5) in
 fuzz: ## Run every Fuzz* target for FUZZTIME each (default 30s; scripts/fuzz.sh)
 	scripts/fuzz.sh
 
+# How many random operation sequences `make soak` runs through the model-based safety test
+# (`make test` runs 200).
+MODEL_SEQUENCES ?= 5000
+
 .PHONY: soak
-soak: build ## Long cluster soak tests: go test -tags soak -run Soak ./e2e/... (60 min limit)
+soak: build ## Long soak tests: the model-based safety test over MODEL_SEQUENCES (5000) sequences, then go test -tags soak -run Soak ./e2e/... (60 min limit each)
 	@if [[ ! -d e2e ]]; then echo "soak: there is no e2e/ directory yet, so no soak test to run" >&2; exit 1; fi
 	scripts/dev-services.sh up >/dev/null
+	. .data/env && BATON_MODEL_SEQUENCES=$(MODEL_SEQUENCES) $(GO) test -race -run '^TestModelSafety$$' -count=1 -timeout 60m ./internal/demo/
 	. .data/env && BATON_BIN=$(CURDIR)/$(BIN) $(GO) test -tags soak -run Soak -count=1 -timeout 60m ./e2e/...
 
 ##@ Clean up

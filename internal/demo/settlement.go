@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -24,6 +26,15 @@ type SettlementConfig struct {
 	// of payment calls fail downstream over a minute) judged over at least 100 calls, an
 	// empty slice disables them.
 	StopConditions []runner.StopCondition
+
+	// failTx, set only by tests, makes the job's own write (Attempt.Tx) for a paid account fail
+	// when it returns true for the account: the payment is made, then its result commit is
+	// refused, as a failing write of a real job's would be.
+	failTx func(account string) bool
+	// failItem, set only by tests, makes the job (paying one by one) record an account it
+	// reaches as failed by its own judgement when it returns true — Run.Fail with a TRANSIENT
+	// cause, nothing paid — as a job does that finds an account it cannot pay for now.
+	failItem func(account string) bool
 }
 
 func (c SettlementConfig) withDefaults() SettlementConfig {
@@ -103,6 +114,12 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 			batch = batch[:0]
 			continue
 		}
+		if j.cfg.failItem != nil && j.cfg.failItem(account) {
+			if err := run.Fail(ctx, item, runner.Transient(fmt.Errorf("demo: %s cannot be paid now (test hook)", account))); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error { return j.pay(ctx, in, a) }); err != nil {
 			return err
 		}
@@ -118,6 +135,11 @@ func (j *settlementJob) pay(ctx context.Context, in SettlementInput, a *runner.A
 	}
 	a.SetEffectRef(eff.Ref())
 	a.SetEvidenceRef(evidence(eff.ID, a.IdempotencyKey))
+	if j.cfg.failTx != nil && j.cfg.failTx(in.Account) {
+		a.Tx(func(context.Context, pgx.Tx) error {
+			return fmt.Errorf("demo: the job's own write for %s failed (test hook)", in.Account)
+		})
+	}
 	return nil
 }
 
