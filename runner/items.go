@@ -30,7 +30,7 @@ func (run *Run) write(ctx context.Context, w *postgres.ItemsWrite, writes []post
 
 // commit makes a write whose targets are already noted (noteWritten).
 func (run *Run) commit(ctx context.Context, w *postgres.ItemsWrite, writes []postgres.TxFunc) error {
-	w.JobName, w.Generation, w.Lease, w.Scope = run.rec.JobName, run.rec.Generation, run.lease, run.scopeStates
+	w.JobName, w.Generation, w.Lease, w.Scope = run.started.JobName, run.started.Generation, run.lease, run.scopeStates
 	var sent time.Time
 	attempt := func() (fenceReply, error) {
 		sent = run.now()
@@ -100,7 +100,7 @@ func (run *Run) writeBehind(ctx context.Context, w *postgres.ItemsWrite) error {
 		}
 	}
 	run.noteWritten(w.Ledger) // before returning: the next batch's read decision needs them
-	w.JobName, w.Generation, w.Lease, w.Scope = run.rec.JobName, run.rec.Generation, run.lease, run.scopeStates
+	w.JobName, w.Generation, w.Lease, w.Scope = run.started.JobName, run.started.Generation, run.lease, run.scopeStates
 	var staged *postgres.StagedWrite
 	if w.Stageable() && (prev == nil || prev.held) {
 		// Without a connection (refused, or the job's context ended while waiting for one) the
@@ -222,7 +222,7 @@ func checkpointOf(item Item) *string {
 func (run *Run) ledgerWrite(item Item) postgres.LedgerWrite {
 	return postgres.LedgerWrite{
 		Target: item.Target, Step: item.Step, External: item.External,
-		IdempotencyKey: IdempotencyKey(run.rec.JobName, run.rec.Generation, item.Target, item.Step),
+		IdempotencyKey: IdempotencyKey(run.started.JobName, run.started.Generation, item.Target, item.Step),
 		InputHash:      inputHash(item.Input),
 	}
 }
@@ -396,7 +396,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 		// difference for the operator and keeps the hash of what was applied.
 		run.log.Warn("targets already done were offered with a changed input; not called again", "targets", len(changedDone), "first", changedDone[0].Target)
 		run.r.metrics.items.WithLabelValues("INPUT_CHANGED").Add(float64(len(changedDone)))
-		if err := run.r.store.FlagInputChanged(ctx, run.fence, run.rec.JobName, run.rec.Generation, changedDone); err != nil {
+		if err := run.r.store.FlagInputChanged(ctx, run.fence, run.started.JobName, run.started.Generation, changedDone); err != nil {
 			return run.fail(err)
 		}
 	}
@@ -712,7 +712,7 @@ func (run *Run) priorLedger(ctx context.Context, keys []postgres.TargetStep) (ma
 	if err := run.Sync(ctx); err != nil {
 		return nil, err
 	}
-	return run.r.store.LedgerRows(ctx, run.rec.JobName, run.rec.Generation, keys)
+	return run.r.store.LedgerRows(ctx, run.started.JobName, run.started.Generation, keys)
 }
 
 func anyExternal(items []Item) bool {

@@ -26,6 +26,11 @@ type Run struct {
 	log    *slog.Logger
 	cancel context.CancelFunc // cancels the job's context when abandoned
 
+	// started is the run as it was handed to the worker. Its identity (job, generation,
+	// trigger, mode, start checkpoint) never changes, so it is read without mu; rec is replaced
+	// whole by the finish and by an abandon racing it, and is read under mu.
+	started bt.Run
+
 	// scopeStates is scope as the store takes it: the states the transition table lets this
 	// replay's intents and results move a target out of.
 	scopeStates []bt.LedgerState
@@ -70,11 +75,12 @@ func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope bt.ReplayScope
 	info := job.Info()
 	run := &Run{
 		r: r, job: job, info: info, retry: info.Retry.withDefaults(),
-		fence: postgres.Fence{RunID: rec.ID, Token: token},
-		lease: time.Duration(rec.LeaseSeconds) * time.Second,
-		log:   r.log.With("job", rec.JobName, "run", rec.ID),
-		rec:   *rec,
-		stats: newCallStats(r.cfg.NowFunc),
+		fence:   postgres.Fence{RunID: rec.ID, Token: token},
+		lease:   time.Duration(rec.LeaseSeconds) * time.Second,
+		log:     r.log.With("job", rec.JobName, "run", rec.ID),
+		rec:     *rec,
+		started: *rec,
+		stats:   newCallStats(r.cfg.NowFunc),
 
 		writtenSeed: maphash.MakeSeed(),
 	}
@@ -94,24 +100,24 @@ func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope bt.ReplayScope
 func (run *Run) ID() int64 { return run.fence.RunID }
 
 // JobName returns the job's name.
-func (run *Run) JobName() string { return run.rec.JobName }
+func (run *Run) JobName() string { return run.started.JobName }
 
 // Trigger returns why the run started.
-func (run *Run) Trigger() Trigger { return run.rec.Trigger }
+func (run *Run) Trigger() Trigger { return run.started.Trigger }
 
 // Mode returns RESUME or RESTART.
-func (run *Run) Mode() Mode { return run.rec.Mode }
+func (run *Run) Mode() Mode { return run.started.Mode }
 
 // Generation returns the ledger generation the run writes to.
-func (run *Run) Generation() int64 { return run.rec.Generation }
+func (run *Run) Generation() int64 { return run.started.Generation }
 
 // GenerationStartedAt returns when the first run of this run's generation started, by the
 // database clock: a stable "business date" for a generation that spans several runs.
-func (run *Run) GenerationStartedAt() time.Time { return run.rec.GenerationStartedAt }
+func (run *Run) GenerationStartedAt() time.Time { return run.started.GenerationStartedAt }
 
 // Checkpoint returns the token to resume after: the last committed checkpoint of the
 // generation for a RESUME run, "" for RESTART and replays.
-func (run *Run) Checkpoint() string { return run.rec.StartCheckpoint }
+func (run *Run) Checkpoint() string { return run.started.StartCheckpoint }
 
 // Logger returns a logger tagged with the job and run.
 func (run *Run) Logger() *slog.Logger { return run.log }
@@ -222,14 +228,14 @@ func (run *Run) renew(ctx context.Context) error {
 
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout(run.lease))
 	defer cancel()
-	ok, err := run.r.locks.Extend(rctx, run.rec.JobName, run.fence.Token, run.lease)
+	ok, err := run.r.locks.Extend(rctx, run.started.JobName, run.fence.Token, run.lease)
 	if err != nil {
 		run.r.metrics.lockErrors.Inc()
 		run.log.Warn("extend redis lock failed; the database lease still fences", "err", err)
 	} else if !ok {
 		// The key was lost (Redis restarted or flushed). Take it back so Redis keeps
 		// pre-empting; if another token holds it, the database lease still decides.
-		if got, err := run.r.locks.Acquire(rctx, run.rec.JobName, run.fence.Token, run.lease); err != nil || !got {
+		if got, err := run.r.locks.Acquire(rctx, run.started.JobName, run.fence.Token, run.lease); err != nil || !got {
 			run.log.Warn("redis lock lost and not re-acquired; the database lease still fences", "err", err)
 		}
 	}
@@ -285,5 +291,5 @@ func (run *Run) abandon() {
 		run.mu.Unlock()
 		run.publish(true)
 	}
-	_, _ = run.r.locks.Release(ctx, run.rec.JobName, run.fence.Token)
+	_, _ = run.r.locks.Release(ctx, run.started.JobName, run.fence.Token)
 }

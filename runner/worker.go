@@ -34,7 +34,7 @@ func (r *Runner) work(run *Run) {
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout(run.lease))
 		defer cancel()
-		if _, err := r.locks.Release(ctx, run.rec.JobName, run.fence.Token); err != nil {
+		if _, err := r.locks.Release(ctx, run.started.JobName, run.fence.Token); err != nil {
 			run.log.Warn("release redis lock", "err", err)
 		}
 	}()
@@ -57,7 +57,7 @@ func (r *Runner) work(run *Run) {
 	run.mu.Lock()
 	run.rec.Status = bt.StatusRunning
 	run.mu.Unlock()
-	if counts, err := r.store.LedgerCounts(jobCtx, run.rec.JobName, run.rec.Generation, 0); err == nil {
+	if counts, err := r.store.LedgerCounts(jobCtx, run.started.JobName, run.started.Generation, 0); err == nil {
 		total := int64(0)
 		for _, n := range counts {
 			total += n
@@ -66,8 +66,8 @@ func (r *Runner) work(run *Run) {
 		run.ledgerEmpty = total == 0
 		run.mu.Unlock()
 	}
-	run.log.Info("run started", "trigger", run.rec.Trigger, "mode", run.rec.Mode, "generation", run.rec.Generation,
-		"checkpoint", run.rec.StartCheckpoint)
+	run.log.Info("run started", "trigger", run.started.Trigger, "mode", run.started.Mode, "generation", run.started.Generation,
+		"checkpoint", run.started.StartCheckpoint)
 	run.publish(false)
 
 	jobErr := r.runJob(jobCtx, run)
