@@ -20,6 +20,9 @@ import (
 // DefaultReconcileTimeout bounds a reconcile hook's call when Config.ReconcileTimeout is 0.
 const DefaultReconcileTimeout = 30 * time.Second
 
+// reconcileStoreTimeout bounds each database call of a reconcile worker.
+const reconcileStoreTimeout = 10 * time.Second
+
 // reconcileAttempts is how many times a request is claimed before a holder that keeps dying
 // (a hook that crashes its process, say) fails it for good.
 const reconcileAttempts = 3
@@ -205,7 +208,7 @@ func (r *Runner) claimReconcile(ctx context.Context, leases []postgres.Reconcile
 		return false // every slot busy: the next poll tries again
 	}
 	token := newToken()
-	sent := r.cfg.NowFunc()
+	sent := time.Now() // a local duration's start, so the real clock and not NowFunc
 	q, remaining, err := r.store.ClaimReconcile(ctx, leases, r.cfg.Instance, token)
 	if err != nil || q == nil {
 		r.freeSlot()
@@ -235,9 +238,9 @@ func (r *Runner) runReconcile(q *bt.ReconcileRequest, fence postgres.ReconcileFe
 	log := r.log.With("reconcile", q.ID, "entry", q.EntryID, "job", q.JobName)
 	r.publishReconcile(q)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	finish := func(out postgres.ReconcileOutcome, args map[string]any) {
+		ctx, cancel := context.WithTimeout(context.Background(), reconcileStoreTimeout)
+		defer cancel()
 		done, err := r.store.FinishReconcile(ctx, fence, out, postgres.AuditRecord{Actor: q.RequestedBy, Action: "reconcile",
 			Target: fmt.Sprintf("ledger:%d", q.EntryID), Arguments: withInstance(args, r.cfg.Instance)})
 		if err != nil {
@@ -252,7 +255,9 @@ func (r *Runner) runReconcile(q *bt.ReconcileRequest, fence postgres.ReconcileFe
 
 	job, ok := r.Job(q.JobName)
 	hook, isRec := job.(Reconciler)
-	e, err := r.store.LedgerEntry(ctx, q.EntryID)
+	rctx, cancelRead := context.WithTimeout(context.Background(), reconcileStoreTimeout)
+	e, err := r.store.LedgerEntry(rctx, q.EntryID)
+	cancelRead()
 	switch {
 	case !ok || !isRec:
 		r.freeSlot()
@@ -302,7 +307,7 @@ func (r *Runner) runReconcile(q *bt.ReconcileRequest, fence postgres.ReconcileFe
 	}
 	if a.err != nil {
 		msg := fmt.Sprintf("the reconcile hook failed: %s; the entry stays AMBIGUOUS_EFFECT", truncate(a.err.Error(), 500))
-		if errors.Is(a.err, context.DeadlineExceeded) && hctx.Err() != nil {
+		if errors.Is(hctx.Err(), context.DeadlineExceeded) { // our bound passed, not one of the hook's own
 			msg = fmt.Sprintf("the reconcile hook did not answer within %s, bounded by %s; the entry stays AMBIGUOUS_EFFECT: try again or resolve it by hand",
 				timeout.Round(time.Millisecond), bound)
 		}
