@@ -306,3 +306,68 @@ func TestReconcileRefusals(t *testing.T) {
 	}
 	b.wantAudit("ops", "reconcile", "ledger:"+itoa(e.ID), string(bt.CodeAlreadyRunning))
 }
+
+// TestReconcileTakesAPoolSlot: a reconcile's hook runs on one of the pool's slots (a start
+// meanwhile finds none free), and a request that finds every slot busy waits, PENDING, for a
+// later poll instead of a queue.
+func TestReconcileTakesAPoolSlot(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	entered, answer := make(chan struct{}, 1), make(chan struct{})
+	job := ambiguousJob("one-slot", func(ctx context.Context, target, step, key string) (runner.Reconciliation, error) {
+		entered <- struct{}{}
+		select {
+		case <-answer:
+		case <-ctx.Done():
+		}
+		return runner.Reconciliation{Applied: false}, nil
+	}, "x1", "x2")
+	gate := make(chan struct{})
+	busy := newItemsJob("busy", 1)
+	busy.gate = func(int) <-chan struct{} { return gate }
+	busy.reached = make(chan int, 1)
+	r := b.runner(func(c *runner.Config) { c.PoolSize = 1 }, job, busy)
+	t.Cleanup(func() { close(answer) }) // before the runner's shutdown, which waits for the hook
+	b.succeed(r, runner.StartParams{Job: "one-slot"})
+
+	// The hook holds the only slot: no run may start.
+	req, err := r.ReconcileEntry(ctx, b.mustEntry("one-slot", "x1").ID, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reconcile hook was never called")
+	}
+	if _, err := r.Start(ctx, runner.StartParams{Job: "busy"}); code(err) != bt.CodeCapacityExceeded {
+		t.Fatalf("start while the reconcile holds the only slot: %v, want CAPACITY_EXCEEDED", err)
+	}
+	answer <- struct{}{}
+	if q := b.awaitReconcile(r, req.ID); q.Status != bt.ReconcileDone {
+		t.Fatalf("request %+v, want DONE", q)
+	}
+
+	// A run holds the only slot: the next request waits, then is done once the slot frees.
+	var run int64
+	waitFor(t, "the slot to come back from the hook", func() bool {
+		id, err := r.Start(ctx, runner.StartParams{Job: "busy"})
+		run = id
+		return err == nil
+	})
+	<-busy.reached
+	req, err = r.ReconcileEntry(ctx, b.mustEntry("one-slot", "x2").ID, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := r.ReconcileRequest(ctx, req.ID); err != nil || q.Status != bt.ReconcilePending {
+		t.Fatalf("request while the run holds the only slot: %v %+v, want PENDING", err, q)
+	}
+	close(gate)
+	b.finish(r, run)
+	<-entered
+	answer <- struct{}{}
+	if q := b.awaitReconcile(r, req.ID); q.Status != bt.ReconcileDone || q.Attempt != 1 {
+		t.Fatalf("request %+v, want DONE at its first claim", q)
+	}
+}
