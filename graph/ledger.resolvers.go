@@ -51,12 +51,12 @@ func (r *mutationResolver) ReconcileEntry(ctx context.Context, input model.Recon
 		r.auditInvalid(ctx, "reconcile", map[string]any{"entryId": input.EntryID})
 		return &model.ReconcileEntryPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "entryId", "entryId is not a LedgerEntry id")}, nil
 	}
-	entry, err := r.runner.ReconcileEntry(ctx, id, actor(ctx))
+	req, err := r.runner.ReconcileEntry(ctx, id, actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "entryId")
 		return &model.ReconcileEntryPayload{UserErrors: ue}, err
 	}
-	return &model.ReconcileEntryPayload{LedgerEntry: entry, UserErrors: []*model.UserError{}}, nil
+	return &model.ReconcileEntryPayload{ReconcileRequest: req, UserErrors: []*model.UserError{}}, nil
 }
 
 // Ledger is the resolver for the ledger field.
@@ -95,7 +95,34 @@ func (r *queryResolver) Ledger(ctx context.Context, jobName string, state []bato
 	return out, nil
 }
 
+// ID is the resolver for the id field.
+func (r *reconcileRequestResolver) ID(ctx context.Context, obj *batontype.ReconcileRequest) (string, error) {
+	return globalIntID(typeReconcileRequest, obj.ID), nil
+}
+
+// Entry is the resolver for the entry field.
+func (r *reconcileRequestResolver) Entry(ctx context.Context, obj *batontype.ReconcileRequest) (*batontype.LedgerEntry, error) {
+	return r.runner.LedgerEntry(ctx, obj.EntryID)
+}
+
+// ReconcileRequest is the resolver for the reconcileRequest field.
+func (r *subscriptionResolver) ReconcileRequest(ctx context.Context, id string) (<-chan *batontype.ReconcileRequest, error) {
+	n, err := mustIntID(id, typeReconcileRequest, "id")
+	if err != nil {
+		return nil, err
+	}
+	return r.reconcileProgress(ctx, n)
+}
+
 // LedgerEntry returns generated.LedgerEntryResolver implementation.
 func (r *Resolver) LedgerEntry() generated.LedgerEntryResolver { return &ledgerEntryResolver{r} }
 
-type ledgerEntryResolver struct{ *Resolver }
+// ReconcileRequest returns generated.ReconcileRequestResolver implementation.
+func (r *Resolver) ReconcileRequest() generated.ReconcileRequestResolver {
+	return &reconcileRequestResolver{r}
+}
+
+type (
+	ledgerEntryResolver      struct{ *Resolver }
+	reconcileRequestResolver struct{ *Resolver }
+)

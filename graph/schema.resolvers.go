@@ -83,6 +83,8 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 		return nilIfNotFound(r.runner.LedgerEntry(ctx, n))
 	case typeReplayRequest:
 		return nilIfNotFound(r.runner.ReplayRequest(ctx, n))
+	case typeReconcileRequest:
+		return nilIfNotFound(r.runner.ReconcileRequest(ctx, n))
 	case typeAuditEntry:
 		// The audit log is for operators, whichever way it is reached.
 		if v := viewerFrom(ctx); v == nil || !v.role.AtLeast(model.RoleOperator) {

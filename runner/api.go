@@ -394,56 +394,6 @@ const (
 	ResolveNotApplied Resolution = "NOT_APPLIED"
 )
 
-// ReconcileEntry asks the job's Reconciler about an AMBIGUOUS_EFFECT entry and resolves it:
-// CONFIRMED with the evidence it returns, or NOT_APPLIED (retryable). Jobs without a
-// Reconciler get INVALID_INPUT. Audited.
-func (r *Runner) ReconcileEntry(ctx context.Context, entryID int64, actor string) (*bt.LedgerEntry, error) {
-	args := map[string]any{"entryId": entryID}
-	e, err := r.store.LedgerEntry(ctx, entryID)
-	if err != nil {
-		r.audit(ctx, actor, "reconcile", fmt.Sprintf("ledger:%d", entryID), args, err)
-		return nil, err
-	}
-	job, ok := r.Job(e.JobName)
-	rec, isRec := job.(Reconciler)
-	if !ok || !isRec {
-		err := bt.Errorf(bt.CodeInvalidInput, "job %s has no reconcile hook: resolve the entry by hand", e.JobName)
-		r.audit(ctx, actor, "reconcile", fmt.Sprintf("ledger:%d", entryID), args, err)
-		return nil, err
-	}
-	if e.State != bt.LedgerAmbiguous {
-		err := bt.Errorf(bt.CodeConflict, "ledger entry %d is %s, not AMBIGUOUS_EFFECT", entryID, e.State)
-		r.audit(ctx, actor, "reconcile", fmt.Sprintf("ledger:%d", entryID), args, err)
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	answer, err := rec.Reconcile(cctx, e.Target, e.Step, e.IdempotencyKey)
-	applied, evidence := answer.Applied, answer.EvidenceRef
-	if err != nil {
-		r.audit(ctx, actor, "reconcile", fmt.Sprintf("ledger:%d", entryID), args, err)
-		return nil, fmt.Errorf("reconcile hook of %s for %s: %w", e.JobName, e.Target, err)
-	}
-	to, note := bt.LedgerNotApplied, "reconciled: the outside system has no effect for this key"
-	if applied {
-		to, note = bt.LedgerConfirmed, "reconciled: the outside system confirmed the effect"
-	}
-	var ev, eff *string
-	if evidence != "" && applied {
-		if job.Info().SensitiveEvidence {
-			evidence = maskEvidence(evidence)
-		}
-		ev = &evidence
-	}
-	if answer.EffectRef != "" && applied {
-		eff = &answer.EffectRef
-		args["effectRef"] = answer.EffectRef
-	}
-	args["resolution"], args["evidenceRef"] = to, evidence
-	return r.store.ResolveAmbiguous(ctx, entryID, to, eff, ev, note,
-		postgres.AuditRecord{Actor: actorOr(actor), Action: "reconcile", Target: fmt.Sprintf("ledger:%d", entryID), Arguments: args, Outcome: string(to)})
-}
-
 // ResolveAmbiguous resolves an AMBIGUOUS_EFFECT entry by hand. CONFIRMED needs an evidence
 // reference; both need a note. Audited.
 func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolution, evidenceRef, note, actor string) (*bt.LedgerEntry, error) {

@@ -277,30 +277,30 @@ func TestReconcileAndResolveAmbiguous(t *testing.T) {
 	gen := first.Generation
 
 	x1, x2, x3, x4 := b.mustEntry("transfer", "x1"), b.mustEntry("transfer", "x2"), b.mustEntry("transfer", "x3"), b.mustEntry("transfer", "x4")
-	got, err := r.ReconcileEntry(ctx, x1.ID, "ops")
+	got, err := b.reconcile(r, x1.ID, "ops")
 	if err != nil || got.State != bt.LedgerConfirmed || deref(got.EvidenceRef) != "provider-tx-991" || deref(got.EffectRef) != "tx-991" {
 		t.Fatalf("reconcile x1: %v %+v, want CONFIRMED with the provider's effect id and evidence", err, got)
 	}
 	if asked["x1"] != runner.IdempotencyKey("transfer", gen, "x1", "") {
 		t.Fatalf("the hook was asked about key %q, want the entry's idempotency key", asked["x1"])
 	}
-	got, err = r.ReconcileEntry(ctx, x2.ID, "ops")
+	got, err = b.reconcile(r, x2.ID, "ops")
 	if err != nil || got.State != bt.LedgerNotApplied || deref(got.EffectRef) == "ignored" || deref(got.EvidenceRef) == "ignored" {
 		t.Fatalf("reconcile x2: %v %+v, want NOT_APPLIED, with no effect or evidence from a negative answer", err, got)
 	}
-	if _, err := r.ReconcileEntry(ctx, x3.ID, "ops"); err == nil || b.mustEntry("transfer", "x3").State != bt.LedgerAmbiguous {
+	if _, err := b.reconcile(r, x3.ID, "ops"); err == nil || b.mustEntry("transfer", "x3").State != bt.LedgerAmbiguous {
 		t.Fatalf("a failing hook: %v, want an error and x3 left AMBIGUOUS", err)
 	}
-	if _, err := r.ReconcileEntry(ctx, x1.ID, "ops"); code(err) != bt.CodeConflict {
+	if _, err := b.reconcile(r, x1.ID, "ops"); code(err) != bt.CodeConflict {
 		t.Fatalf("reconcile of a confirmed entry: %v, want CONFLICT", err)
 	}
-	if _, err := r.ReconcileEntry(ctx, x4.ID, "ops"); code(err) != bt.CodeConflict {
+	if _, err := b.reconcile(r, x4.ID, "ops"); code(err) != bt.CodeConflict {
 		t.Fatalf("reconcile of an entry never in doubt: %v, want CONFLICT", err)
 	}
-	if _, err := r.ReconcileEntry(ctx, 999999, "ops"); code(err) != bt.CodeNotFound {
+	if _, err := b.reconcile(r, 999999, "ops"); code(err) != bt.CodeNotFound {
 		t.Fatalf("reconcile of a missing entry: %v, want NOT_FOUND", err)
 	}
-	if _, err := r.ReconcileEntry(ctx, b.mustEntry("plain", "amb").ID, "ops"); code(err) != bt.CodeInvalidInput {
+	if _, err := b.reconcile(r, b.mustEntry("plain", "amb").ID, "ops"); code(err) != bt.CodeInvalidInput {
 		t.Fatalf("reconcile for a job without a hook: %v, want INVALID_INPUT", err)
 	}
 	b.wantAudit("ops", "reconcile", "ledger:"+itoa(x1.ID), string(bt.LedgerConfirmed))
@@ -371,7 +371,7 @@ func TestSensitiveEvidenceMaskedAtRest(t *testing.T) {
 	}}
 	r := b.runner(nil, job)
 	b.succeed(r, runner.StartParams{Job: "cards"})
-	if _, err := r.ReconcileEntry(ctx, b.mustEntry("cards", "c2").ID, "ops"); err != nil {
+	if _, err := b.reconcile(r, b.mustEntry("cards", "c2").ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.ResolveAmbiguous(ctx, b.mustEntry("cards", "c3").ID, runner.ResolveConfirmed, byHand, "", "ops"); code(err) != bt.CodeInvalidInput {

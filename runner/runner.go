@@ -69,6 +69,10 @@ type Config struct {
 	// 2s, -1 refuses such starts at once with CAPACITY_EXCEEDED. Instances with workers take
 	// handed-over starts whenever they have a free slot.
 	RemoteStartWait time.Duration
+	// ReconcileTimeout bounds one call of a job's reconcile hook, which a worker makes for a
+	// reconcile request; 0 means DefaultReconcileTimeout. Three quarters of the job's lease
+	// bound it too, whichever is shorter, so the outcome is written while the lease holds.
+	ReconcileTimeout time.Duration
 }
 
 // EventSink receives every change of a run: start, progress, status, finish.
@@ -106,6 +110,8 @@ type Runner struct {
 	activeMu sync.Mutex
 	active   map[int64]*Run
 	workers  sync.WaitGroup
+
+	reconcile reconcileState
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -514,6 +520,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.serveStarts(ctx) }()
 	}
+	r.startReconciles(ctx, &wg)
 	if r.cfg.Scheduler {
 		wg.Add(2)
 		go func() { defer wg.Done(); r.schedule(ctx) }()

@@ -201,10 +201,11 @@ test('an operator requests a replay of demo-settlement; an approver approves it;
       const queue = op.getByTestId('ambiguous-demo-settlement');
       await queue.getByTestId('ambiguous-row').first().waitFor();
       await shot(op, '09-ambiguous-queue');
+      // A worker asks the hook: the row shows "reconciling…", then leaves the queue, live.
       while ((await queue.getByTestId('reconcile').count()) > 0) {
-        const n = await queue.getByTestId('reconcile').count();
+        const n = await queue.getByTestId('ambiguous-row').count();
         await queue.getByTestId('reconcile').first().click();
-        await until('the entry to leave the queue', async () => (await queue.getByTestId('reconcile').count()) < n, 15_000);
+        await until('the entry to leave the queue', async () => (await queue.getByTestId('ambiguous-row').count()) < n, 15_000);
       }
     }
     // A reconcile may run briefly as a run of the job: recompute until nothing blocks.

@@ -36,6 +36,7 @@ type ResolverRoot interface {
 	LedgerEntry() LedgerEntryResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	ReconcileRequest() ReconcileRequestResolver
 	ReplayPreflight() ReplayPreflightResolver
 	ReplayRequest() ReplayRequestResolver
 	Run() RunResolver
@@ -219,8 +220,23 @@ type ComplexityRoot struct {
 	}
 
 	ReconcileEntryPayload struct {
-		LedgerEntry func(childComplexity int) int
-		UserErrors  func(childComplexity int) int
+		ReconcileRequest func(childComplexity int) int
+		UserErrors       func(childComplexity int) int
+	}
+
+	ReconcileRequest struct {
+		Attempt     func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		Entry       func(childComplexity int) int
+		FinishedAt  func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Instance    func(childComplexity int) int
+		JobName     func(childComplexity int) int
+		Message     func(childComplexity int) int
+		RequestedBy func(childComplexity int) int
+		ResultState func(childComplexity int) int
+		StartedAt   func(childComplexity int) int
+		Status      func(childComplexity int) int
 	}
 
 	RejectReplayPayload struct {
@@ -394,9 +410,10 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		AlertRaised func(childComplexity int) int
-		RunEvents   func(childComplexity int, jobName *string) int
-		RunProgress func(childComplexity int, runID string) int
+		AlertRaised      func(childComplexity int) int
+		ReconcileRequest func(childComplexity int, id string) int
+		RunEvents        func(childComplexity int, jobName *string) int
+		RunProgress      func(childComplexity int, runID string) int
 	}
 
 	UpdateJobSchedulePayload struct {
@@ -473,6 +490,10 @@ type QueryResolver interface {
 	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
 	Run(ctx context.Context, id string) (*batontype.Run, error)
 }
+type ReconcileRequestResolver interface {
+	ID(ctx context.Context, obj *batontype.ReconcileRequest) (string, error)
+	Entry(ctx context.Context, obj *batontype.ReconcileRequest) (*batontype.LedgerEntry, error)
+}
 type ReplayPreflightResolver interface {
 	Run(ctx context.Context, obj *batontype.Preflight) (*batontype.Run, error)
 
@@ -503,6 +524,7 @@ type RunResolver interface {
 }
 type SubscriptionResolver interface {
 	AlertRaised(ctx context.Context) (<-chan *batontype.Alert, error)
+	ReconcileRequest(ctx context.Context, id string) (<-chan *batontype.ReconcileRequest, error)
 	RunProgress(ctx context.Context, runID string) (<-chan *batontype.Run, error)
 	RunEvents(ctx context.Context, jobName *string) (<-chan *model.RunEvent, error)
 }
@@ -1344,18 +1366,91 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Runs(childComplexity, args["jobName"].(*string), args["status"].([]batontype.RunStatus), args["first"].(*int), args["after"].(*string)), true
 
-	case "ReconcileEntryPayload.ledgerEntry":
-		if e.ComplexityRoot.ReconcileEntryPayload.LedgerEntry == nil {
+	case "ReconcileEntryPayload.reconcileRequest":
+		if e.ComplexityRoot.ReconcileEntryPayload.ReconcileRequest == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ReconcileEntryPayload.LedgerEntry(childComplexity), true
+		return e.ComplexityRoot.ReconcileEntryPayload.ReconcileRequest(childComplexity), true
 	case "ReconcileEntryPayload.userErrors":
 		if e.ComplexityRoot.ReconcileEntryPayload.UserErrors == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ReconcileEntryPayload.UserErrors(childComplexity), true
+
+	case "ReconcileRequest.attempt":
+		if e.ComplexityRoot.ReconcileRequest.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.Attempt(childComplexity), true
+	case "ReconcileRequest.createdAt":
+		if e.ComplexityRoot.ReconcileRequest.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.CreatedAt(childComplexity), true
+	case "ReconcileRequest.entry":
+		if e.ComplexityRoot.ReconcileRequest.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.Entry(childComplexity), true
+	case "ReconcileRequest.finishedAt":
+		if e.ComplexityRoot.ReconcileRequest.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.FinishedAt(childComplexity), true
+	case "ReconcileRequest.id":
+		if e.ComplexityRoot.ReconcileRequest.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.ID(childComplexity), true
+	case "ReconcileRequest.instance":
+		if e.ComplexityRoot.ReconcileRequest.Instance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.Instance(childComplexity), true
+	case "ReconcileRequest.jobName":
+		if e.ComplexityRoot.ReconcileRequest.JobName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.JobName(childComplexity), true
+	case "ReconcileRequest.message":
+		if e.ComplexityRoot.ReconcileRequest.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.Message(childComplexity), true
+	case "ReconcileRequest.requestedBy":
+		if e.ComplexityRoot.ReconcileRequest.RequestedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.RequestedBy(childComplexity), true
+	case "ReconcileRequest.resultState":
+		if e.ComplexityRoot.ReconcileRequest.ResultState == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.ResultState(childComplexity), true
+	case "ReconcileRequest.startedAt":
+		if e.ComplexityRoot.ReconcileRequest.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.StartedAt(childComplexity), true
+	case "ReconcileRequest.status":
+		if e.ComplexityRoot.ReconcileRequest.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileRequest.Status(childComplexity), true
 
 	case "RejectReplayPayload.replayRequest":
 		if e.ComplexityRoot.RejectReplayPayload.ReplayRequest == nil {
@@ -2065,6 +2160,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.AlertRaised(childComplexity), true
+	case "Subscription.reconcileRequest":
+		if e.ComplexityRoot.Subscription.ReconcileRequest == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_reconcileRequest_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ReconcileRequest(childComplexity, args["id"].(string)), true
 	case "Subscription.runEvents":
 		if e.ComplexityRoot.Subscription.RunEvents == nil {
 			break
@@ -2530,8 +2636,25 @@ enum AmbiguousResolution {
 extend type Mutation {
   "Resolves an AMBIGUOUS_EFFECT entry by hand. User errors: NOT_FOUND, INVALID_INPUT, CONFLICT."
   resolveAmbiguous(input: ResolveAmbiguousInput!): ResolveAmbiguousPayload @hasRole(role: OPERATOR)
-  "Asks the job's reconcile hook about an AMBIGUOUS_EFFECT entry and resolves it. User errors: NOT_FOUND, INVALID_INPUT."
+  """
+  Asks for a reconcile of an AMBIGUOUS_EFFECT entry and returns the request at once, PENDING.
+  A worker of any instance with a free slot then asks the job's reconcile hook, under the
+  request's lease and bounded by the reconcile timeout, and resolves the entry CONFIRMED or
+  NOT_APPLIED (the request ends DONE), or leaves it AMBIGUOUS_EFFECT (the request ends FAILED,
+  with a message). Follow the outcome with the reconcileRequest subscription. User errors:
+  NOT_FOUND (no such entry), INVALID_INPUT (the job has no reconcile hook), CONFLICT (the entry
+  is not AMBIGUOUS_EFFECT), ALREADY_RUNNING (a reconcile of the entry is already open).
+  """
   reconcileEntry(input: ReconcileEntryInput!): ReconcileEntryPayload @hasRole(role: OPERATOR)
+}
+
+extend type Subscription {
+  """
+  A reconcile request's state: a snapshot first, then each change (RUNNING on a worker, DONE or
+  FAILED); the subscription completes after the final state. A request already ended gives its
+  snapshot and completes.
+  """
+  reconcileRequest(id: ID!): ReconcileRequest!
 }
 
 input ResolveAmbiguousInput {
@@ -2551,8 +2674,41 @@ input ReconcileEntryInput {
 }
 
 type ReconcileEntryPayload {
-  ledgerEntry: LedgerEntry
+  "The request, PENDING: the outcome comes later (subscription reconcileRequest)."
+  reconcileRequest: ReconcileRequest
   userErrors: [UserError!]!
+}
+
+"A request to ask a job's reconcile hook about one AMBIGUOUS_EFFECT entry, done by a worker."
+type ReconcileRequest implements Node {
+  id: ID!
+  "The entry, as it is now."
+  entry: LedgerEntry!
+  jobName: String!
+  status: ReconcileStatus!
+  "CONFIRMED or NOT_APPLIED once DONE."
+  resultState: LedgerState
+  "The outcome, or why the request failed or is waiting."
+  message: String!
+  "How many times a worker claimed it (a worker that died is replaced, up to 3 times)."
+  attempt: Int!
+  requestedBy: String!
+  "The instance that last claimed it."
+  instance: String
+  createdAt: Time!
+  startedAt: Time
+  finishedAt: Time
+}
+
+enum ReconcileStatus {
+  "Waiting for a worker with a free slot (any instance's next poll)."
+  PENDING
+  "A worker is asking the job's reconcile hook, under a lease."
+  RUNNING
+  "The entry was resolved (resultState)."
+  DONE
+  "The entry stays AMBIGUOUS_EFFECT (message says why): try again, or resolve it by hand."
+  FAILED
 }
 `, BuiltIn: false},
 	{Name: "../replay.graphqls", Input: `# Replays: preflight, four-eyes approval.
@@ -3316,12 +3472,42 @@ func (ec *executionContext) childFields_PreflightCheck(ctx context.Context, fiel
 
 func (ec *executionContext) childFields_ReconcileEntryPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "ledgerEntry":
-		return ec.fieldContext_ReconcileEntryPayload_ledgerEntry(ctx, field)
+	case "reconcileRequest":
+		return ec.fieldContext_ReconcileEntryPayload_reconcileRequest(ctx, field)
 	case "userErrors":
 		return ec.fieldContext_ReconcileEntryPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReconcileEntryPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ReconcileRequest(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ReconcileRequest_id(ctx, field)
+	case "entry":
+		return ec.fieldContext_ReconcileRequest_entry(ctx, field)
+	case "jobName":
+		return ec.fieldContext_ReconcileRequest_jobName(ctx, field)
+	case "status":
+		return ec.fieldContext_ReconcileRequest_status(ctx, field)
+	case "resultState":
+		return ec.fieldContext_ReconcileRequest_resultState(ctx, field)
+	case "message":
+		return ec.fieldContext_ReconcileRequest_message(ctx, field)
+	case "attempt":
+		return ec.fieldContext_ReconcileRequest_attempt(ctx, field)
+	case "requestedBy":
+		return ec.fieldContext_ReconcileRequest_requestedBy(ctx, field)
+	case "instance":
+		return ec.fieldContext_ReconcileRequest_instance(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ReconcileRequest_createdAt(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_ReconcileRequest_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_ReconcileRequest_finishedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReconcileRequest", field.Name)
 }
 
 func (ec *executionContext) childFields_RejectReplayPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4325,6 +4511,20 @@ func (ec *executionContext) field_Run_errors_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_reconcileRequest_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -8079,33 +8279,33 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _ReconcileEntryPayload_ledgerEntry(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntryPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _ReconcileEntryPayload_reconcileRequest(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntryPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ReconcileEntryPayload_ledgerEntry(ctx, field)
+			return ec.fieldContext_ReconcileEntryPayload_reconcileRequest(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.LedgerEntry, nil
+			return obj.ReconcileRequest, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.LedgerEntry) graphql.Marshaler {
-			return ec.marshalOLedgerEntry2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerEntry(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReconcileRequest) graphql.Marshaler {
+			return ec.marshalOReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_ReconcileEntryPayload_ledgerEntry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_ReconcileEntryPayload_reconcileRequest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "ReconcileEntryPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_LedgerEntry(ctx, field)
+			return ec.childFields_ReconcileRequest(ctx, field)
 		},
 	}
 	return fc, nil
@@ -8141,6 +8341,291 @@ func (ec *executionContext) fieldContext_ReconcileEntryPayload_userErrors(_ cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileRequest_id(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ReconcileRequest().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, true, true, "ID")
+}
+
+func (ec *executionContext) _ReconcileRequest_entry(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ReconcileRequest().Entry(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.LedgerEntry) graphql.Marshaler {
+			return ec.marshalNLedgerEntry2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerEntry(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReconcileRequest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LedgerEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileRequest_jobName(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_jobName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JobName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_jobName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "String")
+}
+
+func (ec *executionContext) _ReconcileRequest_status(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.ReconcileStatus) graphql.Marshaler {
+			return ec.marshalNReconcileStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "ReconcileStatus")
+}
+
+func (ec *executionContext) _ReconcileRequest_resultState(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_resultState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResultState, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.LedgerState) graphql.Marshaler {
+			return ec.marshalOLedgerState2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerState(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_resultState(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "LedgerState")
+}
+
+func (ec *executionContext) _ReconcileRequest_message(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "String")
+}
+
+func (ec *executionContext) _ReconcileRequest_attempt(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ReconcileRequest_requestedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_requestedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_requestedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "String")
+}
+
+func (ec *executionContext) _ReconcileRequest_instance(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_instance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instance, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_instance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "String")
+}
+
+func (ec *executionContext) _ReconcileRequest_createdAt(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ReconcileRequest_startedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ReconcileRequest_finishedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.ReconcileRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileRequest_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileRequest_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileRequest", field, false, false, "Time")
 }
 
 func (ec *executionContext) _RejectReplayPayload_replayRequest(ctx context.Context, field graphql.CollectedField, obj *model.RejectReplayPayload) (ret graphql.Marshaler) {
@@ -11137,6 +11622,50 @@ func (ec *executionContext) fieldContext_Subscription_alertRaised(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_reconcileRequest(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_reconcileRequest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ReconcileRequest(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReconcileRequest) graphql.Marshaler {
+			return ec.marshalNReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_reconcileRequest(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReconcileRequest(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_reconcileRequest_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Subscription_runProgress(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -13056,6 +13585,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._ReplayRequest(ctx, sel, obj)
+	case batontype.ReconcileRequest:
+		return ec._ReconcileRequest(ctx, sel, &obj)
+	case *batontype.ReconcileRequest:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ReconcileRequest(ctx, sel, obj)
 	case batontype.LedgerEntry:
 		return ec._LedgerEntry(ctx, sel, &obj)
 	case *batontype.LedgerEntry:
@@ -14280,8 +14816,8 @@ func (ec *executionContext) _ReconcileEntryPayload(ctx context.Context, sel ast.
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ReconcileEntryPayload")
-		case "ledgerEntry":
-			out.Values[i] = ec._ReconcileEntryPayload_ledgerEntry(ctx, field, obj)
+		case "reconcileRequest":
+			out.Values[i] = ec._ReconcileEntryPayload_reconcileRequest(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -14289,6 +14825,96 @@ func (ec *executionContext) _ReconcileEntryPayload(ctx context.Context, sel ast.
 			out.Values[i] = ec._ReconcileEntryPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var reconcileRequestImplementors = []string{"ReconcileRequest", "Node"}
+
+func (ec *executionContext) _ReconcileRequest(ctx context.Context, sel ast.SelectionSet, obj *batontype.ReconcileRequest) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reconcileRequestImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReconcileRequest")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ReconcileRequest_id(ctx, field, obj)
+				})
+		case "entry":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ReconcileRequest_entry(ctx, field, obj)
+				})
+		case "jobName":
+			out.Values[i] = ec._ReconcileRequest_jobName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._ReconcileRequest_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "resultState":
+			out.Values[i] = ec._ReconcileRequest_resultState(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "message":
+			out.Values[i] = ec._ReconcileRequest_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "attempt":
+			out.Values[i] = ec._ReconcileRequest_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "requestedBy":
+			out.Values[i] = ec._ReconcileRequest_requestedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "instance":
+			out.Values[i] = ec._ReconcileRequest_instance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._ReconcileRequest_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "startedAt":
+			out.Values[i] = ec._ReconcileRequest_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "finishedAt":
+			out.Values[i] = ec._ReconcileRequest_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -15435,6 +16061,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "alertRaised":
 		return ec._Subscription_alertRaised(ctx, fields[0])
+	case "reconcileRequest":
+		return ec._Subscription_reconcileRequest(ctx, fields[0])
 	case "runProgress":
 		return ec._Subscription_runProgress(ctx, fields[0])
 	case "runEvents":
@@ -16325,6 +16953,29 @@ func (ec *executionContext) unmarshalNReconcileEntryInput2githubᚗcomᚋbaton�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx context.Context, sel ast.SelectionSet, v *batontype.ReconcileRequest) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReconcileRequest!")
+		return graphql.Null
+	}
+	return ec._ReconcileRequest(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNReconcileStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileStatus(ctx context.Context, v any) (batontype.ReconcileStatus, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.ReconcileStatus(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReconcileStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileStatus(ctx context.Context, sel ast.SelectionSet, v batontype.ReconcileStatus) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ReconcileStatus!")
+	}
+	return res
+}
+
 func (ec *executionContext) unmarshalNRejectReplayInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRejectReplayInput(ctx context.Context, v any) (model.RejectReplayInput, error) {
 	res, err := ec.unmarshalInputRejectReplayInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17150,6 +17801,25 @@ func (ec *executionContext) marshalOLedgerState2ᚕgithubᚗcomᚋbatonᚑrunᚋ
 	return ret
 }
 
+func (ec *executionContext) unmarshalOLedgerState2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerState(ctx context.Context, v any) (*batontype.LedgerState, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.LedgerState(tmp)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOLedgerState2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerState(ctx context.Context, sel ast.SelectionSet, v *batontype.LedgerState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(string(*v))
+	return res
+}
+
 func (ec *executionContext) marshalONode2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -17169,6 +17839,13 @@ func (ec *executionContext) marshalOReconcileEntryPayload2ᚖgithubᚗcomᚋbato
 		return graphql.Null
 	}
 	return ec._ReconcileEntryPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx context.Context, sel ast.SelectionSet, v *batontype.ReconcileRequest) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ReconcileRequest(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalORejectReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRejectReplayPayload(ctx context.Context, sel ast.SelectionSet, v *model.RejectReplayPayload) graphql.Marshaler {

@@ -107,8 +107,9 @@ type ReconcileEntryInput struct {
 }
 
 type ReconcileEntryPayload struct {
-	LedgerEntry *batontype.LedgerEntry `json:"ledgerEntry,omitempty"`
-	UserErrors  []*UserError           `json:"userErrors"`
+	// The request, PENDING: the outcome comes later (subscription reconcileRequest).
+	ReconcileRequest *batontype.ReconcileRequest `json:"reconcileRequest,omitempty"`
+	UserErrors       []*UserError                `json:"userErrors"`
 }
 
 type RejectReplayInput struct {

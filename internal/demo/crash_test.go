@@ -173,9 +173,16 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range ambiguous {
-		got, err := r.ReconcileEntry(ctx, e.ID, "crash-test")
+		req, err := r.ReconcileEntry(ctx, e.ID, "crash-test")
+		if err == nil {
+			req, err = r.AwaitReconcile(ctx, req.ID)
+		}
+		if err != nil || req.Status != bt.ReconcileDone {
+			t.Fatalf("reconcile %s: %v %+v", e.Target, err, req)
+		}
+		got, err := r.LedgerEntry(ctx, e.ID)
 		if err != nil {
-			t.Fatalf("reconcile %s: %v", e.Target, err)
+			t.Fatal(err)
 		}
 		effects := b.count(`SELECT count(*) FROM demo_provider_effects WHERE idempotency_key = $1`, e.IdempotencyKey)
 		switch {

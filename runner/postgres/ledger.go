@@ -94,6 +94,19 @@ func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerStat
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
+	e, err := s.resolveAmbiguousIn(ctx, tx, id, to, effectRef, evidenceRef, note)
+	if err != nil {
+		return nil, err
+	}
+	if err := insertAudit(ctx, tx, audit); err != nil {
+		return nil, err
+	}
+	return e, tx.Commit(ctx)
+}
+
+// resolveAmbiguousIn is ResolveAmbiguous's ledger write, in tx: CONFLICT when the entry is no
+// longer AMBIGUOUS_EFFECT.
+func (s *Store) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string) (*bt.LedgerEntry, error) {
 	e, err := scanLedger(tx.QueryRow(ctx, `UPDATE job_ledger SET state = $2, evidence_ref = COALESCE($3, evidence_ref),
 			last_error = $4, effect_ref = COALESCE($5, effect_ref), updated_at = now()
 		WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT' RETURNING `+ledgerColumns, id, string(to), evidenceRef, note, effectRef))
@@ -113,10 +126,7 @@ func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerStat
 		e.JobName, e.Generation, string(to)); err != nil {
 		return nil, err
 	}
-	if err := insertAudit(ctx, tx, audit); err != nil {
-		return nil, err
-	}
-	return e, tx.Commit(ctx)
+	return e, nil
 }
 
 // CheckpointAge reports how long ago a generation's main checkpoint last moved (nil if none).

@@ -1,5 +1,6 @@
 // The result ledger: entries by job, state and target, and resolving ambiguous effects.
 import { graphql } from '../gql';
+import type { LedgerState, ReconcileStatus } from '../gql/graphql';
 
 export const LedgerEntryFields = graphql(`
   fragment LedgerEntryFields on LedgerEntry {
@@ -53,11 +54,27 @@ export const ResolveAmbiguousMutation = graphql(`
   }
 `);
 
+export const ReconcileRequestFields = graphql(`
+  fragment ReconcileRequestFields on ReconcileRequest {
+    id
+    status
+    resultState
+    message
+    attempt
+    entry {
+      id
+      targetKey
+      state
+    }
+  }
+`);
+
+/** Asks for a reconcile: the answer is the request, PENDING; the outcome comes by subscription. */
 export const ReconcileEntryMutation = graphql(`
   mutation ReconcileEntry($entryId: ID!) {
     reconcileEntry(input: { entryId: $entryId }) {
-      ledgerEntry {
-        ...LedgerEntryFields
+      reconcileRequest {
+        ...ReconcileRequestFields
       }
       userErrors {
         code
@@ -67,6 +84,36 @@ export const ReconcileEntryMutation = graphql(`
     }
   }
 `);
+
+export const ReconcileRequestSubscription = graphql(`
+  subscription ReconcileRequest($id: ID!) {
+    reconcileRequest(id: $id) {
+      ...ReconcileRequestFields
+    }
+  }
+`);
+
+/** How a reconcile request shows in the ambiguous queue. */
+export interface ReconcileView {
+  /** Still waiting for a worker or for the job's reconcile hook. */
+  open: boolean;
+  label: string;
+  color: 'gray' | 'blue' | 'green' | 'orange';
+}
+
+/** reconcileView turns a reconcile request's state into what the queue shows. */
+export function reconcileView(req: { status: ReconcileStatus; resultState?: LedgerState | null; message: string; attempt: number }): ReconcileView {
+  switch (req.status) {
+    case 'PENDING':
+      return { open: true, color: 'gray', label: req.attempt > 0 ? 'reconciling… (waiting for another worker)' : 'reconciling… (waiting for a worker)' };
+    case 'RUNNING':
+      return { open: true, color: 'blue', label: 'reconciling…' };
+    case 'DONE':
+      return { open: false, color: 'green', label: `reconciled as ${req.resultState ?? 'resolved'}` };
+    case 'FAILED':
+      return { open: false, color: 'orange', label: `reconcile failed: ${req.message}` };
+  }
+}
 
 /** The ledger summary as a map, absent states counting zero. */
 export function countsByState<S extends string>(summary: ReadonlyArray<{ state: S; count: number }>): Map<S, number> {

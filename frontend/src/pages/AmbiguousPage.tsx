@@ -1,13 +1,14 @@
 // The ambiguous queue across jobs: targets whose external effect is in doubt. Ask the job's
-// reconcile hook, or resolve by hand with evidence.
-import { Anchor, Button, Card, Code, Group, Modal, Radio, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
+// reconcile hook (a worker asks it; the row shows "reconciling…" and then the outcome, live),
+// or resolve by hand with evidence.
+import { Anchor, Badge, Button, Card, Code, Group, Modal, Radio, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
-import { useMutation, useQuery } from 'urql';
+import { useMutation, useQuery, useSubscription } from 'urql';
 
 import { JOBS_PAGE_SIZE, JobsQuery } from '../api/jobs';
-import { LedgerQuery, ReconcileEntryMutation, ResolveAmbiguousMutation } from '../api/ledger';
+import { LedgerQuery, ReconcileEntryMutation, ReconcileRequestSubscription, reconcileView, ResolveAmbiguousMutation } from '../api/ledger';
 import { jobPath, runNumber, runPath } from '../api/runs';
 import { ActionButton } from '../components/ActionButton';
 import { RiskBadge } from '../components/Badges';
@@ -71,6 +72,28 @@ function ResolveModal({ entry, onClose }: { entry: LedgerEntryFieldsFragment; on
   );
 }
 
+/**
+ * ReconcileProgress follows one reconcile request live: "reconciling…" while it is open, then
+ * its outcome, which it reports once through onEnd.
+ */
+export function ReconcileProgress({ requestId, targetKey, onEnd }: { requestId: string; targetKey: string; onEnd: () => void }) {
+  const [{ data, error }] = useSubscription({ query: ReconcileRequestSubscription, variables: { id: requestId } });
+  const req = data?.reconcileRequest;
+  const view = req ? reconcileView(req) : { open: true, color: 'gray' as const, label: 'reconciling…' };
+  useEffect(() => {
+    if (!req || view.open) return;
+    notifications.show({ color: view.color, message: `${targetKey}: ${view.label}`, autoClose: req.status === 'FAILED' ? 10000 : 4000 });
+    onEnd();
+    // onEnd changes identity with every render of the queue; the outcome is reported once.
+  }, [req?.status]);
+  if (error) return <Text size="xs" c="red">{`${targetKey}: lost track of the reconcile (${error.message}); reload to see its outcome`}</Text>;
+  return (
+    <Badge color={view.color} variant="light" data-testid="reconcile-status" title={req?.message || undefined}>
+      {view.label}
+    </Badge>
+  );
+}
+
 function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' | 'HIGH' }) {
   const [{ data, fetching, error }, refetch] = useQuery({
     query: LedgerQuery,
@@ -79,6 +102,8 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
   });
   const [, reconcile] = useMutation(ReconcileEntryMutation);
   const [busy, setBusy] = useState<string | null>(null);
+  // entry id → the reconcile request followed live on its row
+  const [reconciling, setReconciling] = useState<Record<string, string>>({});
   const [resolving, setResolving] = useState<LedgerEntryFieldsFragment | null>(null);
   const refresh = () => refetch({ requestPolicy: 'network-only' });
   const entries = data?.ledger.nodes ?? [];
@@ -114,7 +139,9 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
-            {entries.map((e) => (
+            {entries.map((e) => {
+              const requestId = reconciling[e.id];
+              return (
               <Table.Tr key={e.id} data-testid="ambiguous-row">
                 <Table.Td>
                   <Code>{e.targetKey}</Code>
@@ -139,36 +166,42 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
                 </Table.Td>
                 <Table.Td>
                   <Group gap={6} wrap="nowrap">
-                    <ActionButton
-                      need="OPERATOR"
-                      size="xs"
-                      loading={busy === e.id}
-                      onClick={() =>
-                        void (async () => {
-                          setBusy(e.id);
-                          const p = report(await reconcile({ entryId: e.id }), (d) => d.reconcileEntry, null);
-                          setBusy(null);
-                          if (p?.ledgerEntry) {
-                            const st = p.ledgerEntry.state;
-                            notifications.show({
-                              color: st === 'AMBIGUOUS_EFFECT' ? 'orange' : 'green',
-                              message: st === 'AMBIGUOUS_EFFECT' ? `${e.targetKey}: the reconcile hook could not tell yet` : `${e.targetKey}: reconciled as ${st}`,
-                            });
-                          }
+                    {requestId ? (
+                      <ReconcileProgress
+                        requestId={requestId}
+                        targetKey={e.targetKey}
+                        onEnd={() => {
+                          setReconciling(({ [e.id]: _, ...rest }) => rest);
                           refresh();
-                        })()
-                      }
-                      data-testid="reconcile"
-                    >
-                      Run reconcile
-                    </ActionButton>
+                        }}
+                      />
+                    ) : (
+                      <ActionButton
+                        need="OPERATOR"
+                        size="xs"
+                        loading={busy === e.id}
+                        onClick={() =>
+                          void (async () => {
+                            setBusy(e.id);
+                            const p = report(await reconcile({ entryId: e.id }), (d) => d.reconcileEntry, null);
+                            setBusy(null);
+                            const req = p?.reconcileRequest;
+                            if (req) setReconciling((m) => ({ ...m, [e.id]: req.id }));
+                          })()
+                        }
+                        data-testid="reconcile"
+                      >
+                        Run reconcile
+                      </ActionButton>
+                    )}
                     <ActionButton need="OPERATOR" size="xs" variant="light" onClick={() => setResolving(e)} data-testid="resolve">
                       Resolve…
                     </ActionButton>
                   </Group>
                 </Table.Td>
               </Table.Tr>
-            ))}
+              );
+            })}
           </Table.Tbody>
         </Table>
       </div>

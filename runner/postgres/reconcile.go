@@ -1,0 +1,266 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// Reconcile requests (table reconcile_requests): the API inserts one PENDING, a worker of any
+// instance claims it with FOR UPDATE SKIP LOCKED under a lease, and its outcome is written
+// fenced on that lease by the database clock at the moment of the write
+// (statement_timestamp()), in the same transaction as the ledger entry's resolution.
+
+const reconcileColumns = `id, entry_id, job_name, requested_by, status, result_state, message, attempt, instance,
+	lease_until, created_at, started_at, finished_at`
+
+func scanReconcile(row pgx.Row, extra ...any) (*bt.ReconcileRequest, error) {
+	var q bt.ReconcileRequest
+	var status string
+	var result *string
+	dest := append([]any{&q.ID, &q.EntryID, &q.JobName, &q.RequestedBy, &status, &result, &q.Message, &q.Attempt,
+		&q.Instance, &q.LeaseUntil, &q.CreatedAt, &q.StartedAt, &q.FinishedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	q.Status = bt.ReconcileStatus(status)
+	if result != nil {
+		st := bt.LedgerState(*result)
+		q.ResultState = &st
+	}
+	return &q, nil
+}
+
+// InsertReconcile records a PENDING reconcile request of an AMBIGUOUS_EFFECT entry, and audits
+// it (audit.Arguments gains the request's id) in the same transaction. It fails with NOT_FOUND
+// for an unknown entry, CONFLICT for an entry not (or no longer) AMBIGUOUS_EFFECT, and
+// ALREADY_RUNNING when a reconcile of the entry is already open.
+func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit AuditRecord) (*bt.ReconcileRequest, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	// Conditioned on the entry's state in the same statement: a resolution committed since the
+	// caller read the entry leaves nothing to reconcile.
+	q, err := scanReconcile(tx.QueryRow(ctx, `INSERT INTO reconcile_requests (entry_id, job_name, requested_by)
+		SELECT id, job_name, $2 FROM job_ledger WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT'
+		RETURNING `+reconcileColumns, entryID, requestedBy))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		e, err := s.LedgerEntry(ctx, entryID)
+		if err != nil {
+			return nil, err
+		}
+		return nil, bt.Errorf(bt.CodeConflict, "ledger entry %d is %s, not AMBIGUOUS_EFFECT", entryID, e.State)
+	case isUniqueViolation(err):
+		open, oerr := s.openReconcile(ctx, entryID)
+		if oerr != nil || open == nil {
+			return nil, bt.Errorf(bt.CodeAlreadyRunning, "a reconcile of ledger entry %d is already pending", entryID)
+		}
+		return nil, bt.Errorf(bt.CodeAlreadyRunning, "a reconcile of ledger entry %d is already %s (request %d): wait for its outcome",
+			entryID, open.Status, open.ID)
+	case err != nil:
+		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
+	}
+	audit.Arguments = withArg(audit.Arguments, "requestId", q.ID)
+	if err := insertAudit(ctx, tx, audit); err != nil {
+		return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
+	}
+	return q, tx.Commit(ctx)
+}
+
+func (s *Store) openReconcile(ctx context.Context, entryID int64) (*bt.ReconcileRequest, error) {
+	q, err := scanReconcile(s.pool.QueryRow(ctx, `SELECT `+reconcileColumns+` FROM reconcile_requests
+		WHERE entry_id = $1 AND status IN ('PENDING', 'RUNNING')`, entryID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return q, err
+}
+
+// ReconcileRequest returns one reconcile request, or NOT_FOUND.
+func (s *Store) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
+	q, err := scanReconcile(s.pool.QueryRow(ctx, `SELECT `+reconcileColumns+` FROM reconcile_requests WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, bt.Errorf(bt.CodeNotFound, "reconcile request %d not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read reconcile request %d: %w", id, err)
+	}
+	return q, nil
+}
+
+// PendingReconciles counts the PENDING requests of jobs (by the partial index), so that a
+// worker takes a slot only when there is something to claim.
+func (s *Store) PendingReconciles(ctx context.Context, jobs []string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_requests WHERE status = 'PENDING' AND job_name = ANY($1)`, jobs).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending reconciles: %w", err)
+	}
+	return n, nil
+}
+
+// ReconcileLease says how long a claim of a job's reconcile requests holds.
+type ReconcileLease struct {
+	Job   string
+	Lease time.Duration
+}
+
+// ReconcileFence identifies the lease a reconcile request's outcome must still hold.
+type ReconcileFence struct {
+	ID    int64
+	Token string
+}
+
+// ClaimReconcile takes the oldest PENDING request of one of jobs for instance under a new
+// lease (token; lease_until by the database clock). FOR UPDATE SKIP LOCKED makes concurrent
+// claimers, on any instance, take different requests: a request is claimed once. It returns
+// nil when there is none, else the request and how long its lease has left by the database
+// clock.
+func (s *Store) ClaimReconcile(ctx context.Context, jobs []ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
+	if len(jobs) == 0 {
+		return nil, 0, nil
+	}
+	names, millis := make([]string, len(jobs)), make([]int64, len(jobs))
+	for i, j := range jobs {
+		names[i], millis[i] = j.Job, j.Lease.Milliseconds()
+	}
+	var remaining float64
+	q, err := scanReconcile(s.pool.QueryRow(ctx, `
+		WITH c AS (
+			SELECT r.id AS claim_id, l.ms AS claim_ms FROM reconcile_requests r
+			JOIN unnest($1::text[], $2::bigint[]) AS l(job, ms) ON l.job = r.job_name
+			WHERE r.status = 'PENDING'
+			ORDER BY r.id LIMIT 1
+			FOR UPDATE OF r SKIP LOCKED
+		)
+		UPDATE reconcile_requests r SET status = 'RUNNING', attempt = r.attempt + 1, instance = $3, lease_token = $4,
+			lease_until = statement_timestamp() + c.claim_ms * interval '1 millisecond', started_at = statement_timestamp()
+		FROM c WHERE r.id = c.claim_id
+		RETURNING `+reconcileColumns+`, EXTRACT(EPOCH FROM r.lease_until - statement_timestamp())::float8`,
+		names, millis, instance, token), &remaining)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("claim a reconcile request: %w", err)
+	}
+	return q, time.Duration(remaining * float64(time.Second)), nil
+}
+
+// ReconcileOutcome is how a claimed reconcile request ends. Resolve set: the entry becomes
+// Resolve (CONFIRMED or NOT_APPLIED) with EffectRef and EvidenceRef and Note, and the request
+// DONE; otherwise the request is FAILED with Message and the entry is left as it is.
+type ReconcileOutcome struct {
+	Resolve     bt.LedgerState
+	EffectRef   *string
+	EvidenceRef *string
+	Note        string
+	Message     string
+}
+
+// FinishReconcile ends a claimed request as out says, fenced: only while the request is
+// RUNNING under fence's token and its lease_until is after statement_timestamp() (the moment
+// of this write, not of the transaction's start). A stale holder gets LEASE_LOST and changes
+// nothing. The entry is resolved in the same transaction, only while it is still
+// AMBIGUOUS_EFFECT; if it is not any more (resolved by hand meanwhile), the request ends
+// FAILED instead and the entry is untouched. audit (Outcome set here) is written with it.
+func (s *Store) FinishReconcile(ctx context.Context, fence ReconcileFence, out ReconcileOutcome, audit AuditRecord) (*bt.ReconcileRequest, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("finish reconcile request %d: %w", fence.ID, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	status, result, msg := bt.ReconcileFailed, (*string)(nil), out.Message
+	if out.Resolve != "" {
+		st := string(out.Resolve)
+		status, result = bt.ReconcileDone, &st
+	}
+	// The fence first: it locks the request's row, so a recoverer that judges the lease
+	// expired an instant later waits for this transaction and then finds the request ended.
+	q, err := scanReconcile(tx.QueryRow(ctx, `UPDATE reconcile_requests
+		SET status = $3, result_state = $4, message = $5, finished_at = statement_timestamp(), lease_until = NULL
+		WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > statement_timestamp()
+		RETURNING `+reconcileColumns, fence.ID, fence.Token, string(status), result, msg))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, bt.Errorf(bt.CodeLeaseLost, "reconcile request %d: lease lost: the request was fenced off", fence.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish reconcile request %d: %w", fence.ID, err)
+	}
+	if entryID := q.EntryID; out.Resolve != "" {
+		_, err := s.resolveAmbiguousIn(ctx, tx, entryID, out.Resolve, out.EffectRef, out.EvidenceRef, out.Note)
+		if bt.CodeOf(err) == bt.CodeConflict {
+			var berr *bt.Error
+			errors.As(err, &berr)
+			q, err = scanReconcile(tx.QueryRow(ctx, `UPDATE reconcile_requests SET status = 'FAILED', result_state = NULL, message = $2
+				WHERE id = $1 RETURNING `+reconcileColumns, fence.ID, berr.Message+" any more: it was resolved meanwhile; nothing was changed"))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resolve ledger entry %d of reconcile request %d: %w", entryID, fence.ID, err)
+		}
+	}
+	audit.Outcome = string(q.Status)
+	if q.Status == bt.ReconcileDone {
+		audit.Outcome = string(*q.ResultState)
+	}
+	audit.Arguments = withArg(audit.Arguments, "requestId", q.ID)
+	audit.Arguments["message"] = q.Message
+	if err := insertAudit(ctx, tx, audit); err != nil {
+		return nil, fmt.Errorf("audit reconcile request %d: %w", fence.ID, err)
+	}
+	return q, tx.Commit(ctx)
+}
+
+// RecoverReconciles ends the leases that expired (their holder died or stalled) of RUNNING
+// requests: each goes back to PENDING for another claim, or, after maxAttempts claims, to
+// FAILED with an audit row. Judged by statement_timestamp(). It returns the requests changed.
+func (s *Store) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover reconcile requests: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	rows, err := tx.Query(ctx, `UPDATE reconcile_requests SET
+			status = CASE WHEN attempt >= $1 THEN 'FAILED' ELSE 'PENDING' END,
+			message = CASE WHEN attempt >= $1
+				THEN format('the worker holding it (%s) stopped answering before the lease ended, %s times: the entry stays AMBIGUOUS_EFFECT', instance, attempt)
+				ELSE format('the worker holding it (%s) stopped answering before the lease ended: waiting for another worker', instance) END,
+			finished_at = CASE WHEN attempt >= $1 THEN statement_timestamp() END,
+			lease_token = NULL, lease_until = NULL
+		WHERE status = 'RUNNING' AND lease_until <= statement_timestamp()
+		RETURNING `+reconcileColumns, maxAttempts)
+	if err != nil {
+		return nil, fmt.Errorf("recover reconcile requests: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bt.ReconcileRequest, error) { return scanReconcile(r) })
+	if err != nil {
+		return nil, fmt.Errorf("recover reconcile requests: %w", err)
+	}
+	for _, q := range out {
+		if q.Status != bt.ReconcileFailed {
+			continue
+		}
+		if err := insertAudit(ctx, tx, AuditRecord{Actor: q.RequestedBy, Action: "reconcile", Target: fmt.Sprintf("ledger:%d", q.EntryID),
+			Arguments: map[string]any{"requestId": q.ID, "message": q.Message}, Outcome: string(bt.ReconcileFailed)}); err != nil {
+			return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
+		}
+	}
+	return out, tx.Commit(ctx)
+}
+
+func withArg(args map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(args)+1)
+	for k, v := range args {
+		out[k] = v
+	}
+	out[k] = v
+	return out
+}
