@@ -41,7 +41,8 @@ func HashToken(token string) string {
 }
 
 // CreateToken mints a token named name with role and stores its hash. The token itself is
-// returned once and never stored. A live token with the same name is a CONFLICT error.
+// returned once and never stored. A name any token ever had, even a revoked one, is a CONFLICT
+// error: names are never reissued.
 func CreateToken(ctx context.Context, s *postgres.Store, name string, role model.Role) (string, *postgres.APIToken, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
