@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
 )
@@ -69,6 +70,15 @@ type viewer struct {
 }
 
 type viewerKey struct{}
+
+// identity returns the caller as the runner tells identities apart (four-eyes on replay and
+// RESTART requests): the token's name and its api_tokens id.
+func identity(ctx context.Context) runner.Actor {
+	if v := viewerFrom(ctx); v != nil {
+		return runner.Actor{Name: v.name, TokenID: v.tokenID}
+	}
+	return runner.Actor{Name: actor(ctx)}
+}
 
 func withViewer(ctx context.Context, v *viewer) context.Context {
 	return context.WithValue(ctx, viewerKey{}, v)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -682,6 +683,11 @@ func (r *Runner) executeReplay(ctx context.Context, req *bt.ReplayRequest, by Ac
 	runID, err := r.Start(ctx, p)
 	if err != nil {
 		r.audit(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
+		var be *bt.Error
+		if errors.As(err, &be) { // the code stays the start's; the message says what is left to do
+			return req, &bt.Error{Code: be.Code, Field: be.Field, Message: fmt.Sprintf(
+				"%s %d is approved but its run did not start: %s. It stays APPROVED: run it with executeReplay once that is cleared", kindWord(req), id, be.Message)}
+		}
 		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
 	return r.store.DecideReplay(ctx, id, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},

@@ -30,6 +30,9 @@ func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	if err := json.Unmarshal(pf, &r.Preflight); err != nil {
 		return nil, err
 	}
+	if r.Preflight.Kind == "" { // recorded before preflights had a kind
+		r.Preflight.Kind = r.Kind
+	}
 	return &r, nil
 }
 
