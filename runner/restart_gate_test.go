@@ -9,6 +9,26 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
+// restartApproved restarts a gated job the way an operator must: a RESTART request by one
+// person, approved by another. It returns the RESTART run's id.
+func (b *bundle) restartApproved(r *runner.Runner, job string) int64 {
+	b.t.Helper()
+	ctx := context.Background()
+	req, err := r.RequestRestart(ctx, runner.RestartParams{Job: job, Reason: "test restart", CompensationRef: "TEST-1", Actor: "requester"})
+	if err != nil {
+		b.t.Fatalf("request a RESTART of %s: %v", job, err)
+	}
+	if req.Status == bt.ReplayPendingApproval {
+		if req, err = r.ApproveReplay(ctx, req.ID, "approver", "test"); err != nil {
+			b.t.Fatalf("approve the RESTART of %s: %v", job, err)
+		}
+	}
+	if req.Status != bt.ReplayExecuted || req.ReplayRunID == nil {
+		b.t.Fatalf("RESTART request of %s is %s without a run", job, req.Status)
+	}
+	return *req.ReplayRunID
+}
+
 // currentGeneration reads the job's current generation.
 func (b *bundle) currentGeneration(job string) int {
 	return b.count(`SELECT current_generation FROM job_settings WHERE name = $1`, job)
