@@ -114,7 +114,7 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
         <Accordion variant="contained" chevronPosition="left">
           <Accordion.Item value="preflight">
             <Accordion.Control>
-              Preflight at request time: {req.preflight.targetsInScope} target(s) in scope
+              Preflight at request time: {req.preflight.targetsInScope} target(s) {restart ? 'called again' : 'in scope'}
               {req.preflight.blocked ? ', blocked' : req.preflight.requiresApproval ? ', needs approval' : ''}
             </Accordion.Control>
             <Accordion.Panel>
