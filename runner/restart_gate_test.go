@@ -275,3 +275,39 @@ func TestExecuteApprovedRequestWhoseStartFailed(t *testing.T) {
 		t.Fatalf("executing an executed request: %v, want CONFLICT", err)
 	}
 }
+
+// An IN_FLIGHT intent left by a dead worker gates the RESTART of a LOW-risk job: the call was
+// made and its outcome never recorded. A RESUME (not gated) turns it AMBIGUOUS_EFFECT without a
+// call, which still blocks the RESTART until it is settled.
+func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	job := newLedgerJob("notify", "n1", "n2")
+	r := b.runner(nil, job)
+	first := b.succeed(r, runner.StartParams{Job: "notify"})
+	// Plant a dead worker's intent for n3, counters included, as the intent write would.
+	key := runner.IdempotencyKey("notify", first.Generation, "n3", "")
+	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
+		VALUES ('notify', $1, 'n3', '', 'IN_FLIGHT', 1, $2, true, $3)`, first.Generation, key, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
+		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Start(ctx, runner.StartParams{Job: "notify", Mode: bt.ModeRestart, Actor: "alice"})
+	if code(err) != bt.CodeReplayBlocked || !strings.Contains(err.Error(), "1 IN_FLIGHT") {
+		t.Fatalf("RESTART with an IN_FLIGHT intent: %v, want REPLAY_BLOCKED naming it", err)
+	}
+	job.setTargets("n1", "n2", "n3")
+	b.succeed(r, runner.StartParams{Job: "notify", Mode: bt.ModeResume, Actor: "alice"})
+	if job.callsOf("n3") != 0 {
+		t.Fatalf("n3 called %d times with an intent on record", job.callsOf("n3"))
+	}
+	if _, err := r.Start(ctx, runner.StartParams{Job: "notify", Mode: bt.ModeRestart, Actor: "alice"}); code(err) != bt.CodeReplayBlocked {
+		t.Fatalf("RESTART once the intent is AMBIGUOUS_EFFECT: %v, want REPLAY_BLOCKED", err)
+	}
+	if job.callsOf("n1") != 1 || job.callsOf("n3") != 0 {
+		t.Fatalf("calls n1=%d n3=%d: a refused RESTART called targets", job.callsOf("n1"), job.callsOf("n3"))
+	}
+}
