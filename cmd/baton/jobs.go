@@ -377,8 +377,11 @@ func (c *apiClient) startJob(ctx context.Context, name, mode string, stdout io.W
 		return "", err
 	}
 	if err := userErrs(data.StartJob.UserErrors); err != nil {
-		if gated(data.StartJob.UserErrors) {
-			return "", fmt.Errorf("jobs start %s: %w\nrequest the RESTART with: baton jobs restart %s --request --reason TEXT [--compensation-ref REF]", name, err, name)
+		switch gated(data.StartJob.UserErrors) {
+		case "APPROVAL_REQUIRED":
+			return "", fmt.Errorf("jobs start %s: %w\nrequest the RESTART with: baton jobs restart %s --request --reason TEXT --compensation-ref REF", name, err, name)
+		case "REPLAY_BLOCKED":
+			return "", fmt.Errorf("jobs start %s: %w\nsettle the targets in doubt first (the console's Ambiguous queue), then restart again", name, err)
 		}
 		return "", fmt.Errorf("jobs start %s: %w", name, err)
 	}
@@ -387,14 +390,14 @@ func (c *apiClient) startJob(ctx context.Context, name, mode string, stdout io.W
 	return r.ID, nil
 }
 
-// gated reports whether a start was refused by the RESTART gate.
-func gated(ues []userErr) bool {
+// gated returns the code with which the RESTART gate refused a start, or "".
+func gated(ues []userErr) string {
 	for _, u := range ues {
 		if u.Code == "APPROVAL_REQUIRED" || u.Code == "REPLAY_BLOCKED" {
-			return true
+			return u.Code
 		}
 	}
-	return false
+	return ""
 }
 
 // requestIDArg accepts a replay request number or its global id.
