@@ -12,7 +12,7 @@ import { useMutation, useQuery } from 'urql';
 import { PauseJobMutation, ResumeJobMutation, StartJobMutation } from '../api/jobs';
 import { RequestRestartMutation, RestartPreflightQuery } from '../api/replays';
 import { CancelRunMutation, runNumber, type RunSummary } from '../api/runs';
-import type { RunMode } from '../gql/graphql';
+import type { RiskLevel, RunMode } from '../gql/graphql';
 import type { UserErrorLike } from '../model/errors';
 import { ActionButton } from './ActionButton';
 import { useMaintenance } from './Layout';
@@ -40,6 +40,13 @@ export function restartGated(pf: { blocked: boolean; requiresApproval: boolean }
   if (pf.blocked) return 'blocked';
   if (pf.requiresApproval) return 'approval';
   return null;
+}
+
+/** restartHint says what Restart will do, before its preflight is read. */
+export function restartHint(riskLevel: RiskLevel | undefined, hasRun: boolean): string {
+  if (riskLevel === 'HIGH' && hasRun)
+    return 'Start a new generation: every target again, under new keys. HIGH risk: the restart is requested and runs once another approver approves it.';
+  return 'Start a new generation: every target again, under new keys. Targets in doubt block it until they are settled.';
 }
 
 /** restartRequestBlockedBy says why a RESTART request cannot be sent yet, or null. */
@@ -211,7 +218,8 @@ export function RestartConfirm({
 }
 
 export interface JobControlsProps {
-  job: { name: string; paused: boolean };
+  /** riskLevel, when given, lets Restart say up front that a HIGH-risk RESTART needs approval. */
+  job: { name: string; paused: boolean; riskLevel?: RiskLevel };
   active: RunSummary | null;
   hasRun: boolean;
   /** Called with a run a control started or changed. */
@@ -262,19 +270,24 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
           </ActionButton>
         </span>
       </Tooltip>
-      <ActionButton
-        need="OPERATOR"
-        blockedBy={blocked}
-        size={size}
-        variant="light"
-        color="orange"
-        leftSection={<IconRefresh size={icon} />}
-        loading={busy === 'RESTART'}
-        onClick={restart.open}
-        data-testid={testid('restart')}
-      >
-        Restart
-      </ActionButton>
+      <Tooltip label={restartHint(job.riskLevel, hasRun)} withArrow openDelay={400} disabled={blocked !== null} multiline w={260}>
+        <span>
+          <ActionButton
+            need="OPERATOR"
+            blockedBy={blocked}
+            size={size}
+            variant="light"
+            color="orange"
+            leftSection={<IconRefresh size={icon} />}
+            loading={busy === 'RESTART'}
+            onClick={restart.open}
+            data-testid={testid('restart')}
+            data-needs-approval={job.riskLevel === 'HIGH' && hasRun ? 'true' : undefined}
+          >
+            Restart
+          </ActionButton>
+        </span>
+      </Tooltip>
       <ActionButton
         need="OPERATOR"
         blockedBy={cancelBlockedBy(active)}

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { renderWith } from '../test/render';
 import { ActionButton } from './ActionButton';
 import { RunStatusBadge } from './Badges';
-import { cancelBlockedBy, restartGated, restartRequestBlockedBy, startBlockedBy } from './JobControls';
+import { cancelBlockedBy, restartGated, restartHint, restartRequestBlockedBy, startBlockedBy } from './JobControls';
 import { checkValue } from './PreflightPanel';
 import { progressPercent, RunProgressBar } from './RunProgressBar';
 import { scheduleChanges } from './ScheduleEditor';
@@ -94,6 +94,9 @@ describe('action guards', () => {
     expect(restartRequestBlockedBy('new date', '', true)).toMatch(/compensation/);
     expect(restartRequestBlockedBy('new date', 'OPS-2', true)).toBeNull();
     expect(restartRequestBlockedBy('new date', '', false)).toBeNull();
+    expect(restartHint('HIGH', true)).toMatch(/approves/);
+    expect(restartHint('HIGH', false)).not.toMatch(/approves/); // a first run repeats nothing
+    expect(restartHint('LOW', true)).toMatch(/doubt/);
   });
   it('execute: only an approved request whose run did not start', () => {
     expect(executeBlockedBy({ status: 'APPROVED', replayRun: null })).toBeNull();
