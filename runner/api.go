@@ -324,7 +324,7 @@ func (r *Runner) recordRequest(ctx context.Context, req *bt.ReplayRequest, compe
 	}
 	switch out.Status {
 	case bt.ReplayBlocked:
-		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: string(out.Kind) + " blocked: " + strings.Join(pf.BlockingReasons, "; ")}
+		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(out) + " blocked: " + strings.Join(pf.BlockingReasons, "; ")}
 	case bt.ReplayApproved:
 		return r.executeReplay(ctx, out, by)
 	}
