@@ -535,6 +535,8 @@ func TestRoles(t *testing.T) {
 		{"reconcile", `mutation { reconcileEntry(input: {entryId: "TGVkZ2VyRW50cnk6OTk5OQ=="}) { userErrors { code } } }`, model.RoleOperator},
 		{"approveReplay", `mutation { approveReplay(input: {requestId: "UmVwbGF5UmVxdWVzdDo5OTk5"}) { userErrors { code } } }`, model.RoleApprover},
 		{"rejectReplay", `mutation { rejectReplay(input: {requestId: "UmVwbGF5UmVxdWVzdDo5OTk5"}) { userErrors { code } } }`, model.RoleApprover},
+		{"requestRestart", `mutation { requestRestart(input: {name: "nope", reason: "r"}) { userErrors { code } } }`, model.RoleOperator},
+		{"executeReplay", `mutation { executeReplay(input: {requestId: "UmVwbGF5UmVxdWVzdDo5OTk5"}) { userErrors { code } } }`, model.RoleApprover},
 	}
 	for _, m := range mutations {
 		for role, token := range tokens {

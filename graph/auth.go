@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
 )
@@ -41,7 +42,8 @@ func HashToken(token string) string {
 }
 
 // CreateToken mints a token named name with role and stores its hash. The token itself is
-// returned once and never stored. A live token with the same name is a CONFLICT error.
+// returned once and never stored. A name any token ever had, even a revoked one, is a CONFLICT
+// error: names are never reissued.
 func CreateToken(ctx context.Context, s *postgres.Store, name string, role model.Role) (string, *postgres.APIToken, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
@@ -68,6 +70,15 @@ type viewer struct {
 }
 
 type viewerKey struct{}
+
+// identity returns the caller as the runner tells identities apart (four-eyes on replay and
+// RESTART requests): the token's name and its api_tokens id.
+func identity(ctx context.Context) runner.Actor {
+	if v := viewerFrom(ctx); v != nil {
+		return runner.Actor{Name: v.name, TokenID: v.tokenID}
+	}
+	return runner.Actor{Name: actor(ctx)}
+}
 
 func withViewer(ctx context.Context, v *viewer) context.Context {
 	return context.WithValue(ctx, viewerKey{}, v)

@@ -23,8 +23,9 @@ func (r *mutationResolver) RequestReplay(ctx context.Context, input model.Reques
 		r.auditInvalid(ctx, "requestReplay", map[string]any{"runId": input.RunID, "scope": input.Scope, "reason": input.Reason})
 		return &model.RequestReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "runId", "runId is not a Run id")}, nil
 	}
+	by := identity(ctx)
 	req, err := r.runner.RequestReplay(ctx, runner.ReplayParams{
-		RunID: id, Scope: input.Scope, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: actor(ctx),
+		RunID: id, Scope: input.Scope, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: by.Name, ActorTokenID: by.TokenID,
 	})
 	if err != nil {
 		// A request refused by its preflight is still recorded (BLOCKED): it comes back too.
@@ -32,6 +33,29 @@ func (r *mutationResolver) RequestReplay(ctx context.Context, input model.Reques
 		return &model.RequestReplayPayload{ReplayRequest: req, UserErrors: ue}, err
 	}
 	return &model.RequestReplayPayload{ReplayRequest: req, UserErrors: []*model.UserError{}}, nil
+}
+
+// RequestRestart is the resolver for the requestRestart field.
+func (r *mutationResolver) RequestRestart(ctx context.Context, input model.RequestRestartInput) (*model.RequestRestartPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	by := identity(ctx)
+	req, err := r.runner.RequestRestart(ctx, runner.RestartParams{
+		Job: input.Name, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: by.Name, ActorTokenID: by.TokenID,
+	})
+	out := &model.RequestRestartPayload{ReplayRequest: req, UserErrors: []*model.UserError{}}
+	if err != nil {
+		// A request refused by its preflight is still recorded (BLOCKED): it comes back too.
+		if out.UserErrors, err = userErrors(err, "name"); err != nil {
+			return nil, err
+		}
+	}
+	if req != nil && req.ReplayRunID != nil {
+		if out.Run, err = r.loaders(ctx).runByID.Load(ctx, *req.ReplayRunID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ApproveReplay is the resolver for the approveReplay field.
@@ -43,7 +67,7 @@ func (r *mutationResolver) ApproveReplay(ctx context.Context, input model.Approv
 		r.auditInvalid(ctx, "approveReplay", map[string]any{"requestId": input.RequestID})
 		return &model.ApproveReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "requestId", "requestId is not a ReplayRequest id")}, nil
 	}
-	req, err := r.runner.ApproveReplay(ctx, id, actor(ctx), deref(input.Note))
+	req, err := r.runner.ApproveReplayAs(ctx, id, identity(ctx), deref(input.Note))
 	if err != nil {
 		// A request found blocked on approval comes back with the refusal.
 		ue, err := userErrors(err, "requestId")
@@ -51,6 +75,31 @@ func (r *mutationResolver) ApproveReplay(ctx context.Context, input model.Approv
 	}
 	out := &model.ApproveReplayPayload{ReplayRequest: req, UserErrors: []*model.UserError{}}
 	if req.ReplayRunID != nil {
+		if out.Run, err = r.loaders(ctx).runByID.Load(ctx, *req.ReplayRunID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ExecuteReplay is the resolver for the executeReplay field.
+func (r *mutationResolver) ExecuteReplay(ctx context.Context, input model.ExecuteReplayInput) (*model.ExecuteReplayPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	id, ok := decodeIntID(input.RequestID, typeReplayRequest)
+	if !ok {
+		r.auditInvalid(ctx, "executeReplay", map[string]any{"requestId": input.RequestID})
+		return &model.ExecuteReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "requestId", "requestId is not a ReplayRequest id")}, nil
+	}
+	req, err := r.runner.ExecuteReplayAs(ctx, id, identity(ctx))
+	out := &model.ExecuteReplayPayload{ReplayRequest: req, UserErrors: []*model.UserError{}}
+	if err != nil {
+		// A request that could not start again, or was found blocked, comes back with the refusal.
+		if out.UserErrors, err = userErrors(err, "requestId"); err != nil {
+			return nil, err
+		}
+	}
+	if req != nil && req.ReplayRunID != nil {
 		if out.Run, err = r.loaders(ctx).runByID.Load(ctx, *req.ReplayRunID); err != nil {
 			return nil, err
 		}
@@ -67,7 +116,7 @@ func (r *mutationResolver) RejectReplay(ctx context.Context, input model.RejectR
 		r.auditInvalid(ctx, "rejectReplay", map[string]any{"requestId": input.RequestID})
 		return &model.RejectReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "requestId", "requestId is not a ReplayRequest id")}, nil
 	}
-	req, err := r.runner.RejectReplay(ctx, id, actor(ctx), deref(input.Note))
+	req, err := r.runner.RejectReplayAs(ctx, id, identity(ctx), deref(input.Note))
 	if err != nil {
 		ue, err := userErrors(err, "requestId")
 		return &model.RejectReplayPayload{UserErrors: ue}, err
@@ -81,7 +130,16 @@ func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope
 	if err != nil {
 		return nil, err
 	}
-	return r.runner.Preflight(ctx, id, scope)
+	pf, err := r.runner.Preflight(ctx, id, scope)
+	if pf != nil && pf.Kind == "" {
+		pf.Kind = batontype.KindReplay
+	}
+	return pf, err
+}
+
+// RestartPreflight is the resolver for the restartPreflight field.
+func (r *queryResolver) RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error) {
+	return r.runner.RestartPreflight(ctx, name)
 }
 
 // ReplayRequests is the resolver for the replayRequests field.

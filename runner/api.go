@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -226,6 +227,35 @@ func (r *Runner) Preflight(ctx context.Context, runID int64, scope bt.ReplayScop
 	return p, nil
 }
 
+// Actor is who calls an operation: the name recorded in runs and the audit log, and the
+// api_tokens id of the token the call came with. TokenID 0 is code calling without a token (a
+// tool or test linked with the runner): such a caller is known by its name alone.
+type Actor struct {
+	Name    string
+	TokenID int64
+}
+
+func (a Actor) name() string { return actorOr(a.Name) }
+
+func (a Actor) tokenID() *int64 {
+	if a.TokenID == 0 {
+		return nil
+	}
+	id := a.TokenID
+	return &id
+}
+
+// isRequester reports whether by is the identity that made req. Identities are compared by
+// token id; the name counts too, since it is all a caller without a token has, and a token
+// name is never reissued, so equal names are the same token (or code speaking as it). The
+// four-eyes rule thus holds for tokens, for code, and between the two.
+func isRequester(req *bt.ReplayRequest, by Actor) bool {
+	if by.TokenID != 0 && req.RequestedByTokenID != nil && *req.RequestedByTokenID == by.TokenID {
+		return true
+	}
+	return by.name() == req.RequestedBy
+}
+
 // ReplayParams is a replay request.
 type ReplayParams struct {
 	RunID           int64
@@ -233,6 +263,23 @@ type ReplayParams struct {
 	Reason          string
 	CompensationRef string
 	Actor           string
+	// ActorTokenID is the requester's api_tokens id; 0 for a request made by code.
+	ActorTokenID int64
+}
+
+// checkRequestText trims and checks a request's reason and compensation reference.
+func checkRequestText(reason, compensationRef *string) error {
+	*reason = strings.TrimSpace(*reason)
+	*compensationRef = strings.TrimSpace(*compensationRef)
+	switch {
+	case *reason == "":
+		return &bt.Error{Code: bt.CodeInvalidInput, Message: "a replay needs a reason", Field: "reason"}
+	case len(*reason) > 2000:
+		return &bt.Error{Code: bt.CodeInvalidInput, Message: "reason is longer than 2000 characters", Field: "reason"}
+	case len(*compensationRef) > 500:
+		return &bt.Error{Code: bt.CodeInvalidInput, Message: "compensation reference is longer than 500 characters", Field: "compensationRef"}
+	}
+	return nil
 }
 
 // RequestReplay records a replay request with its preflight. It comes back BLOCKED (with the
@@ -246,15 +293,8 @@ func (r *Runner) RequestReplay(ctx context.Context, p ReplayParams) (req *bt.Rep
 			r.audit(ctx, p.Actor, "requestReplay", fmt.Sprintf("run:%d", p.RunID), args, err)
 		}
 	}()
-	p.Reason = strings.TrimSpace(p.Reason)
-	p.CompensationRef = strings.TrimSpace(p.CompensationRef)
-	switch {
-	case p.Reason == "":
-		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "a replay needs a reason", Field: "reason"}
-	case len(p.Reason) > 2000:
-		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "reason is longer than 2000 characters", Field: "reason"}
-	case len(p.CompensationRef) > 500:
-		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "compensation reference is longer than 500 characters", Field: "compensationRef"}
+	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
+		return nil, err
 	}
 	pf, err := r.Preflight(ctx, p.RunID, p.Scope)
 	if err != nil {
@@ -268,41 +308,268 @@ func (r *Runner) RequestReplay(ctx context.Context, p ReplayParams) (req *bt.Rep
 	if err != nil {
 		return nil, err
 	}
-	status := bt.ReplayApproved
+	return r.recordRequest(ctx, &bt.ReplayRequest{Kind: bt.KindReplay, JobName: run.JobName, SourceRunID: run.ID,
+		Generation: run.Generation, Scope: p.Scope, Preflight: *pf, Reason: p.Reason},
+		p.CompensationRef, Actor{Name: p.Actor, TokenID: p.ActorTokenID}, "requestReplay", args)
+}
+
+// recordRequest records a replay or RESTART request with the status its preflight calls for,
+// and runs it at once when it needs no approval.
+func (r *Runner) recordRequest(ctx context.Context, req *bt.ReplayRequest, compensationRef string, by Actor, action string, args map[string]any) (*bt.ReplayRequest, error) {
+	pf := &req.Preflight
+	req.Status = bt.ReplayApproved
 	switch {
 	case pf.Blocked:
-		status = bt.ReplayBlocked
+		req.Status = bt.ReplayBlocked
 	case pf.RequiresApproval:
-		status = bt.ReplayPendingApproval
+		req.Status = bt.ReplayPendingApproval
 	}
-	var comp *string
-	if p.CompensationRef != "" {
-		comp = &p.CompensationRef
+	if compensationRef != "" {
+		req.CompensationRef = &compensationRef
 	}
-	req, err = r.store.InsertReplay(ctx, &bt.ReplayRequest{
-		JobName: run.JobName, SourceRunID: run.ID, Generation: run.Generation, Scope: p.Scope, Status: status,
-		Preflight: *pf, Reason: p.Reason, CompensationRef: comp, RequestedBy: actorOr(p.Actor),
-	}, postgres.AuditRecord{Actor: actorOr(p.Actor), Action: "requestReplay", Arguments: args, Outcome: string(status)})
+	req.RequestedBy, req.RequestedByTokenID = by.name(), by.tokenID()
+	out, err := r.store.InsertReplay(ctx, req, postgres.AuditRecord{Actor: by.name(), Action: action, Arguments: args, Outcome: string(req.Status)})
 	if err != nil {
 		return nil, err
 	}
-	switch status {
+	switch out.Status {
 	case bt.ReplayBlocked:
-		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: "replay blocked: " + strings.Join(pf.BlockingReasons, "; ")}
+		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(out) + " blocked: " + strings.Join(pf.BlockingReasons, "; ")}
 	case bt.ReplayApproved:
-		return r.executeReplay(ctx, req, actorOr(p.Actor))
+		return r.executeReplay(ctx, out, by)
 	}
-	return req, nil
+	return out, nil
 }
 
-// ApproveReplay approves a PENDING_APPROVAL request and starts its REPLAY run; the request
-// becomes EXECUTED. The approver must not be the requester (SELF_APPROVAL). The preflight is
-// computed again: a request that has become blocked is marked BLOCKED instead.
-func (r *Runner) ApproveReplay(ctx context.Context, requestID int64, actor, note string) (req *bt.ReplayRequest, err error) {
+// RestartParams is a request to RESTART a job whose RESTART the gate holds (see Start): a
+// HIGH-risk job, or one whose current generation holds targets in doubt.
+type RestartParams struct {
+	Job    string
+	Reason string
+	// CompensationRef is required for a HIGH-risk job: where the plan to undo the repeated
+	// effects lives.
+	CompensationRef string
+	Actor           string
+	// ActorTokenID is the requester's api_tokens id; 0 for a request made by code.
+	ActorTokenID int64
+}
+
+// RequestRestart records a request to RESTART a job, of kind RESTART and scope FULL, with the
+// RESTART preflight of the job's current generation. It follows the replay lifecycle: BLOCKED
+// (REPLAY_BLOCKED returned beside it) while targets are in doubt, PENDING_APPROVAL for a
+// HIGH-risk job (which needs a compensation reference, or APPROVAL_REQUIRED and nothing is
+// recorded), or EXECUTED at once with its RESTART run started when nothing calls for approval.
+// Once approved by another identity (ApproveReplay), the request starts a RESTART run: a new
+// generation. A job that has never run is INVALID_INPUT: its RESTART repeats nothing and is
+// not gated.
+func (r *Runner) RequestRestart(ctx context.Context, p RestartParams) (req *bt.ReplayRequest, err error) {
+	args := map[string]any{"job": p.Job, "reason": p.Reason, "compensationRef": p.CompensationRef}
+	defer func() {
+		if req == nil {
+			r.audit(ctx, p.Actor, "requestRestart", "job:"+p.Job, args, err)
+		}
+	}()
+	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
+		return nil, err
+	}
+	pf, err := r.RestartPreflight(ctx, p.Job)
+	if err != nil {
+		return nil, err
+	}
+	if pf == nil {
+		return nil, &bt.Error{Code: bt.CodeInvalidInput, Field: "name",
+			Message: fmt.Sprintf("job %s has never run: its RESTART repeats nothing and needs no request; start it with startJob", p.Job)}
+	}
+	if pf.RiskLevel == bt.RiskHigh && p.CompensationRef == "" {
+		return nil, &bt.Error{Code: bt.CodeApprovalRequired, Field: "compensationRef",
+			Message: "a HIGH-risk RESTART calls every target again: it needs a compensation reference (how to undo it) and a second person's approval"}
+	}
+	return r.recordRequest(ctx, &bt.ReplayRequest{Kind: bt.KindRestart, JobName: p.Job, SourceRunID: pf.RunID,
+		Generation: pf.Generation, Scope: bt.ScopeFull, Preflight: *pf, Reason: p.Reason},
+		p.CompensationRef, Actor{Name: p.Actor, TokenID: p.ActorTokenID}, "requestRestart", args)
+}
+
+// RestartPreflight computes what a RESTART of job would do and whether it may: the counts of
+// its current generation (whose targets a new generation calls again under new keys), targets
+// in doubt (AMBIGUOUS_EFFECT or IN_FLIGHT: they block), an active run (blocks), the stop
+// conditions over the last five minutes, and approval for a HIGH-risk job. RunID is the newest
+// run of the current generation. It returns nil and no error for a job that has never run.
+func (r *Runner) RestartPreflight(ctx context.Context, job string) (*bt.Preflight, error) {
+	settings, err := r.store.Job(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	source, err := r.restartSource(ctx, settings)
+	if err != nil || source == nil {
+		return nil, err
+	}
+	gen := settings.CurrentGeneration
+	counts, err := r.store.LedgerCounts(ctx, job, gen, 0)
+	if err != nil {
+		return nil, err
+	}
+	now, err := r.store.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &bt.Preflight{
+		JobName: job, RunID: source.ID, Generation: gen, Scope: bt.ScopeFull, Kind: bt.KindRestart, RiskLevel: settings.RiskLevel,
+		Confirmed: counts[bt.LedgerConfirmed], Ambiguous: counts[bt.LedgerAmbiguous], InFlight: counts[bt.LedgerInFlight],
+		FailedByClass: map[bt.LedgerState]int64{}, FixQueue: counts[bt.LedgerBugSuspected],
+		RunJobVersion: source.JobVersion, CurrentJobVersion: settings.JobVersion, ComputedAt: now,
+	}
+	for st, n := range counts {
+		if st.Failed() {
+			p.FailedByClass[st] = n
+		}
+		p.TargetsInScope += n
+	}
+	if age, err := r.store.CheckpointAge(ctx, job, gen); err != nil {
+		return nil, err
+	} else if age != nil {
+		secs := age.Seconds()
+		p.LastCheckpointAgeSecs = &secs
+	}
+	calls, downstream, _, err := r.store.CallStats(ctx, job, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	p.DownstreamCalls = calls
+	if calls > 0 {
+		p.DownstreamErrorRate = float64(downstream) / float64(calls)
+	}
+	registered, ok := r.Job(job)
+	if ok {
+		p.CurrentJobVersion = registered.Info().Version
+	}
+	p.JobVersionChanged = p.RunJobVersion != p.CurrentJobVersion
+
+	block := func(reason string) { p.Blocked = true; p.BlockingReasons = append(p.BlockingReasons, reason) }
+	check := func(name string, value, threshold float64, v bt.Verdict, detail string) {
+		p.Checks = append(p.Checks, bt.Check{Name: name, Value: value, Threshold: threshold, Verdict: v, Detail: detail})
+	}
+	if !ok {
+		block(fmt.Sprintf("job %s is not registered on this instance", job))
+	}
+	if active, err := r.store.ActiveRun(ctx, job); err != nil {
+		return nil, err
+	} else if active != nil {
+		block(fmt.Sprintf("job %s has an active run (%d): wait for it to finish or cancel it", job, active.ID))
+	}
+	if p.Ambiguous > 0 {
+		check("ambiguous effects", float64(p.Ambiguous), 0, bt.VerdictBlock, "a new generation would call them again under new keys")
+		block(fmt.Sprintf("%d target(s) of generation %d are AMBIGUOUS_EFFECT: reconcile or resolve them before a RESTART", p.Ambiguous, gen))
+	} else {
+		check("ambiguous effects", 0, 0, bt.VerdictOK, "none")
+	}
+	if p.InFlight > 0 {
+		check("in-flight intents", float64(p.InFlight), 0, bt.VerdictBlock, "intents without an outcome: they must become AMBIGUOUS_EFFECT and be settled first")
+		block(fmt.Sprintf("%d target(s) of generation %d are IN_FLIGHT: wait for their run to end (they then become AMBIGUOUS_EFFECT) and settle them before a RESTART", p.InFlight, gen))
+	}
+	check("targets called again", float64(p.TargetsInScope), 0, bt.VerdictOK,
+		fmt.Sprintf("generation %d recorded %d target(s), %d CONFIRMED: generation %d calls every target again under new keys", gen, p.TargetsInScope, p.Confirmed, gen+1))
+	conds := DefaultStopConditions()
+	if ok && registered.Info().StopConditions != nil {
+		conds = registered.Info().StopConditions
+	}
+	for _, c := range conds {
+		c = c.withDefaults()
+		if c.Metric != DownstreamErrorRate {
+			continue
+		}
+		detail := fmt.Sprintf("%.1f%% of %d external calls failed downstream in the last 5 minutes", p.DownstreamErrorRate*100, calls)
+		switch {
+		case calls < int64(c.MinCalls):
+			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictOK, detail+fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls))
+		case p.DownstreamErrorRate > c.Threshold:
+			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictBlock, detail)
+			block(fmt.Sprintf("stop condition %q: %s (threshold %.1f%%)", c.Name, detail, c.Threshold*100))
+		default:
+			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictOK, detail)
+		}
+	}
+	if settings.RiskLevel == bt.RiskHigh {
+		if p.Confirmed > 0 {
+			check("confirmed effects", float64(p.Confirmed), 0, bt.VerdictWarn,
+				fmt.Sprintf("%d effect(s) confirmed in generation %d would be made again under new keys", p.Confirmed, gen))
+		}
+		p.RequiresApproval = true
+		p.ApprovalReasons = append(p.ApprovalReasons, "HIGH-risk job: a RESTART calls every target again, so a second person must approve, with a compensation reference")
+	}
+	return p, nil
+}
+
+// restartSource returns the run a RESTART of the job supersedes: the newest run of its current
+// generation, or its newest run at all; nil when the job has never run.
+func (r *Runner) restartSource(ctx context.Context, settings *bt.JobSettings) (*bt.Run, error) {
+	run, err := r.store.GenerationRun(ctx, settings.Name, settings.CurrentGeneration)
+	if err != nil || run != nil {
+		return run, err
+	}
+	return r.store.LastRun(ctx, settings.Name)
+}
+
+// restartGate refuses a manual RESTART that could repeat effects: REPLAY_BLOCKED while the
+// current generation holds AMBIGUOUS_EFFECT or IN_FLIGHT targets, APPROVAL_REQUIRED for a
+// HIGH-risk job. Either message names the way to go on. A job that has never run is not gated:
+// there is nothing to repeat.
+func (r *Runner) restartGate(ctx context.Context, job string) error {
+	settings, err := r.store.Job(ctx, job)
+	if err != nil {
+		return fmt.Errorf("restart gate of %s: %w", job, err)
+	}
+	source, err := r.restartSource(ctx, settings)
+	if err != nil {
+		return fmt.Errorf("restart gate of %s: %w", job, err)
+	}
+	if source == nil {
+		return nil
+	}
+	gen := settings.CurrentGeneration
+	counts, err := r.store.LedgerCounts(ctx, job, gen, 0)
+	if err != nil {
+		return fmt.Errorf("restart gate of %s: %w", job, err)
+	}
+	amb, inFlight := counts[bt.LedgerAmbiguous], counts[bt.LedgerInFlight]
+	if amb == 0 && inFlight > 0 {
+		// IN_FLIGHT targets of a run still going are that run's: this start is refused as
+		// ALREADY_RUNNING, as it would be without the gate.
+		if active, err := r.store.ActiveRun(ctx, job); err != nil {
+			return fmt.Errorf("restart gate of %s: %w", job, err)
+		} else if active != nil {
+			return bt.Errorf(bt.CodeAlreadyRunning, "job %q already has an active run (%d)", job, active.ID)
+		}
+	}
+	if amb > 0 || inFlight > 0 {
+		return &bt.Error{Code: bt.CodeReplayBlocked, Field: "mode", Message: fmt.Sprintf(
+			"RESTART of %s refused: generation %d holds %d AMBIGUOUS_EFFECT and %d IN_FLIGHT target(s), which a new generation would call again under new keys. "+
+				"Settle them first (reconcileEntry or resolveAmbiguous; IN_FLIGHT targets become AMBIGUOUS_EFFECT once their run is found gone), "+
+				"then RESTART again, or request it with the requestRestart mutation (baton jobs restart %s --request)", job, gen, amb, inFlight, job)}
+	}
+	if settings.RiskLevel == bt.RiskHigh {
+		return &bt.Error{Code: bt.CodeApprovalRequired, Field: "mode", Message: fmt.Sprintf(
+			"RESTART of HIGH-risk job %s refused: it opens generation %d and calls every target again under new keys, so it needs a preflight and a second person's approval. "+
+				"Request it with the requestRestart mutation, with a reason and a compensation reference (baton jobs restart %s --request --reason ... --compensation-ref ...); "+
+				"RESUME continues generation %d without repeating effects", job, gen+1, job, gen)}
+	}
+	return nil
+}
+
+// ApproveReplay is ApproveReplayAs for a caller without a token, known by its name.
+func (r *Runner) ApproveReplay(ctx context.Context, requestID int64, actor, note string) (*bt.ReplayRequest, error) {
+	return r.ApproveReplayAs(ctx, requestID, Actor{Name: actor}, note)
+}
+
+// ApproveReplayAs approves a PENDING_APPROVAL request (a replay, or a RESTART) and starts its
+// run; the request becomes EXECUTED. The approver must be another identity than the requester
+// (SELF_APPROVAL; see Actor). The preflight is computed again: a request that has become
+// blocked is marked BLOCKED instead, REPLAY_BLOCKED returned beside it. A request whose run
+// could not start stays APPROVED, the error returned: ExecuteReplayAs starts it later.
+func (r *Runner) ApproveReplayAs(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
 	args := map[string]any{"requestId": requestID, "note": note}
 	defer func() {
 		if err != nil {
-			r.audit(ctx, actor, "approveReplay", fmt.Sprintf("replay:%d", requestID), args, err)
+			r.audit(ctx, by.Name, "approveReplay", fmt.Sprintf("replay:%d", requestID), args, err)
 		}
 	}()
 	cur, err := r.store.ReplayRequest(ctx, requestID)
@@ -312,64 +579,157 @@ func (r *Runner) ApproveReplay(ctx context.Context, requestID int64, actor, note
 	if cur.Status != bt.ReplayPendingApproval {
 		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not PENDING_APPROVAL", requestID, cur.Status)
 	}
-	if actorOr(actor) == cur.RequestedBy {
-		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this replay and cannot approve it: a second person must", cur.RequestedBy)
+	if isRequester(cur, by) {
+		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot approve it: a second person must", cur.RequestedBy, kindWord(cur))
 	}
-	pf, err := r.Preflight(ctx, cur.SourceRunID, cur.Scope)
+	pf, err := r.requestPreflight(ctx, cur)
 	if err != nil {
 		return nil, err
 	}
-	by, n := actorOr(actor), note
+	name, n := by.name(), note
 	if pf.Blocked {
 		req, err := r.store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayBlocked,
-			DecidedBy: &by, Note: &n, Preflight: pf}, postgres.AuditRecord{Actor: by, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayBlocked)})
+			DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
+			postgres.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayBlocked)})
 		if err != nil {
 			return nil, err
 		}
-		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: "replay blocked since it was requested: " + strings.Join(pf.BlockingReasons, "; ")}
+		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was requested: " + strings.Join(pf.BlockingReasons, "; ")}
 	}
 	req, err = r.store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
-		DecidedBy: &by, Note: &n, Preflight: pf}, postgres.AuditRecord{Actor: by, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayApproved)})
+		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
+		postgres.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayApproved)})
 	if err != nil {
 		return nil, err
 	}
 	return r.executeReplay(ctx, req, by)
 }
 
-// ExecuteReplay starts the REPLAY run of an APPROVED request whose run could not start when
-// it was approved (no free slot, say).
-func (r *Runner) ExecuteReplay(ctx context.Context, requestID int64, actor string) (*bt.ReplayRequest, error) {
-	req, err := r.store.ReplayRequest(ctx, requestID)
+func kindWord(req *bt.ReplayRequest) string {
+	if req.Kind == bt.KindRestart {
+		return "RESTART"
+	}
+	return "replay"
+}
+
+// requestPreflight computes a request's preflight again. A RESTART request is blocked once
+// the job's current generation is no longer the one it was requested for: it was approved
+// for what that generation held.
+func (r *Runner) requestPreflight(ctx context.Context, req *bt.ReplayRequest) (*bt.Preflight, error) {
+	if req.Kind != bt.KindRestart {
+		return r.Preflight(ctx, req.SourceRunID, req.Scope)
+	}
+	pf, err := r.RestartPreflight(ctx, req.JobName)
 	if err != nil {
 		return nil, err
 	}
-	if req.Status != bt.ReplayApproved {
-		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, req.Status)
+	if pf == nil { // its runs are gone: nothing left to judge by
+		return nil, bt.Errorf(bt.CodeConflict, "job %s has no run left to restart from", req.JobName)
 	}
-	return r.executeReplay(ctx, req, actorOr(actor))
+	if pf.Generation != req.Generation {
+		pf.Blocked = true
+		pf.BlockingReasons = append(pf.BlockingReasons, fmt.Sprintf(
+			"the job moved from generation %d to %d since the request: request the RESTART again", req.Generation, pf.Generation))
+	}
+	return pf, nil
 }
 
-func (r *Runner) executeReplay(ctx context.Context, req *bt.ReplayRequest, actor string) (*bt.ReplayRequest, error) {
-	id := req.ID
-	runID, err := r.Start(ctx, StartParams{Job: req.JobName, Trigger: bt.TriggerReplay, Mode: bt.ModeResume, Actor: actor,
-		Generation: req.Generation, FromStart: true, ReplayRequestID: &id, ReplayScope: req.Scope})
+// ExecuteReplay is ExecuteReplayAs for a caller without a token, known by its name.
+func (r *Runner) ExecuteReplay(ctx context.Context, requestID int64, actor string) (*bt.ReplayRequest, error) {
+	return r.ExecuteReplayAs(ctx, requestID, Actor{Name: actor})
+}
+
+// ExecuteReplayAs starts the run of an APPROVED request whose run could not start when it was
+// approved (no free slot, the job paused, another run active). The approval stands, so any
+// caller allowed to execute may (the API gives it to approvers), the requester too. While the
+// job has an active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise the
+// preflight is computed again, and a request that has become blocked is marked BLOCKED,
+// REPLAY_BLOCKED returned beside it.
+func (r *Runner) ExecuteReplayAs(ctx context.Context, requestID int64, by Actor) (req *bt.ReplayRequest, err error) {
+	defer func() {
+		if err != nil && req == nil {
+			r.audit(ctx, by.Name, "executeReplay", fmt.Sprintf("replay:%d", requestID), nil, err)
+		}
+	}()
+	cur, err := r.store.ReplayRequest(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status != bt.ReplayApproved {
+		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, cur.Status)
+	}
+	if active, err := r.store.ActiveRun(ctx, cur.JobName); err != nil {
+		return nil, err
+	} else if active != nil {
+		return nil, bt.Errorf(bt.CodeAlreadyRunning, "job %q has an active run (%d): execute the request once it ends", cur.JobName, active.ID)
+	}
+	pf, err := r.requestPreflight(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	if pf.Blocked {
+		name := by.name()
+		out, err := r.store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayBlocked, Preflight: pf},
+			postgres.AuditRecord{Actor: name, Action: "executeReplay", Outcome: string(bt.ReplayBlocked)})
+		if err != nil {
+			return nil, err
+		}
+		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was approved: " + strings.Join(pf.BlockingReasons, "; ")}
+	}
+	return r.executeReplay(ctx, cur, by)
+}
+
+// executeReplay starts an APPROVED request's run: a REPLAY of its generation, or a RESTART
+// (past the gate, which the approval answered). A start that fails leaves the request
+// APPROVED and returns it with the error.
+func (r *Runner) executeReplay(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
+	id, actor := req.ID, by.name()
+	p := StartParams{Job: req.JobName, Trigger: bt.TriggerReplay, Mode: bt.ModeResume, Actor: actor,
+		Generation: req.Generation, FromStart: true, ReplayRequestID: &id, ReplayScope: req.Scope}
+	if req.Kind == bt.KindRestart {
+		p = StartParams{Job: req.JobName, Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: actor,
+			ReplayRequestID: &id, approvedRestart: true, noAudit: true}
+	}
+	runID, err := r.Start(ctx, p)
 	if err != nil {
 		r.audit(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
-		return req, fmt.Errorf("replay %d approved but its run did not start (run it again with ExecuteReplay): %w", id, err)
+		var be *bt.Error
+		if errors.As(err, &be) { // the code stays the start's; the message says what is left to do
+			return req, &bt.Error{Code: be.Code, Field: be.Field, Message: fmt.Sprintf(
+				"%s %d is approved but its run did not start: %s. It stays APPROVED: run it with executeReplay once that is cleared", kindWord(req), id, be.Message)}
+		}
+		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
 	return r.store.DecideReplay(ctx, id, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},
 		postgres.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
 }
 
-// RejectReplay rejects a PENDING_APPROVAL request.
+// RejectReplay is RejectReplayAs for a caller without a token, known by its name.
 func (r *Runner) RejectReplay(ctx context.Context, requestID int64, actor, note string) (*bt.ReplayRequest, error) {
-	by, n := actorOr(actor), note
-	req, err := r.store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayRejected,
-		DecidedBy: &by, Note: &n}, postgres.AuditRecord{Actor: by, Action: "rejectReplay", Arguments: map[string]any{"requestId": requestID, "note": note}, Outcome: string(bt.ReplayRejected)})
+	return r.RejectReplayAs(ctx, requestID, Actor{Name: actor}, note)
+}
+
+// RejectReplayAs rejects a PENDING_APPROVAL request. As with approval, the decider must be
+// another identity than the requester (SELF_APPROVAL): a request is decided by a second
+// person either way.
+func (r *Runner) RejectReplayAs(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+	target := fmt.Sprintf("replay:%d", requestID)
+	defer func() {
+		if err != nil {
+			r.audit(ctx, by.Name, "rejectReplay", target, map[string]any{"note": note}, err)
+		}
+	}()
+	cur, err := r.store.ReplayRequest(ctx, requestID)
 	if err != nil {
-		r.audit(ctx, actor, "rejectReplay", fmt.Sprintf("replay:%d", requestID), map[string]any{"note": note}, err)
+		return nil, err
 	}
-	return req, err
+	if cur.Status == bt.ReplayPendingApproval && isRequester(cur, by) {
+		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot reject it: a second person decides", cur.RequestedBy, kindWord(cur))
+	}
+	name, n := by.name(), note
+	return r.store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayRejected,
+		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n},
+		postgres.AuditRecord{Actor: name, Action: "rejectReplay", Arguments: map[string]any{"requestId": requestID, "note": note}, Outcome: string(bt.ReplayRejected)})
 }
 
 // ReplayRequests lists replay requests, newest first, by keyset on id.

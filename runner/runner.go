@@ -296,12 +296,17 @@ type StartParams struct {
 
 	noAudit bool // set by operations that audit themselves
 	local   bool // never hand this start to another instance
+	// approvedRestart is set for the RESTART run of an approved request: the approval is
+	// the gate's answer.
+	approvedRestart bool
 }
 
 // Start starts a run of a job on this instance's pool and returns its id at once; the job runs
 // asynchronously. Outcomes: a run id; NOT_FOUND; ALREADY_RUNNING (the Redis lock is held, or
 // the database already has an active run); CAPACITY_EXCEEDED (no free slot — checked before
-// anything is written); JOB_PAUSED; MAINTENANCE. A SCHEDULED start whose fire is no longer due
+// anything is written); JOB_PAUSED; MAINTENANCE; and for a manual RESTART that could repeat
+// effects, REPLAY_BLOCKED (targets of the current generation in doubt) or APPROVAL_REQUIRED
+// (a HIGH-risk job: request it with RequestRestart). A SCHEDULED start whose fire is no longer due
 // (another instance claimed it) returns 0 and no error.
 func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error) {
 	if p.Trigger == "" || p.Trigger == bt.TriggerManual {
@@ -327,6 +332,15 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	}
 	if p.Actor == "" {
 		p.Actor = "system"
+	}
+	// The RESTART gate: a manual RESTART opens a new generation, calling every target again
+	// under new keys. Where that can repeat effects (a HIGH-risk job, targets in doubt) it
+	// needs a request and a second person's approval (RequestRestart). Scheduled fires and
+	// RESUME are not gated; a start handed over by another instance passed its gate there.
+	if p.Trigger == bt.TriggerManual && p.Mode == bt.ModeRestart && !p.approvedRestart && !p.local {
+		if err := r.restartGate(ctx, p.Job); err != nil {
+			return 0, err
+		}
 	}
 	if r.draining.Load() {
 		return 0, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,7 +26,19 @@ const jobsUsage = `usage:
   baton jobs list
         every job: schedule, state, active and last run
   baton jobs start NAME [--mode RESUME|RESTART] [--restart] [--watch]
-        start a run (RESUME continues from the last checkpoint); --watch follows it
+        start a run (RESUME continues from the last checkpoint); --watch follows it.
+        A RESTART calls every target again under new keys: for a HIGH-risk job
+        (APPROVAL_REQUIRED) or while targets are in doubt (REPLAY_BLOCKED) it is
+        refused; request it with 'baton jobs restart NAME --request'
+  baton jobs restart NAME [--watch]
+        the same as start --restart
+  baton jobs restart NAME --request --reason TEXT [--compensation-ref REF] [--watch]
+        request a RESTART the gate holds: it waits for another token's approval
+        (approveReplay, or the console's replay request page), then runs; a HIGH-risk
+        job needs --compensation-ref (where the plan to undo it lives)
+  baton jobs execute REQUEST [--watch]
+        start the run of an APPROVED replay or RESTART request whose run could not
+        start when it was approved (needs the approver role)
   baton jobs cancel RUN
         ask a run to stop at its next item boundary
   baton jobs schedule NAME [--cron EXPR] [--tz ZONE] [--enable|--disable] [--lease SECONDS]
@@ -33,7 +46,7 @@ const jobsUsage = `usage:
   baton jobs watch RUN
         follow a run's progress until it ends; exits non-zero unless it SUCCEEDED
 
-RUN is a run number (42) or its global id. The server is BATON_URL (default
+RUN is a run number (42) or its global id; REQUEST a replay request number or its global id. The server is BATON_URL (default
 http://127.0.0.1:8080); the token is BATON_TOKEN (make one with 'baton token create').
 `
 
@@ -61,6 +74,9 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		enable     = fs.Bool("enable", false, "schedule: enable the schedule")
 		disable    = fs.Bool("disable", false, "schedule: disable the schedule")
 		lease      = fs.Int("lease", -1, "schedule: lease override in seconds (0 clears it)")
+		request    = fs.Bool("request", false, "restart: request the RESTART for approval instead of starting it")
+		reason     = fs.String("reason", "", "restart --request: why the job must restart")
+		compRef    = fs.String("compensation-ref", "", "restart --request: where the plan to undo the repeated effects lives (HIGH-risk jobs)")
 		setFlags   = map[string]bool{}
 		wantArgs   int
 		positional []string
@@ -69,7 +85,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch sub {
 	case "list":
 		wantArgs = 0
-	case "start", "cancel", "schedule", "watch":
+	case "start", "restart", "execute", "cancel", "schedule", "watch":
 		wantArgs = 1
 	default:
 		fmt.Fprint(stderr, jobsUsage)
@@ -103,6 +119,27 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("jobs start: --mode must be RESUME or RESTART, not %q", *mode)
 		}
 		id, err := c.startJob(ctx, positional[0], m, stdout)
+		if err != nil || !*watch {
+			return err
+		}
+		return c.watchRun(ctx, id, stdout)
+	case "restart":
+		var id string
+		if *request {
+			id, err = c.requestRestart(ctx, positional[0], *reason, *compRef, stdout)
+		} else {
+			id, err = c.startJob(ctx, positional[0], "RESTART", stdout)
+		}
+		if err != nil || !*watch || id == "" {
+			return err
+		}
+		return c.watchRun(ctx, id, stdout)
+	case "execute":
+		req, err := requestIDArg(positional[0])
+		if err != nil {
+			return err
+		}
+		id, err := c.executeReplay(ctx, req, stdout)
 		if err != nil || !*watch {
 			return err
 		}
@@ -363,11 +400,114 @@ func (c *apiClient) startJob(ctx context.Context, name, mode string, stdout io.W
 		return "", err
 	}
 	if err := userErrs(data.StartJob.UserErrors); err != nil {
+		switch gated(data.StartJob.UserErrors) {
+		case "APPROVAL_REQUIRED":
+			return "", fmt.Errorf("jobs start %s: %w\nrequest the RESTART with: baton jobs restart %s --request --reason TEXT --compensation-ref REF", name, err, name)
+		case "REPLAY_BLOCKED":
+			return "", fmt.Errorf("jobs start %s: %w\nsettle the targets in doubt first (the console's Ambiguous queue), then restart again", name, err)
+		}
 		return "", fmt.Errorf("jobs start %s: %w", name, err)
 	}
 	r := data.StartJob.Run
 	fmt.Fprintf(stdout, "started run %s of %s (%s, id %s)\n", runNumber(r.ID), name, mode, r.ID)
 	return r.ID, nil
+}
+
+// gated returns the code with which the RESTART gate refused a start, or "".
+func gated(ues []userErr) string {
+	for _, u := range ues {
+		if u.Code == "APPROVAL_REQUIRED" || u.Code == "REPLAY_BLOCKED" {
+			return u.Code
+		}
+	}
+	return ""
+}
+
+// requestIDArg accepts a replay request number or its global id.
+func requestIDArg(s string) (string, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+		return base64.StdEncoding.EncodeToString([]byte("ReplayRequest:" + strconv.FormatInt(n, 10))), nil
+	}
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil && strings.HasPrefix(string(b), "ReplayRequest:") {
+		return s, nil
+	}
+	return "", fmt.Errorf("%q is neither a replay request number nor a replay request id", s)
+}
+
+func requestNumber(id string) string {
+	if b, err := base64.StdEncoding.DecodeString(id); err == nil {
+		if n, ok := strings.CutPrefix(string(b), "ReplayRequest:"); ok {
+			return n
+		}
+	}
+	return id
+}
+
+type wireRequest struct {
+	ID        string   `json:"id"`
+	Status    string   `json:"status"`
+	ReplayRun *wireRun `json:"replayRun"`
+	Preflight struct {
+		ApprovalReasons []string `json:"approvalReasons"`
+		BlockingReasons []string `json:"blockingReasons"`
+	} `json:"preflight"`
+}
+
+const requestFields = `id status replayRun { ` + runFields + ` } preflight { approvalReasons blockingReasons }`
+
+// requestRestart records a RESTART request and returns the id of its run when it started at
+// once, "" when it waits for approval.
+func (c *apiClient) requestRestart(ctx context.Context, name, reason, compensationRef string, stdout io.Writer) (string, error) {
+	var data struct {
+		RequestRestart struct {
+			ReplayRequest *wireRequest `json:"replayRequest"`
+			UserErrors    []userErr    `json:"userErrors"`
+		} `json:"requestRestart"`
+	}
+	in := map[string]any{"name": name, "reason": reason}
+	if compensationRef != "" {
+		in["compensationRef"] = compensationRef
+	}
+	err := c.do(ctx, `mutation($in: RequestRestartInput!) { requestRestart(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
+		map[string]any{"in": in}, &data)
+	if err != nil {
+		return "", err
+	}
+	req := data.RequestRestart.ReplayRequest
+	if err := userErrs(data.RequestRestart.UserErrors); err != nil {
+		if req != nil { // recorded, but blocked
+			return "", fmt.Errorf("jobs restart %s: request %s is %s: %w", name, requestNumber(req.ID), req.Status, err)
+		}
+		return "", fmt.Errorf("jobs restart %s: %w", name, err)
+	}
+	if req.ReplayRun != nil {
+		fmt.Fprintf(stdout, "RESTART request %s of %s needed no approval: started run %s\n", requestNumber(req.ID), name, runNumber(req.ReplayRun.ID))
+		return req.ReplayRun.ID, nil
+	}
+	fmt.Fprintf(stdout, "RESTART request %s of %s is %s (%s); another token with the approver role approves it (approveReplay)\n",
+		requestNumber(req.ID), name, req.Status, strings.Join(req.Preflight.ApprovalReasons, "; "))
+	return "", nil
+}
+
+// executeReplay starts the run of an APPROVED request and returns the run's id.
+func (c *apiClient) executeReplay(ctx context.Context, id string, stdout io.Writer) (string, error) {
+	var data struct {
+		ExecuteReplay struct {
+			ReplayRequest *wireRequest `json:"replayRequest"`
+			UserErrors    []userErr    `json:"userErrors"`
+		} `json:"executeReplay"`
+	}
+	err := c.do(ctx, `mutation($in: ExecuteReplayInput!) { executeReplay(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
+		map[string]any{"in": map[string]any{"requestId": id}}, &data)
+	if err != nil {
+		return "", err
+	}
+	if err := userErrs(data.ExecuteReplay.UserErrors); err != nil {
+		return "", fmt.Errorf("jobs execute %s: %w", requestNumber(id), err)
+	}
+	run := data.ExecuteReplay.ReplayRequest.ReplayRun
+	fmt.Fprintf(stdout, "request %s executed: started run %s\n", requestNumber(id), runNumber(run.ID))
+	return run.ID, nil
 }
 
 func (c *apiClient) cancelRun(ctx context.Context, id string, stdout io.Writer) error {

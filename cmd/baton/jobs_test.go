@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
 )
 
 func TestJobsCommand(t *testing.T) {
@@ -98,5 +99,82 @@ func TestJobsCommand(t *testing.T) {
 	var out2 bytes.Buffer
 	if err := jobsCommand(ctx, []string{"list", "--url", srv.URL, "--token", "bt_wrong"}, &out2, io.Discard); err == nil || !strings.Contains(err.Error(), "UNAUTHENTICATED") {
 		t.Fatalf("list with a bad token: %v", err)
+	}
+}
+
+// The CLI says when a RESTART is gated and how to request it, requests it, and executes an
+// approved request whose run could not start.
+func TestJobsRestartGate(t *testing.T) {
+	t.Parallel()
+	url := testenv.Schema(t)
+	rc, env := testenv.Redis(t)
+	pool := testenv.Pool(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := runner.NewJob(runner.JobInfo{Name: "cli-pay", Version: "1", Risk: runner.RiskHigh}, func(ctx context.Context, run *runner.Run) error {
+		return run.Process(ctx, runner.Item{Target: "a"}, func(context.Context, *runner.Attempt) error { return nil })
+	})
+	if err := r.Register(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.NewHandler(graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	op, _, err := graph.CreateToken(ctx, r.Store(), "cli-op", "OPERATOR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	approver, _, err := graph.CreateToken(ctx, r.Store(), "cli-approver", "APPROVER")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := func(token string, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := jobsCommand(ctx, append(args, "--url", srv.URL, "--token", token), &out, io.Discard)
+		return out.String(), err
+	}
+	if out, err := jobs(op, "start", "cli-pay", "--watch"); err != nil {
+		t.Fatalf("first start: %v\n%s", err, out)
+	}
+	if _, err := jobs(op, "start", "cli-pay", "--restart"); err == nil || !strings.Contains(err.Error(), "APPROVAL_REQUIRED") ||
+		!strings.Contains(err.Error(), "baton jobs restart cli-pay --request") {
+		t.Fatalf("start --restart of a HIGH-risk job: %v, want APPROVAL_REQUIRED and how to request it", err)
+	}
+	if _, err := jobs(op, "restart", "cli-pay"); err == nil || !strings.Contains(err.Error(), "APPROVAL_REQUIRED") {
+		t.Fatalf("restart of a HIGH-risk job: %v, want APPROVAL_REQUIRED", err)
+	}
+	if _, err := jobs(op, "restart", "cli-pay", "--request", "--reason", "new date"); err == nil || !strings.Contains(err.Error(), "APPROVAL_REQUIRED") {
+		t.Fatalf("restart --request without a compensation reference: %v, want APPROVAL_REQUIRED", err)
+	}
+	out, err := jobs(op, "restart", "cli-pay", "--request", "--reason", "new date", "--compensation-ref", "REFUND-9")
+	if err != nil || !strings.Contains(out, "RESTART request 1 of cli-pay is PENDING_APPROVAL") {
+		t.Fatalf("restart --request: %v\n%s", err, out)
+	}
+	if _, err := r.PauseJob(ctx, "cli-pay", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ApproveReplay(ctx, 1, "boss", "ok"); bt.CodeOf(err) != bt.CodeJobPaused {
+		t.Fatalf("approve while paused: %v, want JOB_PAUSED", err)
+	}
+	if _, err := jobs(op, "execute", "1"); err == nil || !strings.Contains(err.Error(), "FORBIDDEN") {
+		t.Fatalf("execute as an operator: %v, want FORBIDDEN", err)
+	}
+	if _, _, err := r.ResumeJob(ctx, "cli-pay", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = jobs(approver, "execute", "1", "--watch")
+	if err != nil || !strings.Contains(out, "request 1 executed: started run 2") || !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("execute --watch: %v\n%s", err, out)
+	}
+	if _, err := jobs(approver, "execute", "x"); err == nil || !strings.Contains(err.Error(), "neither") {
+		t.Fatalf("execute with a bad id: %v", err)
 	}
 }

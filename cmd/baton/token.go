@@ -19,12 +19,15 @@ import (
 
 const tokenUsage = `usage:
   baton token create --name NAME --role viewer|operator|approver|admin
-        mint an API token; the token is printed on the last line of output, once
+        mint an API token; the token is printed on the last line of output, once.
+        A name is issued once, ever: the name of a revoked token is refused, since
+        runs, the audit log and replay approvals name the token by it
   baton token list
         list tokens (names, roles, last use; never the tokens)
   baton token revoke --name NAME
         revoke the live token named NAME: every instance refuses it and closes its
-        WebSocket connections at once (within the 5s token cache TTL at worst)
+        WebSocket connections at once (within the 5s token cache TTL at worst); the
+        name stays taken
 
 flags (every subcommand):
   --database-url URL    PostgreSQL URL (env DATABASE_URL)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,9 +74,44 @@ func TestTokenCommandRoundTrip(t *testing.T) {
 	if _, err := run("revoke", "--name", "ci-bot"); err == nil {
 		t.Fatal("revoking a revoked token succeeded")
 	}
-	// The name is free again.
-	if _, err := run("create", "--name", "ci-bot", "--role", "admin"); err != nil {
-		t.Fatalf("re-create after revoke: %v", err)
+	// The name stays taken: it names the revoked token in runs and the audit log.
+	if _, err := run("create", "--name", "ci-bot", "--role", "admin"); err == nil {
+		t.Fatal("a revoked token's name was issued again")
+	}
+}
+
+// A token name is never issued twice, even after revocation: the requester of a replay is
+// named by their token, and a second token of that name would pass for them. The refusal is
+// a CONFLICT on the field name, and nothing is stored.
+func TestTokenNameNeverReissued(t *testing.T) {
+	t.Parallel()
+	url := testenv.Schema(t)
+	pool := testenv.Pool(t, url)
+	store := postgres.New(pool)
+	ctx := context.Background()
+	first, _, err := graph.CreateToken(ctx, store, "alice", "OPERATOR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.RevokeToken(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = graph.CreateToken(ctx, store, "alice", "APPROVER")
+	var be *bt.Error
+	if !errors.As(err, &be) || be.Code != bt.CodeConflict || be.Field != "name" || !strings.Contains(be.Message, "never reissued") {
+		t.Fatalf("reissuing a revoked token's name: %v, want CONFLICT on name saying names are never reissued", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE name = 'alice'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d tokens named alice (%v), want the revoked one only", n, err)
+	}
+	if _, err := store.TokenByHash(ctx, graph.HashToken(first)); bt.CodeOf(err) != bt.CodeNotFound {
+		t.Fatalf("the revoked token resolves again: %v", err)
+	}
+	var out, errOut bytes.Buffer
+	err = tokenCommand(ctx, []string{"create", "--name", "alice", "--role", "admin", "--database-url", url}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "never reissued") {
+		t.Fatalf("token create of a used name: %v, want the refusal", err)
 	}
 }
 

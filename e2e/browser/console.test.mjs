@@ -269,6 +269,58 @@ test('an operator requests a replay of demo-settlement; an approver approves it;
   await shot(approver, '13-replay-run');
 });
 
+test('a RESTART of demo-settlement (HIGH risk) is a request: an approver approves it; the RESTART run appears', async () => {
+  const op = pages.operator;
+  const openRestart = async () => {
+    await op.goto('/admin/');
+    const card = op.getByTestId('job-card-demo-settlement');
+    await card.getByTestId('restart-demo-settlement').click();
+    await op.locator('[data-testid=restart-needs-approval], [data-testid=restart-blocked]').first().waitFor();
+    return (await op.getByTestId('restart-blocked').count()) > 0;
+  };
+  if (await openRestart()) {
+    // Targets in doubt block the RESTART outright: settle them, then ask again.
+    await shot(op, '13a-restart-blocked');
+    await op.goto('/admin/ambiguous');
+    const queue = op.getByTestId('ambiguous-demo-settlement');
+    while ((await queue.getByTestId('reconcile').count()) > 0) {
+      const n = await queue.getByTestId('reconcile').count();
+      await queue.getByTestId('reconcile').first().click();
+      await until('the entry to leave the queue', async () => (await queue.getByTestId('reconcile').count()) < n, 15_000);
+    }
+    await until('the RESTART preflight to clear', async () => !(await openRestart()), 30_000, 1000);
+  }
+  assert.match(await op.getByTestId('restart-needs-approval').innerText(), /HIGH-risk/);
+  assert.equal(await op.getByTestId('restart-request').isDisabled(), true, 'no request without a reason');
+  await op.getByTestId('restart-reason').fill('e2e: a new settlement date');
+  assert.equal(await op.getByTestId('restart-request').isDisabled(), true, 'HIGH risk needs a compensation reference');
+  await op.getByTestId('restart-compensation').fill('OPS-E2E-2');
+  await shot(op, '13b-restart-request');
+  await op.getByTestId('restart-request').click();
+  await until('the approval queue', async () => op.url().endsWith('/admin/replays'));
+  const mine = op.getByTestId('replay-request-card').filter({ hasText: 'OPS-E2E-2' });
+  await mine.waitFor();
+  assert.equal(await mine.getAttribute('data-kind'), 'RESTART');
+  assert.equal(await mine.getAttribute('data-status'), 'PENDING_APPROVAL');
+  assert.equal(await mine.getByTestId('replay-approve').isDisabled(), true);
+
+  const approver = pages.approver;
+  await approver.goto('/admin/replays');
+  const req = approver.getByTestId('replay-request-card').filter({ hasText: 'OPS-E2E-2' });
+  await req.waitFor();
+  await req.getByTestId('replay-kind-restart').waitFor();
+  await req.getByTestId('decision-note').fill('new date confirmed with finance');
+  await req.getByTestId('replay-approve').click();
+  await approver.getByText('Restart approved').waitFor();
+  await approver.getByTestId('replays-filter-EXECUTED').click();
+  const executed = approver.getByTestId('replay-request-card').filter({ hasText: 'OPS-E2E-2' });
+  await executed.getByTestId('replay-run-link').waitFor();
+  await shot(approver, '13c-restart-executed');
+  await executed.getByTestId('replay-run-link').click();
+  await approver.getByTestId('run-title').waitFor();
+  await until('the RESTART run page', async () => /RESTART/.test(await approver.locator('main').innerText()));
+});
+
 test('a viewer sees no enabled mutation buttons', async () => {
   const page = await login(browser, 'viewer');
   const visit = async (url, ready, name) => {

@@ -99,6 +99,12 @@ type ComplexityRoot struct {
 		Valid         func(childComplexity int) int
 	}
 
+	ExecuteReplayPayload struct {
+		ReplayRequest func(childComplexity int) int
+		Run           func(childComplexity int) int
+		UserErrors    func(childComplexity int) int
+	}
+
 	Job struct {
 		ActiveRun         func(childComplexity int) int
 		Cron              func(childComplexity int) int
@@ -172,10 +178,12 @@ type ComplexityRoot struct {
 	Mutation struct {
 		ApproveReplay     func(childComplexity int, input model.ApproveReplayInput) int
 		CancelRun         func(childComplexity int, input model.CancelRunInput) int
+		ExecuteReplay     func(childComplexity int, input model.ExecuteReplayInput) int
 		PauseJob          func(childComplexity int, input model.PauseJobInput) int
 		ReconcileEntry    func(childComplexity int, input model.ReconcileEntryInput) int
 		RejectReplay      func(childComplexity int, input model.RejectReplayInput) int
 		RequestReplay     func(childComplexity int, input model.RequestReplayInput) int
+		RequestRestart    func(childComplexity int, input model.RequestRestartInput) int
 		ResolveAmbiguous  func(childComplexity int, input model.ResolveAmbiguousInput) int
 		ResumeJob         func(childComplexity int, input model.ResumeJobInput) int
 		SetMaintenance    func(childComplexity int, input model.SetMaintenanceInput) int
@@ -204,19 +212,20 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Alerts          func(childComplexity int) int
-		AuditLog        func(childComplexity int, first *int, after *string) int
-		CronPreview     func(childComplexity int, cron string, timezone *string, n *int) int
-		Job             func(childComplexity int, name string) int
-		Jobs            func(childComplexity int, first *int, after *string) int
-		Ledger          func(childComplexity int, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) int
-		Maintenance     func(childComplexity int) int
-		Me              func(childComplexity int) int
-		Node            func(childComplexity int, id string) int
-		ReplayPreflight func(childComplexity int, runID string, scope batontype.ReplayScope) int
-		ReplayRequests  func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
-		Run             func(childComplexity int, id string) int
-		Runs            func(childComplexity int, jobName *string, status []batontype.RunStatus, first *int, after *string) int
+		Alerts           func(childComplexity int) int
+		AuditLog         func(childComplexity int, first *int, after *string) int
+		CronPreview      func(childComplexity int, cron string, timezone *string, n *int) int
+		Job              func(childComplexity int, name string) int
+		Jobs             func(childComplexity int, first *int, after *string) int
+		Ledger           func(childComplexity int, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) int
+		Maintenance      func(childComplexity int) int
+		Me               func(childComplexity int) int
+		Node             func(childComplexity int, id string) int
+		ReplayPreflight  func(childComplexity int, runID string, scope batontype.ReplayScope) int
+		ReplayRequests   func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
+		RestartPreflight func(childComplexity int, name string) int
+		Run              func(childComplexity int, id string) int
+		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, first *int, after *string) int
 	}
 
 	ReconcileEntryPayload struct {
@@ -261,6 +270,7 @@ type ComplexityRoot struct {
 		InFlight              func(childComplexity int) int
 		JobName               func(childComplexity int) int
 		JobVersionChanged     func(childComplexity int) int
+		Kind                  func(childComplexity int) int
 		LastCheckpointAgeSecs func(childComplexity int) int
 		RequiresApproval      func(childComplexity int) int
 		RiskLevel             func(childComplexity int) int
@@ -280,6 +290,7 @@ type ComplexityRoot struct {
 		Generation      func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Job             func(childComplexity int) int
+		Kind            func(childComplexity int) int
 		Preflight       func(childComplexity int) int
 		Reason          func(childComplexity int) int
 		ReplayRun       func(childComplexity int) int
@@ -302,6 +313,12 @@ type ComplexityRoot struct {
 
 	RequestReplayPayload struct {
 		ReplayRequest func(childComplexity int) int
+		UserErrors    func(childComplexity int) int
+	}
+
+	RequestRestartPayload struct {
+		ReplayRequest func(childComplexity int) int
+		Run           func(childComplexity int) int
 		UserErrors    func(childComplexity int) int
 	}
 
@@ -471,7 +488,9 @@ type MutationResolver interface {
 	ResolveAmbiguous(ctx context.Context, input model.ResolveAmbiguousInput) (*model.ResolveAmbiguousPayload, error)
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
 	RequestReplay(ctx context.Context, input model.RequestReplayInput) (*model.RequestReplayPayload, error)
+	RequestRestart(ctx context.Context, input model.RequestRestartInput) (*model.RequestRestartPayload, error)
 	ApproveReplay(ctx context.Context, input model.ApproveReplayInput) (*model.ApproveReplayPayload, error)
+	ExecuteReplay(ctx context.Context, input model.ExecuteReplayInput) (*model.ExecuteReplayPayload, error)
 	RejectReplay(ctx context.Context, input model.RejectReplayInput) (*model.RejectReplayPayload, error)
 	CancelRun(ctx context.Context, input model.CancelRunInput) (*model.CancelRunPayload, error)
 }
@@ -486,6 +505,7 @@ type QueryResolver interface {
 	CronPreview(ctx context.Context, cron string, timezone *string, n *int) (*model.CronPreview, error)
 	Ledger(ctx context.Context, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) (*model.LedgerEntryConnection, error)
 	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope) (*batontype.Preflight, error)
+	RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error)
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
 	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
 	Run(ctx context.Context, id string) (*batontype.Run, error)
@@ -501,6 +521,7 @@ type ReplayPreflightResolver interface {
 }
 type ReplayRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReplayRequest) (string, error)
+
 	Job(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.JobSettings, error)
 	SourceRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.Run, error)
 
@@ -733,6 +754,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronPreview.Valid(childComplexity), true
+
+	case "ExecuteReplayPayload.replayRequest":
+		if e.ComplexityRoot.ExecuteReplayPayload.ReplayRequest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecuteReplayPayload.ReplayRequest(childComplexity), true
+	case "ExecuteReplayPayload.run":
+		if e.ComplexityRoot.ExecuteReplayPayload.Run == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecuteReplayPayload.Run(childComplexity), true
+	case "ExecuteReplayPayload.userErrors":
+		if e.ComplexityRoot.ExecuteReplayPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ExecuteReplayPayload.UserErrors(childComplexity), true
 
 	case "Job.activeRun":
 		if e.ComplexityRoot.Job.ActiveRun == nil {
@@ -1067,6 +1107,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelRun(childComplexity, args["input"].(model.CancelRunInput)), true
+	case "Mutation.executeReplay":
+		if e.ComplexityRoot.Mutation.ExecuteReplay == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_executeReplay_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ExecuteReplay(childComplexity, args["input"].(model.ExecuteReplayInput)), true
 	case "Mutation.pauseJob":
 		if e.ComplexityRoot.Mutation.PauseJob == nil {
 			break
@@ -1111,6 +1162,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RequestReplay(childComplexity, args["input"].(model.RequestReplayInput)), true
+	case "Mutation.requestRestart":
+		if e.ComplexityRoot.Mutation.RequestRestart == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requestRestart_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequestRestart(childComplexity, args["input"].(model.RequestRestartInput)), true
 	case "Mutation.resolveAmbiguous":
 		if e.ComplexityRoot.Mutation.ResolveAmbiguous == nil {
 			break
@@ -1343,6 +1405,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ReplayRequests(childComplexity, args["status"].([]batontype.ReplayStatus), args["first"].(*int), args["after"].(*string)), true
+	case "Query.restartPreflight":
+		if e.ComplexityRoot.Query.RestartPreflight == nil {
+			break
+		}
+
+		args, err := ec.field_Query_restartPreflight_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RestartPreflight(childComplexity, args["name"].(string)), true
 	case "Query.run":
 		if e.ComplexityRoot.Query.Run == nil {
 			break
@@ -1561,6 +1634,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayPreflight.JobVersionChanged(childComplexity), true
+	case "ReplayPreflight.kind":
+		if e.ComplexityRoot.ReplayPreflight.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayPreflight.Kind(childComplexity), true
 	case "ReplayPreflight.lastCheckpointAgeSeconds":
 		if e.ComplexityRoot.ReplayPreflight.LastCheckpointAgeSecs == nil {
 			break
@@ -1658,6 +1737,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayRequest.Job(childComplexity), true
+	case "ReplayRequest.kind":
+		if e.ComplexityRoot.ReplayRequest.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayRequest.Kind(childComplexity), true
 	case "ReplayRequest.preflight":
 		if e.ComplexityRoot.ReplayRequest.Preflight == nil {
 			break
@@ -1745,6 +1830,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RequestReplayPayload.UserErrors(childComplexity), true
+
+	case "RequestRestartPayload.replayRequest":
+		if e.ComplexityRoot.RequestRestartPayload.ReplayRequest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RequestRestartPayload.ReplayRequest(childComplexity), true
+	case "RequestRestartPayload.run":
+		if e.ComplexityRoot.RequestRestartPayload.Run == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RequestRestartPayload.Run(childComplexity), true
+	case "RequestRestartPayload.userErrors":
+		if e.ComplexityRoot.RequestRestartPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RequestRestartPayload.UserErrors(childComplexity), true
 
 	case "ResolveAmbiguousPayload.ledgerEntry":
 		if e.ComplexityRoot.ResolveAmbiguousPayload.LedgerEntry == nil {
@@ -2250,10 +2354,12 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("ApproveReplayInput", ec.unmarshalInputApproveReplayInput),
 			graphql.NewInputUnmarshaler("CancelRunInput", ec.unmarshalInputCancelRunInput),
+			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
 			graphql.NewInputUnmarshaler("ReconcileEntryInput", ec.unmarshalInputReconcileEntryInput),
 			graphql.NewInputUnmarshaler("RejectReplayInput", ec.unmarshalInputRejectReplayInput),
 			graphql.NewInputUnmarshaler("RequestReplayInput", ec.unmarshalInputRequestReplayInput),
+			graphql.NewInputUnmarshaler("RequestRestartInput", ec.unmarshalInputRequestRestartInput),
 			graphql.NewInputUnmarshaler("ResolveAmbiguousInput", ec.unmarshalInputResolveAmbiguousInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
@@ -2503,6 +2609,14 @@ extend type Mutation {
   Starts a run on the instance serving the request and returns it at once; the job runs
   asynchronously. User errors: NOT_FOUND, ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED,
   MAINTENANCE, SHUTTING_DOWN.
+
+  RESUME continues the current generation under its idempotency keys and is never gated.
+  RESTART opens a new generation and calls every target again under new keys, so where that
+  can repeat effects it is refused, writing nothing, and must be requested with
+  requestRestart (preflight, then approval by another token): REPLAY_BLOCKED while the current
+  generation holds AMBIGUOUS_EFFECT or IN_FLIGHT targets (settle them first: reconcileEntry,
+  resolveAmbiguous), APPROVAL_REQUIRED for a HIGH-risk job. restartPreflight tells beforehand.
+  Scheduled fires are not gated.
   """
   startJob(input: StartJobInput!): StartJobPayload @hasRole(role: OPERATOR)
   """
@@ -2711,11 +2825,19 @@ enum ReconcileStatus {
   FAILED
 }
 `, BuiltIn: false},
-	{Name: "../replay.graphqls", Input: `# Replays: preflight, four-eyes approval.
+	{Name: "../replay.graphqls", Input: `# Replays and gated RESTARTs: preflight, four-eyes approval.
 
 extend type Query {
   "What replaying scope of a run's generation would do, and whether it may."
   replayPreflight(runId: ID!, scope: ReplayScope!): ReplayPreflight!
+  """
+  What a RESTART of the job would do and whether it may: blocked while its current generation
+  holds AMBIGUOUS_EFFECT or IN_FLIGHT targets, approval required for a HIGH-risk job. When it
+  shows neither, startJob(mode: RESTART) starts at once; otherwise the RESTART goes through
+  requestRestart. Null for a job that has never run: its RESTART repeats nothing and is not
+  gated. User errors as a top-level error: NOT_FOUND.
+  """
+  restartPreflight(name: String!): ReplayPreflight
   "Replay requests, newest first."
   replayRequests(status: [ReplayStatus!], first: Int, after: String): ReplayRequestConnection!
 }
@@ -2727,6 +2849,14 @@ enum ReplayScope {
   FAILED
   "Re-walk the whole generation; blocked while any target is AMBIGUOUS_EFFECT."
   FULL
+}
+
+"What an approved request runs."
+enum ReplayKind {
+  "A REPLAY run: the scope's targets of the source run's generation, under their recorded keys."
+  REPLAY
+  "A RESTART run: a new generation, every target called again under new keys. Its scope is FULL."
+  RESTART
 }
 
 enum ReplayStatus {
@@ -2754,6 +2884,9 @@ type PreflightCheck {
 
 type ReplayPreflight {
   jobName: String!
+  "RESTART for the preflight of a RESTART (restartPreflight, requestRestart)."
+  kind: ReplayKind!
+  "The run judged: for a RESTART, the newest run of the job's current generation."
   run: Run!
   generation: Int!
   scope: ReplayScope!
@@ -2780,8 +2913,10 @@ type ReplayPreflight {
   computedAt: Time!
 }
 
+"A request to replay part of a generation, or (kind RESTART) to restart the job in a new one."
 type ReplayRequest implements Node {
   id: ID!
+  kind: ReplayKind!
   job: Job!
   sourceRun: Run!
   generation: Int!
@@ -2794,7 +2929,7 @@ type ReplayRequest implements Node {
   requestedBy: String!
   decidedBy: String
   decisionNote: String
-  "The REPLAY run, once executed."
+  "The run the request started (a REPLAY run, or a RESTART run for kind RESTART), once executed."
   replayRun: Run
   createdAt: Time!
   decidedAt: Time
@@ -2816,12 +2951,45 @@ extend type Mutation {
   """
   Requests a replay. It comes back BLOCKED (with the reasons), PENDING_APPROVAL, or EXECUTED
   with its run started when no approval is needed. User errors: NOT_FOUND, INVALID_INPUT,
+  APPROVAL_REQUIRED (a HIGH-risk job without compensationRef; nothing recorded),
   REPLAY_BLOCKED, ALREADY_RUNNING, CAPACITY_EXCEEDED.
   """
   requestReplay(input: RequestReplayInput!): RequestReplayPayload @hasRole(role: OPERATOR)
-  "Approves a pending request and starts its run. User errors: NOT_FOUND, SELF_APPROVAL, CONFLICT, ALREADY_RUNNING."
+  """
+  Requests a RESTART that startJob refused (APPROVAL_REQUIRED for a HIGH-risk job,
+  REPLAY_BLOCKED while targets are in doubt). It is a replay request of kind RESTART and scope
+  FULL, with the RESTART preflight of the job's current generation, and follows the replay
+  lifecycle: BLOCKED (with the reasons) while targets of the generation are AMBIGUOUS_EFFECT or
+  IN_FLIGHT, PENDING_APPROVAL for a HIGH-risk job, or EXECUTED with its RESTART run started at
+  once when nothing calls for approval. Once approved (approveReplay, by another token) it
+  starts a RESTART run: a new generation. User errors: NOT_FOUND, INVALID_INPUT (no reason;
+  a job that has never run, whose RESTART is not gated), APPROVAL_REQUIRED (a HIGH-risk job
+  without compensationRef; nothing recorded), REPLAY_BLOCKED, ALREADY_RUNNING,
+  CAPACITY_EXCEEDED.
+  """
+  requestRestart(input: RequestRestartInput!): RequestRestartPayload @hasRole(role: OPERATOR)
+  """
+  Approves a pending request (a replay or a RESTART) and starts its run. The approver must be
+  another token than the requester's: identities are compared by token id (and by name, which
+  is never reissued). The preflight is computed again: a request that has become blocked is
+  marked BLOCKED (REPLAY_BLOCKED). A request whose run could not start stays APPROVED, with the
+  start's user error: executeReplay starts it later. User errors: NOT_FOUND, SELF_APPROVAL,
+  CONFLICT, REPLAY_BLOCKED, ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED, MAINTENANCE.
+  """
   approveReplay(input: ApproveReplayInput!): ApproveReplayPayload @hasRole(role: APPROVER)
-  "Rejects a pending request. User errors: NOT_FOUND, SELF_APPROVAL, CONFLICT."
+  """
+  Starts the run of an APPROVED request whose run could not start when it was approved. The
+  approval stands, so any approver may execute it (its requester too). While the job has an
+  active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise the preflight is
+  computed again and a request that has become blocked is marked BLOCKED (REPLAY_BLOCKED).
+  User errors: NOT_FOUND, INVALID_INPUT, CONFLICT (not APPROVED), REPLAY_BLOCKED,
+  ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED, MAINTENANCE.
+  """
+  executeReplay(input: ExecuteReplayInput!): ExecuteReplayPayload @hasRole(role: APPROVER)
+  """
+  Rejects a pending request. As with approval, the requester cannot decide their own request.
+  User errors: NOT_FOUND, SELF_APPROVAL, CONFLICT.
+  """
   rejectReplay(input: RejectReplayInput!): RejectReplayPayload @hasRole(role: APPROVER)
 }
 
@@ -2835,6 +3003,32 @@ input RequestReplayInput {
 
 type RequestReplayPayload {
   replayRequest: ReplayRequest
+  userErrors: [UserError!]!
+}
+
+input RequestRestartInput {
+  "The job to restart."
+  name: String!
+  reason: String!
+  "Required for HIGH-risk jobs: where the plan to undo the repeated effects lives."
+  compensationRef: String
+}
+
+type RequestRestartPayload {
+  replayRequest: ReplayRequest
+  "The RESTART run, when it started at once."
+  run: Run
+  userErrors: [UserError!]!
+}
+
+input ExecuteReplayInput {
+  requestId: ID!
+}
+
+type ExecuteReplayPayload {
+  replayRequest: ReplayRequest
+  "The run started."
+  run: Run
   userErrors: [UserError!]!
 }
 
@@ -3290,6 +3484,18 @@ func (ec *executionContext) childFields_CronPreview(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type CronPreview", field.Name)
 }
 
+func (ec *executionContext) childFields_ExecuteReplayPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "replayRequest":
+		return ec.fieldContext_ExecuteReplayPayload_replayRequest(ctx, field)
+	case "run":
+		return ec.fieldContext_ExecuteReplayPayload_run(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_ExecuteReplayPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ExecuteReplayPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3524,6 +3730,8 @@ func (ec *executionContext) childFields_ReplayPreflight(ctx context.Context, fie
 	switch field.Name {
 	case "jobName":
 		return ec.fieldContext_ReplayPreflight_jobName(ctx, field)
+	case "kind":
+		return ec.fieldContext_ReplayPreflight_kind(ctx, field)
 	case "run":
 		return ec.fieldContext_ReplayPreflight_run(ctx, field)
 	case "generation":
@@ -3576,6 +3784,8 @@ func (ec *executionContext) childFields_ReplayRequest(ctx context.Context, field
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_ReplayRequest_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_ReplayRequest_kind(ctx, field)
 	case "job":
 		return ec.fieldContext_ReplayRequest_job(ctx, field)
 	case "sourceRun":
@@ -3640,6 +3850,18 @@ func (ec *executionContext) childFields_RequestReplayPayload(ctx context.Context
 		return ec.fieldContext_RequestReplayPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RequestReplayPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RequestRestartPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "replayRequest":
+		return ec.fieldContext_RequestRestartPayload_replayRequest(ctx, field)
+	case "run":
+		return ec.fieldContext_RequestRestartPayload_run(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_RequestRestartPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RequestRestartPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_ResolveAmbiguousPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4084,6 +4306,20 @@ func (ec *executionContext) field_Mutation_cancelRun_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_executeReplay_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ExecuteReplayInput, error) {
+			return ec.unmarshalNExecuteReplayInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_pauseJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4132,6 +4368,20 @@ func (ec *executionContext) field_Mutation_requestReplay_args(ctx context.Contex
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RequestReplayInput, error) {
 			return ec.unmarshalNRequestReplayInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestReplayInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_requestRestart_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RequestRestartInput, error) {
+			return ec.unmarshalNRequestRestartInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestRestartInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4437,6 +4687,20 @@ func (ec *executionContext) field_Query_replayRequests_args(ctx context.Context,
 		return nil, err
 	}
 	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_restartPreflight_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
 	return args, nil
 }
 
@@ -5418,6 +5682,102 @@ func (ec *executionContext) _CronPreview_userErrors(ctx context.Context, field g
 func (ec *executionContext) fieldContext_CronPreview_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "CronPreview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ExecuteReplayPayload_replayRequest(ctx context.Context, field graphql.CollectedField, obj *model.ExecuteReplayPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ExecuteReplayPayload_replayRequest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReplayRequest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReplayRequest) graphql.Marshaler {
+			return ec.marshalOReplayRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayRequest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ExecuteReplayPayload_replayRequest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ExecuteReplayPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayRequest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ExecuteReplayPayload_run(ctx context.Context, field graphql.CollectedField, obj *model.ExecuteReplayPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ExecuteReplayPayload_run(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Run, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ExecuteReplayPayload_run(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ExecuteReplayPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ExecuteReplayPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.ExecuteReplayPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ExecuteReplayPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ExecuteReplayPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ExecuteReplayPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -7201,6 +7561,68 @@ func (ec *executionContext) fieldContext_Mutation_requestReplay(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_requestRestart(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestRestart(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequestRestart(ctx, fc.Args["input"].(model.RequestRestartInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.RequestRestartPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.RequestRestartPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RequestRestartPayload) graphql.Marshaler {
+			return ec.marshalORequestRestartPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestRestartPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestRestart(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RequestRestartPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requestRestart_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_approveReplay(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7257,6 +7679,68 @@ func (ec *executionContext) fieldContext_Mutation_approveReplay(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_approveReplay_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_executeReplay(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_executeReplay(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ExecuteReplay(ctx, fc.Args["input"].(model.ExecuteReplayInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "APPROVER")
+				if err != nil {
+					var zeroVal *model.ExecuteReplayPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.ExecuteReplayPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ExecuteReplayPayload) graphql.Marshaler {
+			return ec.marshalOExecuteReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_executeReplay(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ExecuteReplayPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_executeReplay_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8071,6 +8555,50 @@ func (ec *executionContext) fieldContext_Query_replayPreflight(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_restartPreflight(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_restartPreflight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().RestartPreflight(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Preflight) graphql.Marshaler {
+			return ec.marshalOReplayPreflight2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐPreflight(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_restartPreflight(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayPreflight(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_restartPreflight_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_replayRequests(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8715,6 +9243,29 @@ func (ec *executionContext) fieldContext_ReplayPreflight_jobName(_ context.Conte
 	return graphql.NewScalarFieldContext("ReplayPreflight", field, false, false, "String")
 }
 
+func (ec *executionContext) _ReplayPreflight_kind(ctx context.Context, field graphql.CollectedField, obj *batontype.Preflight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayPreflight_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.ReplayKind) graphql.Marshaler {
+			return ec.marshalNReplayKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayPreflight_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayPreflight", field, false, false, "ReplayKind")
+}
+
 func (ec *executionContext) _ReplayPreflight_run(ctx context.Context, field graphql.CollectedField, obj *batontype.Preflight) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9269,6 +9820,29 @@ func (ec *executionContext) _ReplayRequest_id(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ReplayRequest_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ReplayRequest", field, true, true, "ID")
+}
+
+func (ec *executionContext) _ReplayRequest_kind(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayRequest_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.ReplayKind) graphql.Marshaler {
+			return ec.marshalNReplayKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayRequest_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "ReplayKind")
 }
 
 func (ec *executionContext) _ReplayRequest_job(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
@@ -9857,6 +10431,102 @@ func (ec *executionContext) _RequestReplayPayload_userErrors(ctx context.Context
 func (ec *executionContext) fieldContext_RequestReplayPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RequestReplayPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RequestRestartPayload_replayRequest(ctx context.Context, field graphql.CollectedField, obj *model.RequestRestartPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RequestRestartPayload_replayRequest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReplayRequest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReplayRequest) graphql.Marshaler {
+			return ec.marshalOReplayRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayRequest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RequestRestartPayload_replayRequest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RequestRestartPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayRequest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RequestRestartPayload_run(ctx context.Context, field graphql.CollectedField, obj *model.RequestRestartPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RequestRestartPayload_run(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Run, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RequestRestartPayload_run(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RequestRestartPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RequestRestartPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.RequestRestartPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RequestRestartPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RequestRestartPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RequestRestartPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -13097,6 +13767,48 @@ func UnmarshalCancelRunInput(ctx context.Context, raw any) (model.CancelRunInput
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputExecuteReplayInput(ctx context.Context, obj any) (model.ExecuteReplayInput, error) {
+	var it model.ExecuteReplayInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"requestId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "requestId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalExecuteReplayInput unmarshals raw into the ExecuteReplayInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExecuteReplayInput(ctx context.Context, raw any) (model.ExecuteReplayInput, error) {
+	var out model.ExecuteReplayInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExecuteReplayInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputPauseJobInput(ctx context.Context, obj any) (model.PauseJobInput, error) {
 	var it model.PauseJobInput
 	if obj == nil {
@@ -13290,6 +14002,62 @@ func (ec *executionContext) unmarshalInputRequestReplayInput(ctx context.Context
 func UnmarshalRequestReplayInput(ctx context.Context, raw any) (model.RequestReplayInput, error) {
 	var out model.RequestReplayInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RequestReplayInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRequestRestartInput(ctx context.Context, obj any) (model.RequestRestartInput, error) {
+	var it model.RequestRestartInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "reason", "compensationRef"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		case "compensationRef":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("compensationRef"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CompensationRef = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRequestRestartInput unmarshals raw into the RequestRestartInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRequestRestartInput(ctx context.Context, raw any) (model.RequestRestartInput, error) {
+	var out model.RequestRestartInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RequestRestartInput", raw, &out)
 	return out, err
 }
 
@@ -13975,6 +14743,49 @@ func (ec *executionContext) _CronPreview(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var executeReplayPayloadImplementors = []string{"ExecuteReplayPayload"}
+
+func (ec *executionContext) _ExecuteReplayPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ExecuteReplayPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, executeReplayPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ExecuteReplayPayload")
+		case "replayRequest":
+			out.Values[i] = ec._ExecuteReplayPayload_replayRequest(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "run":
+			out.Values[i] = ec._ExecuteReplayPayload_run(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._ExecuteReplayPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var jobImplementors = []string{"Job", "Node"}
 
 func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj *batontype.JobSettings) graphql.Marshaler {
@@ -14500,9 +15311,23 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "requestRestart":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestRestart(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "approveReplay":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_approveReplay(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "executeReplay":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_executeReplay(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -14756,6 +15581,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_replayPreflight(ctx, field)
 				})
+		case "restartPreflight":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_restartPreflight(ctx, field)
+				})
 		case "replayRequests":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -14987,6 +15818,11 @@ func (ec *executionContext) _ReplayPreflight(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "kind":
+			out.Values[i] = ec._ReplayPreflight_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "run":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -15133,6 +15969,11 @@ func (ec *executionContext) _ReplayRequest(ctx context.Context, sel ast.Selectio
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ReplayRequest_id(ctx, field, obj)
 				})
+		case "kind":
+			out.Values[i] = ec._ReplayRequest_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "job":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -15327,6 +16168,49 @@ func (ec *executionContext) _RequestReplayPayload(ctx context.Context, sel ast.S
 			}
 		case "userErrors":
 			out.Values[i] = ec._RequestReplayPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var requestRestartPayloadImplementors = []string{"RequestRestartPayload"}
+
+func (ec *executionContext) _RequestRestartPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RequestRestartPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, requestRestartPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RequestRestartPayload")
+		case "replayRequest":
+			out.Values[i] = ec._RequestRestartPayload_replayRequest(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "run":
+			out.Values[i] = ec._RequestRestartPayload_run(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._RequestRestartPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -16690,6 +17574,11 @@ func (ec *executionContext) marshalNCronPreview2ᚖgithubᚗcomᚋbatonᚑrunᚋ
 	return ec._CronPreview(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNExecuteReplayInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayInput(ctx context.Context, v any) (model.ExecuteReplayInput, error) {
+	res, err := ec.unmarshalInputExecuteReplayInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -16981,6 +17870,21 @@ func (ec *executionContext) unmarshalNRejectReplayInput2githubᚗcomᚋbatonᚑr
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNReplayKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayKind(ctx context.Context, v any) (batontype.ReplayKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.ReplayKind(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReplayKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayKind(ctx context.Context, sel ast.SelectionSet, v batontype.ReplayKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ReplayKind!")
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNReplayPreflight2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐPreflight(ctx context.Context, sel ast.SelectionSet, v batontype.Preflight) graphql.Marshaler {
 	return ec._ReplayPreflight(ctx, sel, &v)
 }
@@ -17081,6 +17985,11 @@ func (ec *executionContext) marshalNReplayStatus2githubᚗcomᚋbatonᚑrunᚋba
 
 func (ec *executionContext) unmarshalNRequestReplayInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestReplayInput(ctx context.Context, v any) (model.RequestReplayInput, error) {
 	res, err := ec.unmarshalInputRequestReplayInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRequestRestartInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestRestartInput(ctx context.Context, v any) (model.RequestRestartInput, error) {
+	res, err := ec.unmarshalInputRequestRestartInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -17698,6 +18607,13 @@ func (ec *executionContext) marshalOCancelRunPayload2ᚖgithubᚗcomᚋbatonᚑr
 	return ec._CancelRunPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOExecuteReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayPayload(ctx context.Context, sel ast.SelectionSet, v *model.ExecuteReplayPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ExecuteReplayPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
 	if v == nil {
 		return nil, nil
@@ -17855,6 +18771,13 @@ func (ec *executionContext) marshalORejectReplayPayload2ᚖgithubᚗcomᚋbaton�
 	return ec._RejectReplayPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOReplayPreflight2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐPreflight(ctx context.Context, sel ast.SelectionSet, v *batontype.Preflight) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ReplayPreflight(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOReplayRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayRequest(ctx context.Context, sel ast.SelectionSet, v *batontype.ReplayRequest) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -17903,6 +18826,13 @@ func (ec *executionContext) marshalORequestReplayPayload2ᚖgithubᚗcomᚋbaton
 		return graphql.Null
 	}
 	return ec._RequestReplayPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORequestRestartPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestRestartPayload(ctx context.Context, sel ast.SelectionSet, v *model.RequestRestartPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RequestRestartPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOResolveAmbiguousPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousPayload(ctx context.Context, sel ast.SelectionSet, v *model.ResolveAmbiguousPayload) graphql.Marshaler {

@@ -50,6 +50,17 @@ type CronPreview struct {
 	UserErrors    []*UserError `json:"userErrors"`
 }
 
+type ExecuteReplayInput struct {
+	RequestID string `json:"requestId"`
+}
+
+type ExecuteReplayPayload struct {
+	ReplayRequest *batontype.ReplayRequest `json:"replayRequest,omitempty"`
+	// The run started.
+	Run        *batontype.Run `json:"run,omitempty"`
+	UserErrors []*UserError   `json:"userErrors"`
+}
+
 type JobConnection struct {
 	Edges    []*JobEdge               `json:"edges"`
 	Nodes    []*batontype.JobSettings `json:"nodes"`
@@ -144,6 +155,21 @@ type RequestReplayInput struct {
 type RequestReplayPayload struct {
 	ReplayRequest *batontype.ReplayRequest `json:"replayRequest,omitempty"`
 	UserErrors    []*UserError             `json:"userErrors"`
+}
+
+type RequestRestartInput struct {
+	// The job to restart.
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	// Required for HIGH-risk jobs: where the plan to undo the repeated effects lives.
+	CompensationRef *string `json:"compensationRef,omitempty"`
+}
+
+type RequestRestartPayload struct {
+	ReplayRequest *batontype.ReplayRequest `json:"replayRequest,omitempty"`
+	// The RESTART run, when it started at once.
+	Run        *batontype.Run `json:"run,omitempty"`
+	UserErrors []*UserError   `json:"userErrors"`
 }
 
 type ResolveAmbiguousInput struct {

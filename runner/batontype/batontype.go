@@ -328,6 +328,19 @@ func (s ReplayScope) States() []LedgerState {
 // Valid reports whether s is a known scope.
 func (s ReplayScope) Valid() bool { return s.States() != nil }
 
+// ReplayKind says what an approved replay request runs.
+type ReplayKind string
+
+// Replay request kinds.
+const (
+	// KindReplay retries the targets of the request's scope in the source run's generation,
+	// under their recorded idempotency keys.
+	KindReplay ReplayKind = "REPLAY"
+	// KindRestart starts a RESTART run: a new generation, every target called again under new
+	// keys. Its scope is FULL.
+	KindRestart ReplayKind = "RESTART"
+)
+
 // ReplayStatus is a replay request's lifecycle state.
 type ReplayStatus string
 
@@ -361,10 +374,12 @@ type Check struct {
 
 // Preflight is what a replay would do and whether it may: seed 003's replay_preflight.
 type Preflight struct {
-	JobName               string                `json:"jobName"`
-	RunID                 int64                 `json:"runId"`
-	Generation            int64                 `json:"generation"`
-	Scope                 ReplayScope           `json:"scope"`
+	JobName    string      `json:"jobName"`
+	RunID      int64       `json:"runId"`
+	Generation int64       `json:"generation"`
+	Scope      ReplayScope `json:"scope"`
+	// Kind is RESTART for the preflight of a RESTART (absent, meaning REPLAY, in older rows).
+	Kind                  ReplayKind            `json:"kind,omitempty"`
 	RiskLevel             RiskLevel             `json:"riskLevel"`
 	Confirmed             int64                 `json:"confirmed"`
 	FailedByClass         map[LedgerState]int64 `json:"failedByClass"`
@@ -386,9 +401,11 @@ type Preflight struct {
 	ComputedAt            time.Time             `json:"computedAt"`
 }
 
-// ReplayRequest is a request to replay part of a run's generation.
+// ReplayRequest is a request to replay part of a run's generation, or (Kind RESTART) to
+// restart the job in a new generation.
 type ReplayRequest struct {
 	ID              int64
+	Kind            ReplayKind
 	JobName         string
 	SourceRunID     int64
 	Generation      int64
@@ -398,12 +415,17 @@ type ReplayRequest struct {
 	Reason          string
 	CompensationRef *string
 	RequestedBy     string
-	DecidedBy       *string
-	DecisionNote    *string
-	ReplayRunID     *int64
-	CreatedAt       time.Time
-	DecidedAt       *time.Time
-	ExecutedAt      *time.Time
+	// RequestedByTokenID and DecidedByTokenID are the api_tokens ids of the requester and the
+	// decider: four-eyes compares identities by them. Nil for a request made or decided by
+	// code, without a token.
+	RequestedByTokenID *int64
+	DecidedByTokenID   *int64
+	DecidedBy          *string
+	DecisionNote       *string
+	ReplayRunID        *int64
+	CreatedAt          time.Time
+	DecidedAt          *time.Time
+	ExecutedAt         *time.Time
 }
 
 // AlertKind names a stuck or dangerous signal.

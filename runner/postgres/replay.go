@@ -13,26 +13,36 @@ import (
 )
 
 const replayColumns = `id, job_name, source_run_id, generation, scope, status, preflight, reason, compensation_ref,
-	requested_by, decided_by, decision_note, replay_run_id, created_at, decided_at, executed_at`
+	requested_by, decided_by, decision_note, replay_run_id, created_at, decided_at, executed_at,
+	kind, requested_by_token_id, decided_by_token_id`
 
 func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	var r bt.ReplayRequest
-	var scope, status string
+	var scope, status, kind string
 	var pf []byte
 	err := row.Scan(&r.ID, &r.JobName, &r.SourceRunID, &r.Generation, &scope, &status, &pf, &r.Reason, &r.CompensationRef,
-		&r.RequestedBy, &r.DecidedBy, &r.DecisionNote, &r.ReplayRunID, &r.CreatedAt, &r.DecidedAt, &r.ExecutedAt)
+		&r.RequestedBy, &r.DecidedBy, &r.DecisionNote, &r.ReplayRunID, &r.CreatedAt, &r.DecidedAt, &r.ExecutedAt,
+		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID)
 	if err != nil {
 		return nil, err
 	}
-	r.Scope, r.Status = bt.ReplayScope(scope), bt.ReplayStatus(status)
+	r.Scope, r.Status, r.Kind = bt.ReplayScope(scope), bt.ReplayStatus(status), bt.ReplayKind(kind)
 	if err := json.Unmarshal(pf, &r.Preflight); err != nil {
 		return nil, err
+	}
+	if r.Preflight.Kind == "" { // recorded before preflights had a kind
+		r.Preflight.Kind = r.Kind
 	}
 	return &r, nil
 }
 
-// InsertReplay records a replay request and its audit row in one transaction.
+// InsertReplay records a replay request and its audit row in one transaction. An empty Kind
+// is stored as REPLAY.
 func (s *Store) InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit AuditRecord) (*bt.ReplayRequest, error) {
+	kind := r.Kind
+	if kind == "" {
+		kind = bt.KindReplay
+	}
 	pf, err := json.Marshal(r.Preflight)
 	if err != nil {
 		return nil, err
@@ -43,9 +53,10 @@ func (s *Store) InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit Aud
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	out, err := scanReplay(tx.QueryRow(ctx, `INSERT INTO replay_requests (job_name, source_run_id, generation, scope, status,
-			preflight, reason, compensation_ref, requested_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+replayColumns,
-		r.JobName, r.SourceRunID, r.Generation, string(r.Scope), string(r.Status), pf, r.Reason, r.CompensationRef, r.RequestedBy))
+			preflight, reason, compensation_ref, requested_by, kind, requested_by_token_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+replayColumns,
+		r.JobName, r.SourceRunID, r.Generation, string(r.Scope), string(r.Status), pf, r.Reason, r.CompensationRef, r.RequestedBy,
+		string(kind), r.RequestedByTokenID))
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +78,11 @@ func itoa(n int64) string {
 type ReplayDecision struct {
 	From, To  bt.ReplayStatus
 	DecidedBy *string
-	Note      *string
-	Preflight *bt.Preflight // a fresh preflight to store, if any
-	RunID     *int64
+	// DecidedByTokenID is the decider's token id; nil for a decision by code, or to keep it.
+	DecidedByTokenID *int64
+	Note             *string
+	Preflight        *bt.Preflight // a fresh preflight to store, if any
+	RunID            *int64
 }
 
 // DecideReplay applies d to request id and audits it, or returns CONFLICT when the request is
@@ -90,11 +103,12 @@ func (s *Store) DecideReplay(ctx context.Context, id int64, d ReplayDecision, au
 	out, err := scanReplay(tx.QueryRow(ctx, `UPDATE replay_requests SET status = $3,
 			decided_by = COALESCE($4, decided_by), decision_note = COALESCE($5, decision_note),
 			decided_at = CASE WHEN $4::text IS NOT NULL THEN now() ELSE decided_at END,
+			decided_by_token_id = CASE WHEN $4::text IS NOT NULL THEN $8::bigint ELSE decided_by_token_id END,
 			preflight = COALESCE($6, preflight),
 			replay_run_id = COALESCE($7, replay_run_id),
 			executed_at = CASE WHEN $3 = 'EXECUTED' THEN now() ELSE executed_at END
 		WHERE id = $1 AND status = $2 RETURNING `+replayColumns,
-		id, string(d.From), string(d.To), d.DecidedBy, d.Note, pf, d.RunID))
+		id, string(d.From), string(d.To), d.DecidedBy, d.Note, pf, d.RunID, d.DecidedByTokenID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, err := s.ReplayRequest(ctx, id)
 		if err != nil {
@@ -208,4 +222,18 @@ func collectCounts(rows pgx.Rows, into map[string]int64) error {
 		into[job] = n
 	}
 	return rows.Err()
+}
+
+// GenerationRun returns the newest run of a job's generation, or nil when it has none: the
+// run a RESTART request names as its source.
+func (s *Store) GenerationRun(ctx context.Context, job string, gen int64) (*bt.Run, error) {
+	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
+		WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`, job, gen))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the newest run of %s generation %d: %w", job, gen, err)
+	}
+	return run, nil
 }

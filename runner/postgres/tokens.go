@@ -34,8 +34,10 @@ func scanToken(row pgx.Row) (*APIToken, error) {
 	return &t, nil
 }
 
-// CreateToken stores a new live token. A live token with the same name already existing comes
-// back as CONFLICT; an unknown role as INVALID_INPUT.
+// CreateToken stores a new live token. A name that any token ever had, live or revoked, comes
+// back as CONFLICT: names are never reissued, so that a name recorded in runs, the audit log
+// and replay requests always means one token (migration 10 keeps every name issued). An
+// unknown role comes back as INVALID_INPUT.
 func (s *Store) CreateToken(ctx context.Context, name, role, hash string) (*APIToken, error) {
 	switch role {
 	case "viewer", "operator", "approver", "admin":
@@ -45,7 +47,8 @@ func (s *Store) CreateToken(ctx context.Context, name, role, hash string) (*APIT
 	t, err := scanToken(s.pool.QueryRow(ctx, `INSERT INTO api_tokens (name, role, token_hash) VALUES ($1, $2, $3)
 		RETURNING `+tokenColumns, name, role, hash))
 	if isUniqueViolation(err) {
-		return nil, &bt.Error{Code: bt.CodeConflict, Message: fmt.Sprintf("a live token named %q already exists", name), Field: "name"}
+		return nil, &bt.Error{Code: bt.CodeConflict, Field: "name",
+			Message: fmt.Sprintf("a token named %q was issued before: token names are never reissued, even after revocation; pick another name", name)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create token %s: %w", name, err)

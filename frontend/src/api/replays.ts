@@ -1,9 +1,11 @@
-// Replays: the preflight, requests, and the four-eyes approval queue.
+// Replays: the preflight, requests, and the four-eyes approval queue. A RESTART the gate holds
+// (HIGH risk, targets in doubt) is a request of kind RESTART in the same queue.
 import { graphql } from '../gql';
 
 export const PreflightFields = graphql(`
   fragment PreflightFields on ReplayPreflight {
     jobName
+    kind
     generation
     scope
     riskLevel
@@ -61,6 +63,7 @@ export const ReplayPreflightQuery = graphql(`
 export const ReplayRequestFields = graphql(`
   fragment ReplayRequestFields on ReplayRequest {
     id
+    kind
     generation
     scope
     status
@@ -144,6 +147,51 @@ export const RejectReplayMutation = graphql(`
     rejectReplay(input: { requestId: $requestId, note: $note }) {
       replayRequest {
         ...ReplayRequestFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const RestartPreflightQuery = graphql(`
+  query RestartPreflight($name: String!) {
+    restartPreflight(name: $name) {
+      ...PreflightFields
+    }
+  }
+`);
+
+export const RequestRestartMutation = graphql(`
+  mutation RequestRestart($input: RequestRestartInput!) {
+    requestRestart(input: $input) {
+      replayRequest {
+        ...ReplayRequestFields
+      }
+      run {
+        ...RunSummaryFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const ExecuteReplayMutation = graphql(`
+  mutation ExecuteReplay($requestId: ID!) {
+    executeReplay(input: { requestId: $requestId }) {
+      replayRequest {
+        ...ReplayRequestFields
+      }
+      run {
+        id
+        status
       }
       userErrors {
         code

@@ -1,16 +1,22 @@
 // The run and job controls: Resume (or Start), Restart, Cancel, Pause / Resume job. Each is
-// disabled with a reason when the role or the state forbids it.
-import { Button, Group, Modal, Stack, Text, Tooltip } from '@mantine/core';
+// disabled with a reason when the role or the state forbids it. Restart shows its preflight
+// first: a RESTART the gate holds becomes a request for approval, or says what blocks it.
+import { Alert, Anchor, Button, Group, List, Modal, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
+import { notifications } from '@mantine/notifications';
 import { IconPlayerPause, IconPlayerPlay, IconPlayerStop, IconRefresh } from '@tabler/icons-react';
 import { useState } from 'react';
-import { useMutation } from 'urql';
+import { Link, useNavigate } from 'react-router';
+import { useMutation, useQuery } from 'urql';
 
 import { PauseJobMutation, ResumeJobMutation, StartJobMutation } from '../api/jobs';
+import { RequestRestartMutation, RestartPreflightQuery } from '../api/replays';
 import { CancelRunMutation, runNumber, type RunSummary } from '../api/runs';
-import type { RunMode } from '../gql/graphql';
+import type { RiskLevel, RunMode } from '../gql/graphql';
+import type { UserErrorLike } from '../model/errors';
 import { ActionButton } from './ActionButton';
 import { useMaintenance } from './Layout';
+import { ErrorAlert, Loading, UserErrorList } from './QueryState';
 import { report } from './report';
 
 /** startBlockedBy says why no run can start now, or null. */
@@ -28,29 +34,192 @@ export function cancelBlockedBy(active: RunSummary | null): string | null {
   return null;
 }
 
-export function RestartConfirm({ job, opened, onClose, onConfirm }: { job: string; opened: boolean; onClose: () => void; onConfirm: () => void }) {
+/** restartGated says whether a RESTART preflight holds the RESTART for a request, and why. */
+export function restartGated(pf: { blocked: boolean; requiresApproval: boolean } | null | undefined): 'blocked' | 'approval' | null {
+  if (!pf) return null;
+  if (pf.blocked) return 'blocked';
+  if (pf.requiresApproval) return 'approval';
+  return null;
+}
+
+/** restartHint says what Restart will do, before its preflight is read. */
+export function restartHint(riskLevel: RiskLevel | undefined, hasRun: boolean): string {
+  if (riskLevel === 'HIGH' && hasRun)
+    return 'Start a new generation: every target again, under new keys. HIGH risk: the restart is requested and runs once another approver approves it.';
+  return 'Start a new generation: every target again, under new keys. Targets in doubt block it until they are settled.';
+}
+
+/** restartRequestBlockedBy says why a RESTART request cannot be sent yet, or null. */
+export function restartRequestBlockedBy(reason: string, compensationRef: string, highRisk: boolean): string | null {
+  if (reason.trim() === '') return 'Give a reason for the restart.';
+  if (highRisk && compensationRef.trim() === '') return 'A HIGH-risk restart needs a compensation reference (where the undo plan lives).';
+  return null;
+}
+
+/**
+ * RestartConfirm asks before a RESTART, after its preflight: a clean job restarts at once; a
+ * HIGH-risk job's RESTART becomes a request for a second person's approval; while targets of
+ * the current generation are in doubt it is blocked, and says how to settle them.
+ */
+export function RestartConfirm({
+  job,
+  opened,
+  onClose,
+  onConfirm,
+  onRun,
+}: {
+  job: string;
+  opened: boolean;
+  onClose: () => void;
+  onConfirm: () => void;
+  onRun?: (r: RunSummary) => void;
+}) {
+  const navigate = useNavigate();
+  const [{ data, fetching, error }] = useQuery({ query: RestartPreflightQuery, variables: { name: job }, pause: !opened, requestPolicy: 'network-only' });
+  const [reason, setReason] = useState('');
+  const [compensationRef, setCompensationRef] = useState('');
+  const [userErrors, setUserErrors] = useState<UserErrorLike[]>([]);
+  const [sending, setSending] = useState(false);
+  const [, requestRestart] = useMutation(RequestRestartMutation);
+  const pf = data?.restartPreflight;
+  const gate = restartGated(pf);
+  const highRisk = pf?.riskLevel === 'HIGH';
+
+  const send = async () => {
+    setSending(true);
+    setUserErrors([]);
+    const res = await requestRestart({ input: { name: job, reason: reason.trim(), compensationRef: compensationRef.trim() || null } });
+    setSending(false);
+    const p = res.data?.requestRestart;
+    if (res.error) {
+      report(res, (d) => d.requestRestart, null);
+      return;
+    }
+    if (p?.userErrors.length) {
+      setUserErrors(p.userErrors);
+      return;
+    }
+    onClose();
+    if (p?.run) {
+      notifications.show({ color: 'green', message: `${job}: restarted` });
+      onRun?.(p.run);
+    } else {
+      notifications.show({ color: 'yellow', message: `${job}: RESTART requested; it waits for an approver other than you` });
+      void navigate('/admin/replays');
+    }
+  };
+
   return (
-    <Modal opened={opened} onClose={onClose} title={`Restart ${job}?`}>
+    <Modal opened={opened} onClose={onClose} title={`Restart ${job}?`} size={gate ? 'lg' : 'md'}>
       <Stack>
         <Text size="sm">
           A restart opens a <b>new ledger generation</b>: it does not continue from the checkpoint, and every target is
           processed again under new idempotency keys. Use Resume to continue where the last run stopped.
         </Text>
-        <Group justify="flex-end">
-          <Button variant="default" onClick={onClose}>
-            Keep the checkpoint
-          </Button>
-          <Button color="orange" onClick={onConfirm} data-testid="restart-confirm">
-            Restart from scratch
-          </Button>
-        </Group>
+        {fetching && !data && <Loading lines={2} label="Computing the restart preflight" />}
+        {error && <ErrorAlert error={error} />}
+        {gate === 'blocked' && pf && (
+          <Alert color="red" variant="light" title="This restart is blocked" data-testid="restart-blocked">
+            <Stack gap={4}>
+              <List size="sm">
+                {pf.blockingReasons.map((r) => (
+                  <List.Item key={r}>{r}</List.Item>
+                ))}
+              </List>
+              {pf.ambiguous + pf.inFlight > 0 && (
+                <Text size="sm">
+                  Settle the targets in doubt first, on the{' '}
+                  <Anchor component={Link} to="/admin/ambiguous" onClick={onClose}>
+                    ambiguous effects page
+                  </Anchor>{' '}
+                  (reconcile, or resolve by hand), then restart again.
+                </Text>
+              )}
+            </Stack>
+          </Alert>
+        )}
+        {gate === 'approval' && pf && (
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void send();
+            }}
+            aria-label="Request a restart"
+          >
+            <Stack>
+              <Alert color="yellow" variant="light" title="This restart needs a second person's approval" data-testid="restart-needs-approval">
+                <List size="sm">
+                  {pf.approvalReasons.map((r) => (
+                    <List.Item key={r}>{r}</List.Item>
+                  ))}
+                </List>
+                <Text size="sm" mt={4}>
+                  Generation {pf.generation} has {pf.confirmed} confirmed effect(s) that a restart makes again. Request it: it
+                  waits in the approval queue, and runs once an approver other than you approves it.
+                </Text>
+              </Alert>
+              <Textarea
+                label="Reason"
+                description="Why restart, for the approver and the audit log"
+                value={reason}
+                onChange={(e) => setReason(e.currentTarget.value)}
+                autosize
+                minRows={2}
+                required
+                data-testid="restart-reason"
+              />
+              <TextInput
+                label="Compensation reference"
+                description={highRisk ? 'Required for HIGH-risk jobs: where the plan to undo the repeated effects lives' : 'Optional'}
+                value={compensationRef}
+                onChange={(e) => setCompensationRef(e.currentTarget.value)}
+                required={highRisk}
+                data-testid="restart-compensation"
+              />
+              <UserErrorList errors={userErrors} />
+              <Group justify="flex-end">
+                <Button variant="default" onClick={onClose}>
+                  Keep the checkpoint
+                </Button>
+                <ActionButton
+                  need="OPERATOR"
+                  type="submit"
+                  color="orange"
+                  blockedBy={restartRequestBlockedBy(reason, compensationRef, highRisk)}
+                  loading={sending}
+                  data-testid="restart-request"
+                >
+                  Request restart
+                </ActionButton>
+              </Group>
+            </Stack>
+          </form>
+        )}
+        {gate === null && !(fetching && !data) && (
+          <Group justify="flex-end">
+            <Button variant="default" onClick={onClose}>
+              Keep the checkpoint
+            </Button>
+            <Button color="orange" onClick={onConfirm} data-testid="restart-confirm">
+              Restart from scratch
+            </Button>
+          </Group>
+        )}
+        {gate === 'blocked' && (
+          <Group justify="flex-end">
+            <Button variant="default" onClick={onClose}>
+              Close
+            </Button>
+          </Group>
+        )}
       </Stack>
     </Modal>
   );
 }
 
 export interface JobControlsProps {
-  job: { name: string; paused: boolean };
+  /** riskLevel, when given, lets Restart say up front that a HIGH-risk RESTART needs approval. */
+  job: { name: string; paused: boolean; riskLevel?: RiskLevel };
   active: RunSummary | null;
   hasRun: boolean;
   /** Called with a run a control started or changed. */
@@ -101,19 +270,24 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
           </ActionButton>
         </span>
       </Tooltip>
-      <ActionButton
-        need="OPERATOR"
-        blockedBy={blocked}
-        size={size}
-        variant="light"
-        color="orange"
-        leftSection={<IconRefresh size={icon} />}
-        loading={busy === 'RESTART'}
-        onClick={restart.open}
-        data-testid={testid('restart')}
-      >
-        Restart
-      </ActionButton>
+      <Tooltip label={restartHint(job.riskLevel, hasRun)} withArrow openDelay={400} disabled={blocked !== null} multiline w={260}>
+        <span>
+          <ActionButton
+            need="OPERATOR"
+            blockedBy={blocked}
+            size={size}
+            variant="light"
+            color="orange"
+            leftSection={<IconRefresh size={icon} />}
+            loading={busy === 'RESTART'}
+            onClick={restart.open}
+            data-testid={testid('restart')}
+            data-needs-approval={job.riskLevel === 'HIGH' && hasRun ? 'true' : undefined}
+          >
+            Restart
+          </ActionButton>
+        </span>
+      </Tooltip>
       <ActionButton
         need="OPERATOR"
         blockedBy={cancelBlockedBy(active)}
@@ -173,6 +347,7 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
         job={job.name}
         opened={restartOpened}
         onClose={restart.close}
+        onRun={onRun}
         onConfirm={() => {
           restart.close();
           void start('RESTART');

@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { renderWith } from '../test/render';
 import { ActionButton } from './ActionButton';
 import { RunStatusBadge } from './Badges';
-import { cancelBlockedBy, startBlockedBy } from './JobControls';
+import { cancelBlockedBy, restartGated, restartHint, restartRequestBlockedBy, startBlockedBy } from './JobControls';
 import { checkValue } from './PreflightPanel';
 import { progressPercent, RunProgressBar } from './RunProgressBar';
 import { scheduleChanges } from './ScheduleEditor';
 import { sparkPoints } from './Sparkline';
-import { decisionBlockedBy } from '../pages/ReplaysPage';
+import { decisionBlockedBy, executeBlockedBy } from '../pages/ReplaysPage';
 import { requestBlockedBy } from '../pages/ReplayPage';
 import { resolveBlockedBy } from '../pages/AmbiguousPage';
 
@@ -84,6 +84,24 @@ describe('action guards', () => {
     expect(decisionBlockedBy({ status: 'PENDING_APPROVAL', requestedBy: 'op' }, 'op')).toMatch(/second person/);
     expect(decisionBlockedBy({ status: 'PENDING_APPROVAL', requestedBy: 'op' }, 'boss')).toBeNull();
     expect(decisionBlockedBy({ status: 'EXECUTED', requestedBy: 'op' }, 'boss')).toMatch(/decided already/);
+  });
+  it('restart: the preflight decides between restarting, requesting and waiting', () => {
+    expect(restartGated(null)).toBeNull(); // a job that never ran: nothing to repeat
+    expect(restartGated({ blocked: false, requiresApproval: false })).toBeNull();
+    expect(restartGated({ blocked: false, requiresApproval: true })).toBe('approval');
+    expect(restartGated({ blocked: true, requiresApproval: true })).toBe('blocked');
+    expect(restartRequestBlockedBy('', '', false)).toMatch(/reason/);
+    expect(restartRequestBlockedBy('new date', '', true)).toMatch(/compensation/);
+    expect(restartRequestBlockedBy('new date', 'OPS-2', true)).toBeNull();
+    expect(restartRequestBlockedBy('new date', '', false)).toBeNull();
+    expect(restartHint('HIGH', true)).toMatch(/approves/);
+    expect(restartHint('HIGH', false)).not.toMatch(/approves/); // a first run repeats nothing
+    expect(restartHint('LOW', true)).toMatch(/doubt/);
+  });
+  it('execute: only an approved request whose run did not start', () => {
+    expect(executeBlockedBy({ status: 'APPROVED', replayRun: null })).toBeNull();
+    expect(executeBlockedBy({ status: 'APPROVED', replayRun: { id: 'x' } })).toMatch(/started/);
+    expect(executeBlockedBy({ status: 'PENDING_APPROVAL', replayRun: null })).toMatch(/approved/);
   });
   it('hand resolution needs evidence to confirm', () => {
     expect(resolveBlockedBy(null, '')).toMatch(/Choose/);

@@ -1,11 +1,12 @@
 // Replay requests and the approval queue: approvers approve or reject with a note; nobody can
-// approve their own request.
-import { Accordion, Anchor, Card, Chip, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core';
+// decide their own request. A gated RESTART waits here too, as a request of kind RESTART. An
+// approved request whose run could not start (the job paused, no free slot) is executed here.
+import { Accordion, Anchor, Badge, Card, Chip, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery } from 'urql';
 
-import { ApproveReplayMutation, RejectReplayMutation, ReplayRequestsQuery } from '../api/replays';
+import { ApproveReplayMutation, ExecuteReplayMutation, RejectReplayMutation, ReplayRequestsQuery } from '../api/replays';
 import { jobPath, runNumber, runPath } from '../api/runs';
 import { useViewer } from '../auth/AuthContext';
 import { ActionButton } from '../components/ActionButton';
@@ -24,7 +25,17 @@ const STATUSES: ReplayStatus[] = ['PENDING_APPROVAL', 'APPROVED', 'EXECUTED', 'R
 /** decisionBlockedBy says why the viewer cannot decide a request, or null. */
 export function decisionBlockedBy(req: { status: ReplayStatus; requestedBy: string }, viewerName: string): string | null {
   if (req.status !== 'PENDING_APPROVAL') return `The request is ${replayStatusMeta(req.status).label.toLowerCase()}: it was decided already.`;
-  if (req.requestedBy === viewerName) return 'You requested this replay: a second person must approve or reject it.';
+  if (req.requestedBy === viewerName) return 'You requested this: a second person must approve or reject it.';
+  return null;
+}
+
+/**
+ * executeBlockedBy says why the viewer cannot execute a request, or null: only an APPROVED
+ * request without a run (its start failed at approval) is executed by hand.
+ */
+export function executeBlockedBy(req: { status: ReplayStatus; replayRun: unknown }): string | null {
+  if (req.status !== 'APPROVED') return 'Only an approved request whose run did not start can be executed.';
+  if (req.replayRun) return 'Its run has started already.';
   return null;
 }
 
@@ -34,22 +45,27 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
   const [busy, setBusy] = useState<string | null>(null);
   const [, approve] = useMutation(ApproveReplayMutation);
   const [, reject] = useMutation(RejectReplayMutation);
+  const [, execute] = useMutation(ExecuteReplayMutation);
   const blocked = decisionBlockedBy(req, viewer.name);
   const pending = req.status === 'PENDING_APPROVAL';
+  const restart = req.kind === 'RESTART';
+  const what = restart ? 'Restart' : 'Replay';
 
-  const decide = async (what: 'approve' | 'reject') => {
-    setBusy(what);
-    if (what === 'approve') {
-      report(await approve({ requestId: req.id, note: note.trim() || null }), (d) => d.approveReplay, 'Replay approved: its run is starting');
+  const decide = async (action: 'approve' | 'reject' | 'execute') => {
+    setBusy(action);
+    if (action === 'approve') {
+      report(await approve({ requestId: req.id, note: note.trim() || null }), (d) => d.approveReplay, `${what} approved: its run is starting`);
+    } else if (action === 'reject') {
+      report(await reject({ requestId: req.id, note: note.trim() || null }), (d) => d.rejectReplay, `${what} rejected`);
     } else {
-      report(await reject({ requestId: req.id, note: note.trim() || null }), (d) => d.rejectReplay, 'Replay rejected');
+      report(await execute({ requestId: req.id }), (d) => d.executeReplay, `${what} executed: its run is starting`);
     }
     setBusy(null);
     onDecided();
   };
 
   return (
-    <Card withBorder radius="md" data-testid="replay-request-card" data-status={req.status} data-requested-by={req.requestedBy}>
+    <Card withBorder radius="md" data-testid="replay-request-card" data-status={req.status} data-kind={req.kind} data-requested-by={req.requestedBy}>
       <Stack gap="xs">
         <Group justify="space-between">
           <Group gap="xs">
@@ -58,8 +74,13 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
             </Anchor>
             <RiskBadge risk={req.job.riskLevel} />
             <ReplayStatusBadge status={req.status} />
+            {restart && (
+              <Badge color="orange" variant="light" data-testid="replay-kind-restart">
+                RESTART
+              </Badge>
+            )}
             <Text size="sm" c="dimmed">
-              scope {req.scope} · generation {req.generation} · source{' '}
+              {restart ? `restart into generation ${req.generation + 1}` : `scope ${req.scope}`} · generation {req.generation} · source{' '}
               <Anchor component={Link} to={runPath(req.sourceRun.id)}>
                 run #{runNumber(req.sourceRun.id)}
               </Anchor>
@@ -83,7 +104,7 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
         )}
         {req.replayRun && (
           <Text size="sm">
-            <b>Replay run:</b>{' '}
+            <b>{restart ? 'Restart run' : 'Replay run'}:</b>{' '}
             <Anchor component={Link} to={runPath(req.replayRun.id)} data-testid="replay-run-link">
               #{runNumber(req.replayRun.id)}
             </Anchor>{' '}
@@ -93,7 +114,7 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
         <Accordion variant="contained" chevronPosition="left">
           <Accordion.Item value="preflight">
             <Accordion.Control>
-              Preflight at request time: {req.preflight.targetsInScope} target(s) in scope
+              Preflight at request time: {req.preflight.targetsInScope} target(s) {restart ? 'called again' : 'in scope'}
               {req.preflight.blocked ? ', blocked' : req.preflight.requiresApproval ? ', needs approval' : ''}
             </Accordion.Control>
             <Accordion.Panel>
@@ -101,6 +122,16 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
             </Accordion.Panel>
           </Accordion.Item>
         </Accordion>
+        {req.status === 'APPROVED' && !req.replayRun && (
+          <Group>
+            <Text size="sm" c="dimmed" style={{ flex: 1 }}>
+              Approved, but its run did not start (the job was paused or busy, or no slot was free). Execute it once the job can run.
+            </Text>
+            <ActionButton need="APPROVER" blockedBy={executeBlockedBy(req)} color="green" loading={busy === 'execute'} onClick={() => void decide('execute')} data-testid="replay-execute">
+              Execute
+            </ActionButton>
+          </Group>
+        )}
         {pending && (
           <Group align="flex-end">
             <Textarea
@@ -146,7 +177,7 @@ export function ReplaysPage() {
           Replays
         </Title>
         <Text c="dimmed" size="sm">
-          Four eyes: a replay that needs approval waits here until an approver other than its requester decides.
+          Four eyes: a replay or restart that needs approval waits here until an approver other than its requester decides.
         </Text>
       </div>
       <Chip.Group multiple value={statuses} onChange={(v) => setStatuses(v as ReplayStatus[])}>
