@@ -615,7 +615,14 @@ func opStartRestart(m *modelSeq) (string, error) {
 	case err == nil:
 		return fmt.Sprintf("run %d on %s", id, in.name), nil
 	case c == bt.CodeApprovalRequired || c == bt.CodeReplayBlocked:
-		req, out, err := m.replay(bt.ScopeFull)
+		// A gated RESTART is a request: alice asks, bob approves (a BLOCKED one waits until
+		// its targets in doubt are settled).
+		req, err := in.r.RequestRestart(m.ctx, runner.RestartParams{Job: SettlementJobName, Reason: "model test",
+			CompensationRef: "refund:model-test", Actor: "alice"})
+		out, err := outcome("request restart", err)
+		if req != nil {
+			out = fmt.Sprintf("request %d: %s (%s)", req.ID, req.Status, out)
+		}
 		if err != nil || req == nil || req.Status != bt.ReplayPendingApproval {
 			return fmt.Sprintf("%s; requested: %s", c, out), err
 		}
