@@ -197,22 +197,7 @@ func (r *Runner) Preflight(ctx context.Context, runID int64, scope bt.ReplayScop
 	if job, ok := r.Job(run.JobName); ok && job.Info().StopConditions != nil {
 		conds = job.Info().StopConditions
 	}
-	for _, c := range conds {
-		c = c.withDefaults()
-		if c.Metric != DownstreamErrorRate {
-			continue
-		}
-		detail := fmt.Sprintf("%.1f%% of %d external calls failed downstream in the last 5 minutes", p.DownstreamErrorRate*100, calls)
-		switch {
-		case calls < int64(c.MinCalls):
-			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictOK, detail+fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls))
-		case p.DownstreamErrorRate > c.Threshold:
-			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictBlock, detail)
-			block(fmt.Sprintf("stop condition %q: %s (threshold %.1f%%)", c.Name, detail, c.Threshold*100))
-		default:
-			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictOK, detail)
-		}
-	}
+	judgeDownstream(p, conds, calls)
 	if p.LastCheckpointAgeSecs != nil {
 		check("last checkpoint age", *p.LastCheckpointAgeSecs, 0, bt.VerdictOK,
 			fmt.Sprintf("the generation's checkpoint last moved %s ago", time.Duration(*p.LastCheckpointAgeSecs*float64(time.Second)).Round(time.Second)))
@@ -472,22 +457,7 @@ func (r *Runner) RestartPreflight(ctx context.Context, job string) (*bt.Prefligh
 	if ok && registered.Info().StopConditions != nil {
 		conds = registered.Info().StopConditions
 	}
-	for _, c := range conds {
-		c = c.withDefaults()
-		if c.Metric != DownstreamErrorRate {
-			continue
-		}
-		detail := fmt.Sprintf("%.1f%% of %d external calls failed downstream in the last 5 minutes", p.DownstreamErrorRate*100, calls)
-		switch {
-		case calls < int64(c.MinCalls):
-			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictOK, detail+fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls))
-		case p.DownstreamErrorRate > c.Threshold:
-			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictBlock, detail)
-			block(fmt.Sprintf("stop condition %q: %s (threshold %.1f%%)", c.Name, detail, c.Threshold*100))
-		default:
-			check(c.Name, p.DownstreamErrorRate, c.Threshold, bt.VerdictOK, detail)
-		}
-	}
+	judgeDownstream(p, conds, calls)
 	if settings.RiskLevel == bt.RiskHigh {
 		if p.Confirmed > 0 {
 			check("confirmed effects", float64(p.Confirmed), 0, bt.VerdictWarn,
@@ -794,4 +764,27 @@ func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolu
 		r.audit(ctx, actor, "resolveAmbiguous", target, args, err)
 	}
 	return e, err
+}
+
+// judgeDownstream adds to a preflight a check for each downstream-error-rate stop condition,
+// judged on the job's calls over the last five minutes, and blocks it when one would trip:
+// repeating calls into a failing downstream only adds load and doubt.
+func judgeDownstream(p *bt.Preflight, conds []StopCondition, calls int64) {
+	for _, c := range conds {
+		c = c.withDefaults()
+		if c.Metric != DownstreamErrorRate {
+			continue
+		}
+		detail := fmt.Sprintf("%.1f%% of %d external calls failed downstream in the last 5 minutes", p.DownstreamErrorRate*100, calls)
+		verdict := bt.VerdictOK
+		switch {
+		case calls < int64(c.MinCalls):
+			detail += fmt.Sprintf(" (no verdict under %d calls)", c.MinCalls)
+		case p.DownstreamErrorRate > c.Threshold:
+			verdict = bt.VerdictBlock
+			p.Blocked = true
+			p.BlockingReasons = append(p.BlockingReasons, fmt.Sprintf("stop condition %q: %s (threshold %.1f%%)", c.Name, detail, c.Threshold*100))
+		}
+		p.Checks = append(p.Checks, bt.Check{Name: c.Name, Value: p.DownstreamErrorRate, Threshold: c.Threshold, Verdict: verdict, Detail: detail})
+	}
 }
