@@ -24,19 +24,7 @@ func (s *Store) JobsPage(ctx context.Context, after string, limit int) ([]*bt.Jo
 	} else {
 		rows, err = s.pool.Query(ctx, sel+` WHERE name > $1 ORDER BY name LIMIT $2`, after, limit)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read a page of jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []*bt.JobSettings
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return collectJobs(rows, err, "read a page of jobs")
 }
 
 // CountsKey names one set of ledger counts: a generation's (RunID 0) or one run's.

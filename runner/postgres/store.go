@@ -169,19 +169,19 @@ func (s *Store) Jobs(ctx context.Context, names []string) ([]*bt.JobSettings, er
 	} else {
 		rows, err = s.pool.Query(ctx, sel+` WHERE name = ANY($1) ORDER BY name`, names)
 	}
+	return collectJobs(rows, err, "read jobs")
+}
+
+// collectJobs reads the job_settings rows of a query that selected jobColumns.
+func collectJobs(rows pgx.Rows, err error, what string) ([]*bt.JobSettings, error) {
 	if err != nil {
-		return nil, fmt.Errorf("read jobs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	defer rows.Close()
-	var out []*bt.JobSettings
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*bt.JobSettings, error) { return scanJob(row) })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SchedulePatch changes a job's schedule; nil fields stay as they are.
