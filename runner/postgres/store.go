@@ -2,8 +2,9 @@
 // checkpoints, the ledger and the scheduler's compare-and-set claims, on PostgreSQL via pgx.
 //
 // Every write a worker makes for a run is fenced: it is conditioned, in the same statement, on
-// the run id, the run's lease token, status RUNNING and lease_until > now() by the database
-// clock. A worker that lost its lease can change nothing.
+// the run id, the run's lease token, status RUNNING and lease_until > statement_timestamp() by
+// the database clock (clock_timestamp() where the fence ends a transaction opened earlier). A
+// worker that lost its lease can change nothing.
 package postgres
 
 import (
