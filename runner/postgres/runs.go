@@ -358,9 +358,12 @@ func (s *Store) RecoverExpired(ctx context.Context) ([]ExpiredRun, error) {
 func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (map[int64]int64, error) {
 	rows, err := tx.Query(ctx, `
 		WITH amb AS (
-			UPDATE job_ledger SET state = 'AMBIGUOUS_EFFECT', last_error = $2, updated_at = statement_timestamp()
-			WHERE run_id = ANY($1) AND state = 'IN_FLIGHT'
-			RETURNING job_name, generation, run_id
+			UPDATE job_ledger l SET state = 'AMBIGUOUS_EFFECT', last_error = $2,
+				-- Settled as part of the run's end: at the moment the run ended, never after it.
+				updated_at = COALESCE(r.finished_at, statement_timestamp())
+			FROM job_runs r
+			WHERE r.id = l.run_id AND l.run_id = ANY($1) AND l.state = 'IN_FLIGHT'
+			RETURNING l.job_name, l.generation, l.run_id
 		), per_run AS (
 			SELECT job_name, generation, run_id, count(*) AS n FROM amb GROUP BY 1, 2, 3
 		), cnt AS (
