@@ -347,11 +347,17 @@ func (w *ItemsWrite) fenceArgs(f Fence) []any {
 }
 
 // forgetKnowledge makes w an upsert of every row, for a write refused because it relied on a
-// ledger state that was not so (isStaleKnowledge), and counts the redo.
+// ledger state that was not so (isStaleKnowledge), and counts the redo when the write relied
+// on the caller's knowledge. An upsert, which relies on none, is made again only because a
+// row was moved under it after its snapshot: that is no error in what the caller tracks.
 func (s *Store) forgetKnowledge(w *ItemsWrite) {
-	s.redone.Add(1)
+	knew := false
 	for i := range w.Ledger {
+		knew = knew || w.Ledger[i].Fresh || w.Ledger[i].Prior != ""
 		w.Ledger[i].Fresh, w.Ledger[i].Prior = false, ""
+	}
+	if knew {
+		s.redone.Add(1)
 	}
 }
 
