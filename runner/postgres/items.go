@@ -222,17 +222,29 @@ const checkpointCTE = `cp AS (
 // kind the scalar $29) the upsert itself judges the row it meets, locked, and a refused row is
 // one the upsert left alone; with many, refused finds the first the table refuses in the
 // statement's snapshot, the rows as they were before it (only a write redone as an upsert
-// takes this form: the runner's batches are fresh or known). refused reads fence, so a write
-// whose lease is gone is refused as such, whatever its rows.
+// takes this form: the runner's batches are fresh or known). Either way the upsert replaces a
+// row only in the state the snapshot shows, else the statement fails as stale knowledge and
+// is made again. refused reads fence, so a write whose lease is gone is refused as such,
+// whatever its rows.
 func itemsStatement(input, hasRows string, single bool) string {
-	guard, refused := ``, `
+	// The upsert locks and replaces the row's latest version, which a resolution or a
+	// quarantine committed after the statement's snapshot was taken may have moved; refused
+	// and prev read the snapshot. unchanged fails the statement (baton_ledger_changed, and
+	// WriteItems makes it again with a snapshot of its own) unless the row it replaces is in
+	// the state the snapshot shows, so the table judges, and the counters move from, the
+	// state the write actually replaces.
+	unchanged := func(then string) string {
+		return `
+	WHERE CASE WHEN job_ledger.state IS NOT DISTINCT FROM (SELECT s.state FROM job_ledger s WHERE s.id = job_ledger.id)
+		THEN ` + then + ` ELSE baton_ledger_changed(1, 0) END`
+	}
+	guard, refused := unchanged(`true`), `
 	SELECT i.target, i.step, l.state, i.kind FROM fence, input i CROSS JOIN LATERAL (
 		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
 	) l WHERE NOT i.fresh AND NOT `+allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$30::text[]`)+`
 	LIMIT 1`
 	if single {
-		guard = `
-	WHERE ` + allowedSQL(`job_ledger.state`, `$29::text`, `(job_ledger.run_id = $1 AND job_ledger.attempt = EXCLUDED.attempt)`, `$30::text[]`)
+		guard = unchanged(allowedSQL(`job_ledger.state`, `$29::text`, `(job_ledger.run_id = $1 AND job_ledger.attempt = EXCLUDED.attempt)`, `$30::text[]`))
 		refused = `
 	SELECT $12::text AS target, $13::text AS step, l.state, $29::text AS kind FROM fence, job_ledger l
 	WHERE NOT EXISTS (SELECT 1 FROM led) AND NOT EXISTS (SELECT 1 FROM fresh)
@@ -335,11 +347,17 @@ func (w *ItemsWrite) fenceArgs(f Fence) []any {
 }
 
 // forgetKnowledge makes w an upsert of every row, for a write refused because it relied on a
-// ledger state that was not so (isStaleKnowledge), and counts the redo.
+// ledger state that was not so (isStaleKnowledge), and counts the redo when the write relied
+// on the caller's knowledge. An upsert, which relies on none, is made again only because a
+// row was moved under it after its snapshot: that is no error in what the caller tracks.
 func (s *Store) forgetKnowledge(w *ItemsWrite) {
-	s.redone.Add(1)
+	knew := false
 	for i := range w.Ledger {
+		knew = knew || w.Ledger[i].Fresh || w.Ledger[i].Prior != ""
 		w.Ledger[i].Fresh, w.Ledger[i].Prior = false, ""
+	}
+	if knew {
+		s.redone.Add(1)
 	}
 }
 
@@ -431,18 +449,25 @@ func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrite
 		return LeaseState{}, "", err
 	}
 	ls, pause, err := s.writeItems(ctx, f, w, jobWrites)
-	if err != nil && isStaleKnowledge(err) {
-		// A row the caller took for new exists, or a known row is in another state: nothing of
-		// this write landed (one statement, or one transaction), so it is made again as an upsert.
+	for redo := 0; redo < maxRedos && err != nil && isStaleKnowledge(err); redo++ {
+		// A row the caller took for new exists, a known row is in another state, or a row the
+		// upsert met was moved after its snapshot: nothing of this write landed (one
+		// statement, or one transaction), so it is made again as an upsert, with a snapshot
+		// of its own.
 		s.forgetKnowledge(w)
 		ls, pause, err = s.writeItems(ctx, f, w, jobWrites)
 	}
 	return ls, pause, refusal(err)
 }
 
+// maxRedos bounds how many times a write refused as stale knowledge is made again. Only a
+// row moved by someone else between a statement's snapshot and its lock (a resolution, a
+// quarantine) makes an upsert stale, and each such move is made once.
+const maxRedos = 3
+
 // isStaleKnowledge reports whether err is the refusal of a write that relied on what the caller
 // knew of the ledger: a row taken for new whose (job, generation, target, step) exists, or a
-// row not in the state the caller knew (baton_ledger_changed).
+// row not in the state the caller, or the upsert's snapshot, knew (baton_ledger_changed).
 func isStaleKnowledge(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -671,9 +696,16 @@ func (sw *StagedWrite) Commit(ctx context.Context) (LeaseState, bt.StopReason, e
 		if !isStaleKnowledge(sw.err) {
 			return LeaseState{}, "", sw.err
 		}
-		sw.s.forgetKnowledge(sw.w)
-		sql, args := sw.w.statement(sw.f)
-		ls, pause, err := leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+		var (
+			ls    LeaseState
+			pause bt.StopReason
+			err   = sw.err
+		)
+		for redo := 0; redo < maxRedos && isStaleKnowledge(err); redo++ {
+			sw.s.forgetKnowledge(sw.w)
+			sql, args := sw.w.statement(sw.f)
+			ls, pause, err = leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
+		}
 		return ls, pause, refusal(err)
 	}
 	defer sw.tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
