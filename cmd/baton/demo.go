@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -63,10 +64,12 @@ func demoConfig() (demo.Config, error) {
 	return c, err
 }
 
-// demoJobsFunc returns the function that makes the demo jobs on the server's pool.
-func demoJobsFunc(cfg demo.Config) func(*pgxpool.Pool) ([]runner.Job, error) {
+// demoJobsFunc returns the function that makes the demo jobs on the server's pool, first
+// creating the demo's tables: they are not in the product's schema, so `baton migrate up`
+// leaves them out and only a server that serves the demo makes them.
+func demoJobsFunc(ctx context.Context, cfg demo.Config) func(*pgxpool.Pool) ([]runner.Job, error) {
 	return func(pool *pgxpool.Pool) ([]runner.Job, error) {
-		jobs, _ := demo.Jobs(pool, cfg)
-		return jobs, nil
+		jobs, _, err := demo.Setup(ctx, pool, cfg)
+		return jobs, err
 	}
 }

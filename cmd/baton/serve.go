@@ -164,7 +164,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		o.JobsFunc = demoJobsFunc(cfg)
+		o.JobsFunc = demoJobsFunc(ctx, cfg)
 		o.AdminTokenName = "dev-admin"
 	}
 	o.Ready = func(base, token string) {

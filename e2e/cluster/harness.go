@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-run/baton/internal/demo"
 	"github.com/baton-run/baton/internal/testenv"
 )
 
@@ -140,6 +141,12 @@ func New(t testing.TB, cfg Config) *Cluster {
 	c.DatabaseURL = c.PG.URL("baton")
 	if out, err := c.runBaton(ctx, "migrate", "up"); err != nil {
 		t.Fatalf("cluster: baton migrate up: %v\n%s", err, out)
+	}
+	// The demo's tables are not in the product's schema; the invariant checks read them
+	// whatever the nodes run (storm nodes serve the demo jobs only with STORM_DEMO), so they
+	// are made here as a demo server makes them.
+	if err := demo.Migrate(ctx, c.DatabaseURL); err != nil {
+		t.Fatalf("cluster: %v", err)
 	}
 	out, err := c.runBaton(ctx, "token", "create", "--name", "e2e-admin", "--role", "admin")
 	if err != nil {

@@ -4,8 +4,9 @@
 // through Provider, a fake payment provider that honours idempotency keys and can be told to
 // fail in every way a real one does — including timing out after the payment was made.
 //
-// Everything runs in process against Baton's own PostgreSQL (tables demo_collected and
-// demo_provider_effects, migration 000003); nothing here is for production use.
+// Everything runs in process against Baton's own PostgreSQL, in tables of the demo's own
+// (demo_collected and demo_provider_effects) that Migrate creates from the demo's migrations,
+// never the product's; nothing here is for production use.
 package demo
 
 import (
@@ -53,7 +54,7 @@ func FastConfig() Config {
 
 // Jobs returns the demo jobs, ready to register, and the provider demo-settlement pays
 // through (so operators and tests can switch its faults at runtime). pool must reach a
-// database migrated to at least version 3.
+// database that Migrate has run on; Setup does both.
 func Jobs(pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider) {
 	p := NewProvider(pool, cfg.Provider)
 	return []runner.Job{

@@ -28,9 +28,22 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
-	url := testenv.Schema(t)
+	url := demoSchema(t)
 	rc, env := testenv.Redis(t)
 	return &bundle{t: t, url: url, pool: testenv.Pool(t, url), redis: rc, env: env}
+}
+
+// demoSchema returns a fresh schema migrated as a demo server migrates it: the product's
+// migrations (testenv.Schema), then the demo's own.
+func demoSchema(t testing.TB) string {
+	t.Helper()
+	url := testenv.Schema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Migrate(ctx, url); err != nil {
+		t.Fatalf("demo migrations: %v", err)
+	}
+	return url
 }
 
 // runner starts a Runner with jobs registered, running until the test ends.

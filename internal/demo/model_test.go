@@ -184,7 +184,7 @@ func (e *modelEnv) wait() {
 
 func newModelEnv(t *testing.T) *modelEnv {
 	t.Helper()
-	url := testenv.Schema(t)
+	url := demoSchema(t)
 	rc, prefix := testenv.Redis(t)
 	e := &modelEnv{url: url, redis: rc, prefix: prefix}
 	for i := range e.pools {
@@ -209,7 +209,8 @@ func newModelEnv(t *testing.T) *modelEnv {
 // foreign keys are not checked meanwhile, as every table is emptied in the one transaction.
 func (e *modelEnv) reset(ctx context.Context) error {
 	rows, err := e.pools[2].Query(ctx, `SELECT quote_ident(tablename) FROM pg_tables
-		WHERE schemaname = current_schema() AND tablename NOT IN ('schema_migrations', 'cluster_state')`)
+		WHERE schemaname = current_schema() AND tablename NOT IN ('schema_migrations', $1, 'cluster_state')`,
+		MigrationsTable)
 	if err != nil {
 		return fmt.Errorf("list tables: %w", err)
 	}

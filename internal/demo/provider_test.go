@@ -36,7 +36,7 @@ func newTestProvider(t *testing.T, cfg ProviderConfig) (*Provider, *bundle) {
 	t.Helper()
 	b := &bundle{t: t}
 	t.Parallel()
-	b.url = testenv.Schema(t)
+	b.url = demoSchema(t)
 	b.pool = testenv.Pool(t, b.url)
 	return NewProvider(b.pool, cfg), b
 }

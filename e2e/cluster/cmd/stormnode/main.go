@@ -110,8 +110,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 		o.JobsFunc = func(p *pgxpool.Pool) ([]runner.Job, error) {
-			js, _ := demo.Jobs(p, cfg)
-			return js, nil
+			js, _, err := demo.Setup(ctx, p, cfg)
+			return js, err
 		}
 	}
 	return server.Serve(ctx, o)

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS demo_provider_effects;
+DROP TABLE IF EXISTS demo_collected;
