@@ -21,6 +21,26 @@ import (
 	"github.com/baton-run/baton/runner/redislock"
 )
 
+// The defaults of the runner's settings. A zero Config field takes them, and package server
+// shows the same values as the defaults of `baton serve` (its settings table uses these
+// constants), so an embedding program and the command agree.
+const (
+	// DefaultEnv is the Redis namespace when Config.Env is empty. It is "dev", the namespace
+	// `baton serve` has always used, so instances of either kind share locks and events.
+	DefaultEnv = "dev"
+	// DefaultPoolSize is the number of worker slots when Config.PoolSize is 0.
+	DefaultPoolSize = 4
+	// DefaultPollInterval is the recoverer's and the scheduler's safety poll.
+	DefaultPollInterval = 10 * time.Second
+	// DefaultJobLease is the lease of a job that declares none.
+	DefaultJobLease = 30 * time.Second
+	// DefaultShutdownTimeout bounds how long Run waits for jobs to reach a boundary.
+	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultRemoteStartWait is how long an instance without workers waits for a worker
+	// instance to take a start it hands over.
+	DefaultRemoteStartWait = 2 * time.Second
+)
+
 // Config configures a Runner. DB and Redis are required; everything else has a default.
 type Config struct {
 	// DB is the shared PostgreSQL (schema migrated with package migrations).
@@ -30,21 +50,23 @@ type Config struct {
 	// which go-redis otherwise ignores on socket reads, so a stalled Redis could hold a lease
 	// renewal for seconds.
 	Redis redis.UniversalClient
-	// Env namespaces Redis keys: baton:{Env}:lock:{job}. Default "default".
+	// Env namespaces Redis keys: baton:{Env}:lock:{job}. "" means DefaultEnv ("dev").
 	Env string
 	// Instance names this process in runs and logs. Default hostname-pid.
 	Instance string
-	// PoolSize is the number of worker slots; 0 means 4, -1 means no workers (an API-only
+	// PoolSize is the number of worker slots; 0 means DefaultPoolSize, -1 means no workers (an API-only
 	// instance: every Start fails with CAPACITY_EXCEEDED).
 	PoolSize int
 	// Scheduler runs the cron scheduler and lease recoverer on this instance.
 	Scheduler bool
-	// PollInterval of the recoverer and the scheduler's safety poll; 0 means 10s. Fires do not
+	// PollInterval of the recoverer and the scheduler's safety poll; 0 means
+	// DefaultPollInterval. Fires do not
 	// wait for it: the scheduler sleeps until the earliest next fire.
 	PollInterval time.Duration
-	// DefaultLease for jobs that set none; 0 means 30s.
+	// DefaultLease for jobs that set none; 0 means DefaultJobLease.
 	DefaultLease time.Duration
-	// ShutdownTimeout bounds how long Run waits for jobs to reach a boundary; 0 means 30s.
+	// ShutdownTimeout bounds how long Run waits for jobs to reach a boundary; 0 means
+	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
@@ -66,7 +88,7 @@ type Config struct {
 	Retention Retention
 	// RemoteStartWait is how long an instance without workers (PoolSize -1) waits for a
 	// worker instance with a free slot to take a start it hands over through Redis; 0 means
-	// 2s, -1 refuses such starts at once with CAPACITY_EXCEEDED. Instances with workers take
+	// DefaultRemoteStartWait, -1 refuses such starts at once with CAPACITY_EXCEEDED. Instances with workers take
 	// handed-over starts whenever they have a free slot.
 	RemoteStartWait time.Duration
 	// ReconcileTimeout bounds one call of a job's reconcile hook, which a worker makes for a
@@ -120,26 +142,26 @@ func New(cfg Config) (*Runner, error) {
 		return nil, errors.New("runner: Config.DB and Config.Redis are required")
 	}
 	if cfg.Env == "" {
-		cfg.Env = "default"
+		cfg.Env = DefaultEnv
 	}
 	if cfg.Instance == "" {
 		host, _ := os.Hostname()
 		cfg.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if cfg.PoolSize == 0 {
-		cfg.PoolSize = 4
+		cfg.PoolSize = DefaultPoolSize
 	}
 	if cfg.PoolSize < 0 {
 		cfg.PoolSize = 0
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 10 * time.Second
+		cfg.PollInterval = DefaultPollInterval
 	}
 	if cfg.DefaultLease <= 0 {
-		cfg.DefaultLease = 30 * time.Second
+		cfg.DefaultLease = DefaultJobLease
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -148,7 +170,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.NowFunc = time.Now
 	}
 	if cfg.RemoteStartWait == 0 {
-		cfg.RemoteStartWait = 2 * time.Second
+		cfg.RemoteStartWait = DefaultRemoteStartWait
 	}
 	cfg.Retention = cfg.Retention.withDefaults()
 	store := postgres.New(cfg.DB)

@@ -8,10 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -29,87 +27,9 @@ import (
 	"github.com/baton-run/baton/runner"
 )
 
-// Options configure an instance. DatabaseURL and RedisURL are required.
-type Options struct {
-	DatabaseURL string
-	RedisURL    string
-	// Env namespaces Redis keys and channels (baton:{Env}:...); default "dev".
-	Env string
-	// Addr to listen on; default ":8080". Use "127.0.0.1:0" for a free port.
-	Addr string
-	// Instance names this process in runs and logs; default host-pid.
-	Instance string
-	// PoolSize is the number of worker slots; 0 runs no jobs here (API-only instance).
-	PoolSize int
-	// Scheduler runs the cron scheduler and the lease recoverer here.
-	Scheduler bool
-	// PollInterval of the recoverer; default 10s.
-	PollInterval time.Duration
-	// Lease is the default lease of jobs that set none; default 30s.
-	Lease time.Duration
-	// ShutdownTimeout bounds how long shutdown waits for jobs to reach a boundary; default 30s.
-	ShutdownTimeout time.Duration
-	// DevMode opens the playground and introspection to every role.
-	DevMode bool
-	// AllowedOrigins are browser origins allowed besides the server's own.
-	AllowedOrigins []string
-	// DBMaxConns sizes the PostgreSQL pool; 0 means 2 × PoolSize + 8: a run may hold two
-	// connections while its batch results are written behind (two writes in flight).
-	DBMaxConns int
-	// Logger; nil means slog.Default().
-	Logger *slog.Logger
-	// Version is recorded on runs and shown by the console.
-	Version string
-	// Retention is how long the retention job keeps runs, run errors, schedule events, call
-	// statistics and audit rows (see runner.Retention); zero periods mean the defaults.
-	Retention runner.Retention
-	// Jobs to register.
-	Jobs []runner.Job
-	// JobsFunc, if set, makes more jobs once the database pool is open (jobs that keep
-	// their own tables use it).
-	JobsFunc func(pool *pgxpool.Pool) ([]runner.Job, error)
-	// AdminTokenName, when set, mints a fresh admin token under that name at start (revoking
-	// the previous one of the name) and passes it to Ready. For development.
-	AdminTokenName string
-	// Ready, if set, is called once the instance serves, with its base URL and the minted
-	// admin token (if any).
-	Ready func(base, adminToken string)
-	// Console serves the admin SPA under /admin/ and the playground at /playground; nil
-	// means the console embedded in this module (package frontend).
-	Console http.Handler
-}
-
-func (o *Options) setDefaults() {
-	if o.Env == "" {
-		o.Env = "dev"
-	}
-	if o.Addr == "" {
-		o.Addr = ":8080"
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = 10 * time.Second
-	}
-	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 30 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Instance == "" {
-		host, _ := os.Hostname()
-		o.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-}
-
 // Serve runs an instance until ctx is done, then shuts down gracefully: readiness goes 503,
 // the runner stops taking work and waits for jobs to reach a boundary, the HTTP server drains.
-func Serve(ctx context.Context, o Options) error {
+func Serve(ctx context.Context, o Config) error {
 	o.setDefaults()
 	log := o.Logger
 	if o.DatabaseURL == "" || o.RedisURL == "" {

@@ -13,7 +13,7 @@ import (
 func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dbURL := fs.String("database-url", envOr("DATABASE_URL", defaultDatabaseURL), "PostgreSQL URL (env DATABASE_URL)")
+	dbURL := fs.String("database-url", defaultDatabaseURL(), "PostgreSQL URL (env BATON_DATABASE_URL or DATABASE_URL)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: baton migrate [--database-url URL] up | down [N] | version")
 		fs.PrintDefaults()

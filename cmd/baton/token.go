@@ -30,7 +30,7 @@ const tokenUsage = `usage:
         name stays taken
 
 flags (every subcommand):
-  --database-url URL    PostgreSQL URL (env DATABASE_URL)
+  --database-url URL    PostgreSQL URL (env BATON_DATABASE_URL or DATABASE_URL)
 `
 
 // tokenCommand mints, lists and revokes API tokens, directly in the database: it needs no
@@ -47,7 +47,7 @@ func tokenCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, tokenUsage) }
-	dbURL := fs.String("database-url", envOr("DATABASE_URL", defaultDatabaseURL), "PostgreSQL URL (env DATABASE_URL)")
+	dbURL := fs.String("database-url", defaultDatabaseURL(), "PostgreSQL URL (env BATON_DATABASE_URL or DATABASE_URL)")
 	var name, role *string
 	switch sub {
 	case "create":

@@ -75,7 +75,7 @@ func (greeter) Run(ctx context.Context, run *runner.Run) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := server.Serve(ctx, server.Options{
+	err := server.Serve(ctx, server.Config{
 		DatabaseURL: envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/baton?sslmode=disable"),
 		RedisURL:    envOr("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		Env:         "example",

@@ -1,0 +1,354 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/baton-run/baton/runner"
+)
+
+// Config is every setting of an instance, and what a program embedding Baton adds to it (its
+// jobs, logger, hooks). Settings lists the settings, each with its flag, environment variable,
+// default and help; `baton serve` reads them from there and DefaultConfig returns their
+// defaults. Start from DefaultConfig, or leave a field zero: a zero Env, Addr, PollInterval,
+// Lease, ShutdownTimeout, LogFormat or LogLevel takes its default in Serve. PoolSize,
+// Scheduler and the flags keep their zero (no workers, no scheduler, off), which is why
+// DefaultConfig is the way to get the defaults of `baton serve`.
+type Config struct {
+	// DatabaseURL is the PostgreSQL URL; required.
+	DatabaseURL string
+	// RedisURL is the Redis URL; required.
+	RedisURL string
+	// Env namespaces Redis keys and channels (baton:{Env}:...); "" means runner.DefaultEnv.
+	// Instances that share a Redis and a database must share it too.
+	Env string
+	// Addr to listen on; "" means ":8080". Use "127.0.0.1:0" for a free port.
+	Addr string
+	// Instance names this process in runs and logs; "" means host-pid.
+	Instance string
+	// PoolSize is the number of worker slots; 0 runs no jobs here (an API-only instance).
+	PoolSize int
+	// Scheduler runs the cron scheduler and the lease recoverer here.
+	Scheduler bool
+	// PollInterval of the recoverer and the scheduler's safety poll; 0 means
+	// runner.DefaultPollInterval.
+	PollInterval time.Duration
+	// Lease is the default lease of jobs that set none; 0 means runner.DefaultJobLease.
+	Lease time.Duration
+	// ShutdownTimeout bounds how long shutdown waits for jobs to reach a boundary; 0 means
+	// runner.DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Demo asks for the demo jobs and a ready admin token. Serve does not read it: the demo
+	// jobs take their sizes from the environment, so `baton serve` (package main) wires them
+	// through JobsFunc and AdminTokenName.
+	Demo bool
+	// DevMode opens the playground and introspection to every role.
+	DevMode bool
+	// LogFormat is "json" or "text", and LogLevel "debug", "info", "warn" or "error": the
+	// logger NewLogger makes. Serve logs to Logger.
+	LogFormat, LogLevel string
+	// AllowedOrigins are browser origins allowed besides the server's own.
+	AllowedOrigins []string
+	// DBMaxConns sizes the PostgreSQL pool; 0 means 2 × PoolSize + 8: a run may hold two
+	// connections while its batch results are written behind (two writes in flight).
+	DBMaxConns int
+	// Retention is how long the retention job keeps runs, run errors, schedule events, call
+	// statistics and audit rows (see runner.Retention); zero periods mean the defaults,
+	// negative ones keep the rows forever.
+	Retention runner.Retention
+
+	// The fields below are for a program embedding Baton; they are no settings of `baton
+	// serve`.
+
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Version is recorded on runs and shown by the console; "" means "dev".
+	Version string
+	// Jobs to register.
+	Jobs []runner.Job
+	// JobsFunc, if set, makes more jobs once the database pool is open (jobs that keep
+	// their own tables use it).
+	JobsFunc func(pool *pgxpool.Pool) ([]runner.Job, error)
+	// AdminTokenName, when set, mints a fresh admin token under that name at start (revoking
+	// the previous one of the name) and passes it to Ready. For development.
+	AdminTokenName string
+	// Ready, if set, is called once the instance serves, with its base URL and the minted
+	// admin token (if any).
+	Ready func(base, adminToken string)
+	// Console serves the admin SPA under /admin/ and the playground at /playground; nil
+	// means the console embedded in this module (package frontend).
+	Console http.Handler
+}
+
+// Options is the former name of Config.
+//
+// Deprecated: use Config.
+type Options = Config
+
+// Setting is one setting of an instance: the Config field it sets, the flag and environment
+// variable `baton serve` reads it from, its default and its help line.
+type Setting struct {
+	// Name is the flag's name, without dashes ("pool-size").
+	Name string
+	// Env is the environment variable: BATON_ and the name in capitals (BATON_POOL_SIZE).
+	Env string
+	// OldEnv is an older variable still read when Env is unset; "" if none.
+	OldEnv string
+	// Type names the value for help output: string, int, bool, duration, list or days.
+	Type string
+	// Default is the default as the flag spells it; "" when there is none (or it is
+	// computed, as Instance's host-pid is).
+	Default string
+	// Usage is the help line.
+	Usage string
+
+	value func(c *Config) Value
+}
+
+// Value is a setting's field of one Config, read and written as text. Its methods are those
+// of flag.Value, so a flag set can hold it; a bool's value also reports IsBoolFlag.
+type Value interface {
+	String() string
+	Set(text string) error
+}
+
+// Value returns the setting's field of c.
+func (s Setting) Value(c *Config) Value { return s.value(c) }
+
+// Settings returns every setting of an instance, in the order of `baton serve -h`.
+func Settings() []Setting { return append([]Setting(nil), settings...) }
+
+// settings is the one table of settings: names, defaults and help. The runner's defaults come
+// from its constants, so an embedded runner and `baton serve` cannot disagree.
+var settings = []Setting{
+	stringSetting("database-url", "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/baton?sslmode=disable",
+		"PostgreSQL URL", func(c *Config) *string { return &c.DatabaseURL }),
+	stringSetting("redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0",
+		"Redis URL", func(c *Config) *string { return &c.RedisURL }),
+	stringSetting("env", "", runner.DefaultEnv,
+		"environment name: the Redis key namespace baton:{env}:", func(c *Config) *string { return &c.Env }),
+	stringSetting("addr", "", ":8080", "HTTP listen address", func(c *Config) *string { return &c.Addr }),
+	stringSetting("instance", "", "", "instance name in runs and logs; empty means host-pid",
+		func(c *Config) *string { return &c.Instance }),
+	setting("pool-size", "int", runner.DefaultPoolSize, "worker slots; 0 runs no jobs here (an API-only instance)",
+		func(c *Config) *int { return &c.PoolSize }, newIntValue),
+	setting("scheduler", "bool", true, "run the cron scheduler and lease recoverer here",
+		func(c *Config) *bool { return &c.Scheduler }, newBoolValue),
+	setting("poll-interval", "duration", runner.DefaultPollInterval, "lease recovery and schedule safety poll",
+		func(c *Config) *time.Duration { return &c.PollInterval }, newDurationValue),
+	setting("lease", "duration", runner.DefaultJobLease, "default lease for jobs that set none",
+		func(c *Config) *time.Duration { return &c.Lease }, newDurationValue),
+	setting("shutdown-timeout", "duration", runner.DefaultShutdownTimeout, "how long SIGTERM waits for jobs to reach a boundary",
+		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, newDurationValue),
+	setting("demo", "bool", false, "register the demo jobs and print a ready admin token",
+		func(c *Config) *bool { return &c.Demo }, newBoolValue),
+	setting("dev", "bool", false, "development mode: playground and introspection for every role",
+		func(c *Config) *bool { return &c.DevMode }, newBoolValue),
+	stringSetting("log-format", "", "json", "json or text", func(c *Config) *string { return &c.LogFormat }),
+	stringSetting("log-level", "", "info", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
+	setting("allowed-origins", "list", nil, "comma-separated browser origins allowed besides the server's own",
+		func(c *Config) *[]string { return &c.AllowedOrigins }, newListValue),
+	setting("db-max-conns", "int", 0, "PostgreSQL pool size; 0 means 2 × pool-size + 8",
+		func(c *Config) *int { return &c.DBMaxConns }, newIntValue),
+	daysSetting("retention-runs-days", runner.DefaultRunRetention, "days ended runs are kept; 0 keeps them forever",
+		func(c *Config) *time.Duration { return &c.Retention.Runs }),
+	daysSetting("retention-run-errors-days", runner.DefaultRunErrorRetention, "days run error rows are kept; 0 keeps them forever",
+		func(c *Config) *time.Duration { return &c.Retention.RunErrors }),
+	daysSetting("retention-schedule-events-days", runner.DefaultScheduleEventRetention, "days skipped and missed fires are kept; 0 keeps them forever",
+		func(c *Config) *time.Duration { return &c.Retention.ScheduleEvents }),
+	daysSetting("retention-call-stats-days", runner.DefaultCallStatsRetention, "days per-minute call statistics are kept; 0 keeps them forever",
+		func(c *Config) *time.Duration { return &c.Retention.CallStats }),
+	daysSetting("retention-audit-days", runner.DefaultAuditRetention, "days audit rows are kept; 0 keeps them forever",
+		func(c *Config) *time.Duration { return &c.Retention.AuditLog }),
+}
+
+// DefaultConfig returns the defaults of every setting, those of `baton serve`.
+func DefaultConfig() Config {
+	var c Config
+	for _, s := range settings {
+		if err := s.value(&c).Set(s.Default); err != nil {
+			panic(fmt.Sprintf("server: default of setting %s: %v", s.Name, err))
+		}
+	}
+	return c
+}
+
+// setDefaults fills the fields whose zero is no valid value with their defaults.
+func (o *Config) setDefaults() {
+	d := DefaultConfig()
+	if o.Env == "" {
+		o.Env = d.Env
+	}
+	if o.Addr == "" {
+		o.Addr = d.Addr
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = d.PollInterval
+	}
+	if o.Lease <= 0 {
+		o.Lease = d.Lease
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if o.LogFormat == "" {
+		o.LogFormat = d.LogFormat
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = d.LogLevel
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Instance == "" {
+		o.Instance = defaultInstance()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+}
+
+// defaultInstance names this process when Instance is empty.
+func defaultInstance() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// NewLogger returns the logger of LogFormat and LogLevel, writing to w. An unknown format or
+// level is an error, naming the setting.
+func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if o.LogLevel != "" {
+		if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+			return nil, fmt.Errorf("log-level must be debug, info, warn or error, not %q", o.LogLevel)
+		}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.LogFormat {
+	case "", "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("log-format must be json or text, not %q", o.LogFormat)
+	}
+}
+
+// setting makes a Setting of a field of type T; wrap turns the field into its Value, which
+// also spells the default.
+func setting[T any](name, typ string, def T, usage string, field func(*Config) *T, wrap func(*T) Value) Setting {
+	return Setting{
+		Name: name, Env: "BATON_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")),
+		Type: typ, Default: wrap(&def).String(), Usage: usage,
+		value: func(c *Config) Value { return wrap(field(c)) },
+	}
+}
+
+func stringSetting(name, oldEnv, def, usage string, field func(*Config) *string) Setting {
+	s := setting(name, "string", def, usage, field, newStringValue)
+	s.OldEnv = oldEnv
+	return s
+}
+
+func daysSetting(name string, def time.Duration, usage string, field func(*Config) *time.Duration) Setting {
+	return setting(name, "days", def, usage, field, newDaysValue)
+}
+
+type stringValue struct{ p *string }
+
+func newStringValue(p *string) Value        { return stringValue{p} }
+func (v stringValue) String() string        { return *v.p }
+func (v stringValue) Set(text string) error { *v.p = text; return nil }
+
+type intValue struct{ p *int }
+
+func newIntValue(p *int) Value    { return intValue{p} }
+func (v intValue) String() string { return strconv.Itoa(*v.p) }
+func (v intValue) Set(text string) error {
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", text)
+	}
+	*v.p = n
+	return nil
+}
+
+type boolValue struct{ p *bool }
+
+func newBoolValue(p *bool) Value   { return boolValue{p} }
+func (v boolValue) String() string { return strconv.FormatBool(*v.p) }
+
+// IsBoolFlag lets a flag set take the bare --name for true.
+func (v boolValue) IsBoolFlag() bool { return true }
+func (v boolValue) Set(text string) error {
+	b, err := strconv.ParseBool(text)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", text)
+	}
+	*v.p = b
+	return nil
+}
+
+type durationValue struct{ p *time.Duration }
+
+func newDurationValue(p *time.Duration) Value { return durationValue{p} }
+func (v durationValue) String() string        { return v.p.String() }
+func (v durationValue) Set(text string) error {
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 10s", text)
+	}
+	*v.p = d
+	return nil
+}
+
+// listValue is a comma-separated list; blank entries are dropped.
+type listValue struct{ p *[]string }
+
+func newListValue(p *[]string) Value { return listValue{p} }
+func (v listValue) String() string   { return strings.Join(*v.p, ",") }
+func (v listValue) Set(text string) error {
+	*v.p = nil
+	for _, e := range strings.Split(text, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			*v.p = append(*v.p, e)
+		}
+	}
+	return nil
+}
+
+// daysValue is a retention period in whole days. 0 days keeps the rows forever, which
+// runner.Retention spells as a negative period (its zero means the default).
+type daysValue struct{ p *time.Duration }
+
+const day = 24 * time.Hour
+
+func newDaysValue(p *time.Duration) Value { return daysValue{p} }
+func (v daysValue) String() string {
+	if *v.p == 0 {
+		return "" // unset: the runner's default
+	}
+	if *v.p < 0 {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*v.p/day), 10)
+}
+func (v daysValue) Set(text string) error {
+	n, err := strconv.Atoi(text)
+	if err != nil || n < 0 {
+		return fmt.Errorf("retention must be a whole number of days >= 0 (0 keeps the rows forever), not %q", text)
+	}
+	*v.p = time.Duration(n) * day
+	if n == 0 {
+		*v.p = -1
+	}
+	return nil
+}
