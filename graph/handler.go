@@ -26,7 +26,7 @@ import (
 
 	"github.com/baton-run/baton/graph/generated"
 	"github.com/baton-run/baton/graph/model"
-	"github.com/baton-run/baton/graph/wsgorilla"
+	"github.com/baton-run/baton/server/httpapi/wsgorilla"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 )
