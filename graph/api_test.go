@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // insertRuns adds n finished runs of job straight into the database.
@@ -399,7 +400,7 @@ func TestHTTPRefusals(t *testing.T) {
 	b := setup(t)
 	i := b.instance(instanceOpts{
 		jobs: []runner.Job{&gatedJob{name: "h", n: 1}}, noRun: true,
-		graph: func(c *graph.Config) { c.MaxBodyBytes = 2048 },
+		graph: func(c *httpapi.Config) { c.MaxBodyBytes = 2048 },
 	})
 	op := b.token(model.RoleOperator)
 
@@ -479,7 +480,7 @@ func TestAuthentication(t *testing.T) {
 	viewer := b.token(model.RoleViewer)
 
 	revoked := b.token(model.RoleAdmin)
-	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, graph.HashToken(revoked)); err != nil {
+	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, httpapi.HashToken(revoked)); err != nil {
 		t.Fatal(err)
 	}
 	for name, token := range map[string]string{
@@ -501,7 +502,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatalf("me = %+v", me.Me)
 	}
 	var used *time.Time
-	if err := b.pool.QueryRow(context.Background(), `SELECT last_used_at FROM api_tokens WHERE token_hash = $1`, graph.HashToken(viewer)).Scan(&used); err != nil || used == nil {
+	if err := b.pool.QueryRow(context.Background(), `SELECT last_used_at FROM api_tokens WHERE token_hash = $1`, httpapi.HashToken(viewer)).Scan(&used); err != nil || used == nil {
 		t.Fatalf("last_used_at not recorded: %v %v", used, err)
 	}
 }
@@ -597,7 +598,7 @@ func TestRoles(t *testing.T) {
 
 func TestDevModeOpensIntrospection(t *testing.T) {
 	b := setup(t)
-	i := b.instance(instanceOpts{noRun: true, graph: func(c *graph.Config) { c.DevMode = true }})
+	i := b.instance(instanceOpts{noRun: true, graph: func(c *httpapi.Config) { c.GraphQL.DevMode = true }})
 	viewer := b.token(model.RoleViewer)
 	if r := i.post(t, viewer, `{ __schema { queryType { name } } }`, nil); r.code() != "" {
 		t.Fatalf("viewer may not introspect in dev mode: %+v", r.Errors)
@@ -626,8 +627,8 @@ func TestMutationRateLimit(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	i := b.instance(instanceOpts{noRun: true, graph: func(c *graph.Config) {
-		c.MutationRatePerMinute, c.MutationBurst, c.NowFunc = 6, 3, clock
+	i := b.instance(instanceOpts{noRun: true, graph: func(c *httpapi.Config) {
+		c.GraphQL.MutationRatePerMinute, c.GraphQL.MutationBurst, c.GraphQL.NowFunc = 6, 3, clock
 	}})
 	op, other := b.token(model.RoleOperator), b.token(model.RoleOperator)
 	pause := `mutation { pauseJob(input: {name: "nope"}) { userErrors { code } } }`
@@ -660,7 +661,7 @@ func TestMutationRateLimit(t *testing.T) {
 
 func TestOrigins(t *testing.T) {
 	b := setup(t)
-	i := b.instance(instanceOpts{noRun: true, graph: func(c *graph.Config) {
+	i := b.instance(instanceOpts{noRun: true, graph: func(c *httpapi.Config) {
 		c.AllowedOrigins = []string{"https://console.example.com"}
 	}})
 	op := b.token(model.RoleOperator)

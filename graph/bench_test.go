@@ -47,6 +47,7 @@ import (
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // benchInstance is one Baton instance for a benchmark — a runner with 4 workers, a pubsub Hub
@@ -96,11 +97,13 @@ func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 		b.Fatal("hub did not connect to redis")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(graph.Config{Runner: r, Hub: hub, Logger: log,
-		MutationRatePerMinute: -1, MaxWebSocketsPerToken: -1}))
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{
+		GraphQL:               graph.Config{Runner: r, Hub: hub, Logger: log, MutationRatePerMinute: -1},
+		MaxWebSocketsPerToken: -1,
+	}))
 	srv := httptest.NewServer(mux)
 	b.Cleanup(srv.Close)
-	tok, _, err := graph.CreateToken(ctx, postgres.New(pool), "bench", model.RoleAdmin)
+	tok, _, err := httpapi.CreateToken(ctx, postgres.New(pool), "bench", model.RoleAdmin)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,8 +16,9 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// Codes of top-level errors (extensions.code) that this package raises itself. Errors of the
-// runner carry their batontype code; validation errors carry gqlgen's.
+// Codes of top-level errors (extensions.code) that the API raises itself, here and in its HTTP
+// transport (server/httpapi), which answers in the same shape. Errors of the runner carry
+// their batontype code; validation errors carry gqlgen's.
 const (
 	CodeUnauthenticated = "UNAUTHENTICATED"
 	CodeForbidden       = "FORBIDDEN"
@@ -25,7 +26,7 @@ const (
 	CodeRateLimited     = "RATE_LIMITED"
 	CodeDepthLimit      = "DEPTH_LIMIT_EXCEEDED"
 	CodeTooManyFields   = "TOO_MANY_MUTATIONS"
-	// CodeTooManySubscriptions refuses a subscribe beyond Config.MaxSubscriptionsPerConnection.
+	// CodeTooManySubscriptions refuses a subscribe beyond httpapi.Config.MaxSubscriptionsPerConnection.
 	CodeTooManySubscriptions = "TOO_MANY_SUBSCRIPTIONS"
 	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
 	CodeBadRequest           = "BAD_REQUEST"

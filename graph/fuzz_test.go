@@ -191,11 +191,11 @@ func newFuzzServer() (_ *fuzzServer, err error) {
 	if _, err := pool.Exec(ctx, fuzzSeedSQL); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	token, _, err := CreateToken(ctx, postgres.New(pool), "fuzz-admin", model.RoleAdmin)
+	token, err := MintToken(ctx, postgres.New(pool), "fuzz-admin", model.RoleAdmin)
 	if err != nil {
 		return nil, err
 	}
-	h := NewHandler(Config{Runner: r, Logger: log, MutationRatePerMinute: -1})
+	h := HTTPEndpoint(Config{Runner: r, Logger: log, MutationRatePerMinute: -1})
 	return &fuzzServer{h: h, r: r, pool: pool, token: token, logs: logs, close: closeAll}, nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // bundle is one test's slice of PostgreSQL and Redis, and the instances made on it.
@@ -66,7 +67,7 @@ type instanceOpts struct {
 	hub      bool // run a pubsub Hub; without one, subscriptions poll the database
 	noRun    bool // do not call Runner.Run (nothing in the background touches the database)
 	tracer   pgx.QueryTracer
-	graph    func(*graph.Config)
+	graph    func(*httpapi.Config)
 }
 
 // instance is a runner with its GraphQL endpoint on an httptest server.
@@ -124,7 +125,7 @@ func (b *bundle) instance(o instanceOpts) *instance {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	}
-	cfg := graph.Config{Runner: r, Logger: b.log}
+	cfg := httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: b.log}}
 	if o.hub {
 		hub := pubsub.NewHub(b.redis, b.env, pubsub.HubOptions{Logger: b.log})
 		wg.Add(1)
@@ -134,16 +135,16 @@ func (b *bundle) instance(o instanceOpts) *instance {
 		case <-time.After(10 * time.Second):
 			t.Fatal("hub did not connect to redis")
 		}
-		cfg.Hub = hub
+		cfg.GraphQL.Hub = hub
 	}
 	if o.graph != nil {
 		o.graph(&cfg)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(cfg))
+	mux.Handle("/graphql", httpapi.NewHandler(cfg))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &instance{r: r, hub: cfg.Hub, srv: srv, url: srv.URL + "/graphql"}
+	return &instance{r: r, hub: cfg.GraphQL.Hub, srv: srv, url: srv.URL + "/graphql"}
 }
 
 var tokenSeq atomic.Int64
@@ -152,7 +153,7 @@ var tokenSeq atomic.Int64
 func (b *bundle) token(role model.Role) string {
 	b.t.Helper()
 	name := fmt.Sprintf("%s-%d", strings.ToLower(string(role)), tokenSeq.Add(1))
-	tok, _, err := graph.CreateToken(context.Background(), postgres.New(b.pool), name, role)
+	tok, _, err := httpapi.CreateToken(context.Background(), postgres.New(b.pool), name, role)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func (b *bundle) token(role model.Role) string {
 // tokenName returns the name behind a token.
 func (b *bundle) tokenName(tok string) string {
 	b.t.Helper()
-	t, err := postgres.New(b.pool).TokenByHash(context.Background(), graph.HashToken(tok))
+	t, err := postgres.New(b.pool).TokenByHash(context.Background(), httpapi.HashToken(tok))
 	if err != nil {
 		b.t.Fatal(err)
 	}

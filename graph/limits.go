@@ -35,8 +35,8 @@ func (operationLimits) ExtensionName() string                          { return 
 func (operationLimits) Validate(schema graphql.ExecutableSchema) error { return nil }
 
 func (l operationLimits) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
-	v := viewerFrom(ctx)
-	opCtx.DisableIntrospection = !(l.dev || (v != nil && v.role.AtLeast(model.RoleOperator)))
+	v := CallerFrom(ctx)
+	opCtx.DisableIntrospection = !(l.dev || (v != nil && v.Role.AtLeast(model.RoleOperator)))
 	op := opCtx.Operation
 	if op == nil {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // jobsPage is the shape of a JobConnection in a response.
@@ -152,7 +153,7 @@ func TestJobsPageCostsFixedStatements(t *testing.T) {
 	const n = 200
 	counter := &queryCounter{}
 	i := b.instance(instanceOpts{jobs: manyJobs(n), poolSize: -1, noRun: true, tracer: counter,
-		graph: func(c *graph.Config) { c.MaxComplexity = 1 << 30 }})
+		graph: func(c *httpapi.Config) { c.GraphQL.MaxComplexity = 1 << 30 }})
 	viewer := b.token(model.RoleViewer)
 	ctx := context.Background()
 	// Four runs per job; the newest of every tenth job RUNNING, the oldest FAILED with two
@@ -264,7 +265,7 @@ func TestComplexityCountsPageSizes(t *testing.T) {
 func TestSubscriptionsPerConnectionCapped(t *testing.T) {
 	b := setup(t)
 	i := b.instance(instanceOpts{jobs: manyJobs(1), poolSize: -1, noRun: true,
-		graph: func(c *graph.Config) { c.MaxSubscriptionsPerConnection = 2 }})
+		graph: func(c *httpapi.Config) { c.MaxSubscriptionsPerConnection = 2 }})
 	viewer := b.token(model.RoleViewer)
 	b.insertRuns("job-000", 2)
 	// The newer run is running (as far as the API can tell: nothing runs it here).

@@ -59,8 +59,8 @@ func newResolver(r *runner.Runner, f feed, log *slog.Logger, alertInterval time.
 
 // actor returns the caller's name, as recorded in runs and the audit log.
 func actor(ctx context.Context) string {
-	if v := viewerFrom(ctx); v != nil {
-		return v.name
+	if v := CallerFrom(ctx); v != nil {
+		return v.Name
 	}
 	return "anonymous"
 }

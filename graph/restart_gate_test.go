@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // inDoubtOnceJob leaves its one target in doubt on its first run and succeeds afterwards.
@@ -181,7 +181,7 @@ func TestFourEyesOnTokenIdentity(t *testing.T) {
 	if _, err := store.RevokeToken(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := graph.CreateToken(context.Background(), store, name, model.RoleApprover); bt.CodeOf(err) != bt.CodeConflict {
+	if _, _, err := httpapi.CreateToken(context.Background(), store, name, model.RoleApprover); bt.CodeOf(err) != bt.CodeConflict {
 		t.Fatalf("reissuing the requester's name to an approver: %v, want CONFLICT", err)
 	}
 	got, ues := i.decide(t, approver, "approveReplay", req.ID)

@@ -87,7 +87,7 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 		return nilIfNotFound(r.runner.ReconcileRequest(ctx, n))
 	case typeAuditEntry:
 		// The audit log is for operators, whichever way it is reached.
-		if v := viewerFrom(ctx); v == nil || !v.role.AtLeast(model.RoleOperator) {
+		if v := CallerFrom(ctx); v == nil || !v.Role.AtLeast(model.RoleOperator) {
 			return nil, forbidden(model.RoleOperator)
 		}
 		if n <= 0 || n == math.MaxInt64 {
@@ -107,11 +107,11 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 
 // Me is the resolver for the me field.
 func (r *queryResolver) Me(ctx context.Context) (*model.Viewer, error) {
-	v := viewerFrom(ctx)
+	v := CallerFrom(ctx)
 	if v == nil {
 		return nil, errUnauthenticated
 	}
-	return &model.Viewer{Name: v.name, Role: v.role}, nil
+	return &model.Viewer{Name: v.Name, Role: v.Role}, nil
 }
 
 // Maintenance is the resolver for the maintenance field.

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 const progressSubscription = `subscription($id: ID!) { runProgress(runId: $id) { id status progress { processed total } } }`
@@ -120,7 +121,7 @@ func TestRunProgressByPolling(t *testing.T) {
 	gate := make(chan struct{})
 	i := b.instance(instanceOpts{
 		jobs:  []runner.Job{&gatedJob{name: "polled", n: 3, gate: gate}},
-		graph: func(c *graph.Config) { c.PollInterval = 20 * time.Millisecond },
+		graph: func(c *httpapi.Config) { c.GraphQL.PollInterval = 20 * time.Millisecond },
 	})
 	t.Cleanup(func() { close(gate) })
 	viewer := b.token(model.RoleOperator)
@@ -211,7 +212,7 @@ func TestRunEvents(t *testing.T) {
 
 func TestWebSocketAuth(t *testing.T) {
 	b := setup(t)
-	i := b.instance(instanceOpts{noRun: true, graph: func(c *graph.Config) {
+	i := b.instance(instanceOpts{noRun: true, graph: func(c *httpapi.Config) {
 		c.MaxWebSocketsPerToken = 1
 		c.WebSocketInitTimeout = 300 * time.Millisecond
 	}})
@@ -308,7 +309,7 @@ func openWS(t *testing.T, i *instance, proto, token string) *wsConn {
 // cached token away.
 func TestRevokedTokenClosesWebSockets(t *testing.T) {
 	b := setup(t)
-	slow := func(c *graph.Config) { c.TokenCacheTTL = time.Hour }
+	slow := func(c *httpapi.Config) { c.TokenCacheTTL = time.Hour }
 	insts := []*instance{b.instance(instanceOpts{noRun: true, graph: slow}), b.instance(instanceOpts{noRun: true, graph: slow})}
 	store := postgres.New(b.pool)
 	canary, victim, bystander := b.token(model.RoleViewer), b.token(model.RoleOperator), b.token(model.RoleViewer)
@@ -376,14 +377,14 @@ func TestRevokedTokenClosesWebSockets(t *testing.T) {
 // every instance, and HTTP refuses it within the TTL.
 func TestRevokedTokenClosesWebSocketsWithoutAnnouncement(t *testing.T) {
 	b := setup(t)
-	fast := func(c *graph.Config) { c.TokenCacheTTL = 200 * time.Millisecond }
+	fast := func(c *httpapi.Config) { c.TokenCacheTTL = 200 * time.Millisecond }
 	insts := []*instance{b.instance(instanceOpts{noRun: true, graph: fast}), b.instance(instanceOpts{noRun: true, graph: fast})}
 	victim := b.token(model.RoleViewer)
 	var conns []*wsConn
 	for _, i := range insts {
 		conns = append(conns, openWS(t, i, protoTransportWS, victim), openWS(t, i, protoLegacyWS, victim))
 	}
-	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, graph.HashToken(victim)); err != nil {
+	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, httpapi.HashToken(victim)); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range conns {

@@ -25,6 +25,7 @@ import (
 	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // Serve runs an instance until ctx is done, then shuts down gracefully: readiness goes 503,
@@ -96,31 +97,13 @@ func Serve(ctx context.Context, o Config) error {
 
 	var draining atomic.Bool
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		if draining.Load() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		rctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
-		defer cancel()
-		if err := pool.Ping(rctx); err != nil {
-			http.Error(w, "postgres: unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		if err := rdb.Ping(rctx).Err(); err != nil {
-			http.Error(w, "redis: unreachable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	mux.Handle("GET /healthz", httpapi.Live())
+	mux.Handle("GET /readyz", httpapi.Ready(draining.Load,
+		httpapi.Check{Name: "postgres", Ping: pool.Ping},
+		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/graphql", graph.NewHandler(graph.Config{Runner: r, Hub: hub, AllowedOrigins: o.AllowedOrigins,
-		DevMode: o.DevMode, Logger: log}))
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins,
+		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: log}}))
 	console := o.Console
 	if console == nil {
 		console = frontend.Handler()
@@ -151,7 +134,7 @@ func Serve(ctx context.Context, o Config) error {
 	token := ""
 	if o.AdminTokenName != "" {
 		_, _ = r.Store().RevokeToken(ctx, o.AdminTokenName)
-		t, _, err := graph.CreateToken(ctx, r.Store(), o.AdminTokenName, model.RoleAdmin)
+		t, _, err := httpapi.CreateToken(ctx, r.Store(), o.AdminTokenName, model.RoleAdmin)
 		if err != nil {
 			log.Error("mint admin token", "err", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 func TestJobsCommand(t *testing.T) {
@@ -54,10 +55,10 @@ func TestJobsCommand(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}))
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	token, _, err := graph.CreateToken(ctx, r.Store(), "cli", "OPERATOR")
+	token, _, err := httpapi.CreateToken(ctx, r.Store(), "cli", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +126,14 @@ func TestJobsRestartGate(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}))
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	op, _, err := graph.CreateToken(ctx, r.Store(), "cli-op", "OPERATOR")
+	op, _, err := httpapi.CreateToken(ctx, r.Store(), "cli-op", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
 	}
-	approver, _, err := graph.CreateToken(ctx, r.Store(), "cli-approver", "APPROVER")
+	approver, _, err := httpapi.CreateToken(ctx, r.Store(), "cli-approver", "APPROVER")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 const tokenUsage = `usage:
@@ -83,7 +83,7 @@ func tokenCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return fmt.Errorf("token create: --role: %w", err)
 		}
-		token, t, err := graph.CreateToken(ctx, store, *name, r)
+		token, t, err := httpapi.CreateToken(ctx, store, *name, r)
 		if err != nil {
 			return tokenError("create", err)
 		}

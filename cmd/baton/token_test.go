@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 func TestTokenCommandRoundTrip(t *testing.T) {
@@ -32,10 +32,10 @@ func TestTokenCommandRoundTrip(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	token := lines[len(lines)-1]
-	if !strings.HasPrefix(token, graph.TokenPrefix) || len(token) < 40 {
+	if !strings.HasPrefix(token, httpapi.TokenPrefix) || len(token) < 40 {
 		t.Fatalf("last line %q is not a token", token)
 	}
-	stored, err := store.TokenByHash(ctx, graph.HashToken(token))
+	stored, err := store.TokenByHash(ctx, httpapi.HashToken(token))
 	if err != nil || stored.Name != "ci-bot" || stored.Role != "operator" {
 		t.Fatalf("stored token: %+v, %v", stored, err)
 	}
@@ -64,7 +64,7 @@ func TestTokenCommandRoundTrip(t *testing.T) {
 	if _, err := run("revoke", "--name", "ci-bot"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.TokenByHash(ctx, graph.HashToken(token)); bt.CodeOf(err) != bt.CodeNotFound {
+	if _, err := store.TokenByHash(ctx, httpapi.HashToken(token)); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("revoked token still resolves: %v", err)
 	}
 	out, _ = run("list")
@@ -89,14 +89,14 @@ func TestTokenNameNeverReissued(t *testing.T) {
 	pool := testenv.Pool(t, url)
 	store := postgres.New(pool)
 	ctx := context.Background()
-	first, _, err := graph.CreateToken(ctx, store, "alice", "OPERATOR")
+	first, _, err := httpapi.CreateToken(ctx, store, "alice", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.RevokeToken(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = graph.CreateToken(ctx, store, "alice", "APPROVER")
+	_, _, err = httpapi.CreateToken(ctx, store, "alice", "APPROVER")
 	var be *bt.Error
 	if !errors.As(err, &be) || be.Code != bt.CodeConflict || be.Field != "name" || !strings.Contains(be.Message, "never reissued") {
 		t.Fatalf("reissuing a revoked token's name: %v, want CONFLICT on name saying names are never reissued", err)
@@ -105,7 +105,7 @@ func TestTokenNameNeverReissued(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE name = 'alice'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d tokens named alice (%v), want the revoked one only", n, err)
 	}
-	if _, err := store.TokenByHash(ctx, graph.HashToken(first)); bt.CodeOf(err) != bt.CodeNotFound {
+	if _, err := store.TokenByHash(ctx, httpapi.HashToken(first)); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("the revoked token resolves again: %v", err)
 	}
 	var out, errOut bytes.Buffer

@@ -26,11 +26,11 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/server/httpapi"
 )
 
 // config shapes one load test.
@@ -128,7 +128,7 @@ func startCluster(t *testing.T, cfg config) *cluster {
 	pool := testenv.Pool(t, dbURL)
 	store := postgres.New(pool)
 	mint := func(name string, role model.Role) string {
-		tok, _, err := graph.CreateToken(ctx, store, name, role)
+		tok, _, err := httpapi.CreateToken(ctx, store, name, role)
 		if err != nil {
 			t.Fatalf("create token %s: %v", name, err)
 		}

@@ -1,4 +1,4 @@
-package graph
+package httpapi
 
 import (
 	"bytes"
@@ -10,64 +10,36 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
-	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/gorilla/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/baton-run/baton/graph/generated"
-	"github.com/baton-run/baton/graph/model"
-	"github.com/baton-run/baton/graph/wsgorilla"
-	"github.com/baton-run/baton/pubsub"
+	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/runner"
+	"github.com/baton-run/baton/server/httpapi/wsgorilla"
 )
 
-// Config configures the GraphQL endpoint. Runner is required; every other field has a
-// default.
+// Config configures the GraphQL endpoint over HTTP and WebSocket. GraphQL.Runner is
+// required; every other field has a default.
 type Config struct {
-	// Runner serves every read and operation. The instance's own worker pool runs the jobs
-	// started through this endpoint.
-	Runner *runner.Runner
-	// Hub delivers live events from every instance. Nil makes subscriptions poll the
-	// database every PollInterval instead (reads of one run shared by its subscribers).
-	Hub *pubsub.Hub
+	// GraphQL configures the schema and its execution: the runner, live events, the
+	// operation limits and the mutation rate limit.
+	GraphQL graph.Config
 	// AllowedOrigins lists the browser origins ("https://console.example.com") allowed
 	// besides the server's own, for WebSocket upgrades and for POSTs. Requests without an
 	// Origin header (non-browser clients) are not affected. "*" allows every origin: for
 	// development only.
 	AllowedOrigins []string
-	// DevMode turns introspection on for every role and shows field suggestions in
-	// validation errors. Off, introspection needs OPERATOR or higher.
-	DevMode bool
-	// Logger receives internal errors (whose text clients never see). Nil means
-	// slog.Default().
-	Logger *slog.Logger
-
 	// MaxBodyBytes bounds a request body (and a GET query string); 0 means 1 MiB. A larger
 	// one is refused with HTTP 413.
 	MaxBodyBytes int64
-	// MaxDepth bounds how deeply an operation's fields nest; 0 means 12.
-	MaxDepth int
-	// MaxComplexity bounds an operation's complexity, in which lists count once per item
-	// they may return (connections by `first`); 0 means 2000.
-	MaxComplexity int
-	// MaxTokens bounds the lexical tokens of an operation, before it is even parsed; 0
-	// means 10000.
-	MaxTokens int
-	// MutationRatePerMinute is the average rate of mutations each API token may make, per
-	// instance; 0 means 120, -1 disables the limit. MutationBurst is how many may come at
-	// once; 0 means MutationRatePerMinute.
-	MutationRatePerMinute int
-	MutationBurst         int
 	// MaxWebSocketsPerToken bounds the WebSocket connections one token may hold open on this
 	// instance; 0 means 32, -1 disables the limit.
 	MaxWebSocketsPerToken int
@@ -82,11 +54,6 @@ type Config struct {
 	// keep-alives (graphql-ws); a graphql-transport-ws client that misses two pongs is
 	// dropped. 0 means 15s.
 	WebSocketPingInterval time.Duration
-	// PollInterval is how often subscriptions re-read the database when Hub is nil; 0
-	// means 1s.
-	PollInterval time.Duration
-	// AlertPollInterval is how often alertRaised checks the active alarms; 0 means 5s.
-	AlertPollInterval time.Duration
 	// RequestTimeout bounds reading a request (body included) and, twice over, writing its
 	// answer, for everything but WebSockets; 0 means 30s. It is set per request, so the
 	// http.Server may leave ReadTimeout and WriteTimeout unset (they would cut WebSockets).
@@ -95,36 +62,17 @@ type Config struct {
 	// again, and how often the tokens of open WebSockets are checked: a revoked token stops
 	// working, and its WebSockets are closed with code 4401, within it. While WebSockets are
 	// open the instance also listens for revocations (postgres.TokenRevokedChannel) and acts
-	// on them at once. 0 means 5s.
+	// on them at once. 0 means 5s. The cache runs on GraphQL.NowFunc.
 	TokenCacheTTL time.Duration
-	// NowFunc is the clock of the rate limiter and the token cache; nil means time.Now.
-	NowFunc func() time.Time
 }
 
 func (c *Config) setDefaults() {
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.GraphQL = c.GraphQL.WithDefaults()
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
-	if c.MaxDepth <= 0 {
-		c.MaxDepth = 12
-	}
 	if c.MaxSubscriptionsPerConnection == 0 {
 		c.MaxSubscriptionsPerConnection = 100
-	}
-	if c.MaxComplexity <= 0 {
-		c.MaxComplexity = 2000
-	}
-	if c.MaxTokens <= 0 {
-		c.MaxTokens = 10000
-	}
-	if c.MutationRatePerMinute == 0 {
-		c.MutationRatePerMinute = 120
-	}
-	if c.MutationBurst <= 0 {
-		c.MutationBurst = max(c.MutationRatePerMinute, 1)
 	}
 	if c.MaxWebSocketsPerToken == 0 {
 		c.MaxWebSocketsPerToken = 32
@@ -135,34 +83,23 @@ func (c *Config) setDefaults() {
 	if c.WebSocketPingInterval <= 0 {
 		c.WebSocketPingInterval = 15 * time.Second
 	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
-	}
-	if c.AlertPollInterval <= 0 {
-		c.AlertPollInterval = 5 * time.Second
-	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
 	}
 	if c.TokenCacheTTL <= 0 {
 		c.TokenCacheTTL = 5 * time.Second
 	}
-	if c.NowFunc == nil {
-		c.NowFunc = time.Now
-	}
 }
 
 // server is the endpoint: authentication, origin and size checks around gqlgen's server.
 type server struct {
-	cfg     Config
-	log     *slog.Logger
-	auth    *authenticator
-	limiter *rateLimiter
-	conns   *connLimiter
+	cfg   Config
+	log   *slog.Logger
+	auth  *authenticator
+	conns *connLimiter
 	// maxSubs bounds the running subscriptions of one WebSocket connection; negative: none.
 	maxSubs int
 	watcher *revocationWatcher
-	runner  *runner.Runner
 	gql     *handler.Server
 	// next is the handler after the origin check: cross-origin protection, then serveGraphQL.
 	next    http.Handler
@@ -175,23 +112,20 @@ type server struct {
 // token (WebSocket: in connection_init); without a valid one the answer is HTTP 401 with a
 // GraphQL error coded UNAUTHENTICATED. It panics if cfg.Runner is nil.
 func NewHandler(cfg Config) http.Handler {
-	if cfg.Runner == nil {
-		panic("graph: Config.Runner is required")
+	if cfg.GraphQL.Runner == nil {
+		panic("httpapi: Config.GraphQL.Runner is required")
 	}
 	cfg.setDefaults()
+	store := cfg.GraphQL.Runner.Store()
 	s := &server{
 		cfg:     cfg,
-		log:     cfg.Logger,
-		auth:    newAuthenticator(cfg.Runner.Store(), cfg.TokenCacheTTL, cfg.NowFunc),
+		log:     cfg.GraphQL.Logger,
+		auth:    newAuthenticator(store, cfg.TokenCacheTTL, cfg.GraphQL.NowFunc),
 		conns:   &connLimiter{max: max(cfg.MaxWebSocketsPerToken, 0), n: map[int64]int{}},
 		maxSubs: cfg.MaxSubscriptionsPerConnection,
-		runner:  cfg.Runner,
 		origins: map[string]bool{},
 	}
-	s.watcher = newRevocationWatcher(cfg.Runner.Store(), s.auth, cfg.TokenCacheTTL, cfg.Logger)
-	if cfg.MutationRatePerMinute > 0 {
-		s.limiter = newRateLimiter(cfg.MutationRatePerMinute, cfg.MutationBurst, cfg.NowFunc)
-	}
+	s.watcher = newRevocationWatcher(store, s.auth, cfg.TokenCacheTTL, s.log)
 	cop := http.NewCrossOriginProtection()
 	for _, o := range cfg.AllowedOrigins {
 		if o == "*" {
@@ -201,24 +135,14 @@ func NewHandler(cfg Config) http.Handler {
 		norm := normalizeOrigin(o)
 		s.origins[norm] = true
 		if err := cop.AddTrustedOrigin(norm); err != nil {
-			panic(fmt.Sprintf("graph: allowed origin %q: %v", o, err))
+			panic(fmt.Sprintf("httpapi: allowed origin %q: %v", o, err))
 		}
 	}
 	if s.anyOrig {
 		cop.AddInsecureBypassPattern("/")
 	}
 
-	var f feed
-	if cfg.Hub != nil {
-		f = hubFeed{hub: cfg.Hub}
-	} else {
-		f = newPollFeed(cfg.PollInterval)
-	}
-	res := newResolver(cfg.Runner, f, cfg.Logger, cfg.AlertPollInterval)
-	gcfg := generated.Config{Resolvers: res, Complexity: complexity()}
-	gcfg.Directives.HasRole = s.hasRole
-
-	gql := handler.New(generated.NewExecutableSchema(gcfg))
+	gql := graph.NewServer(cfg.GraphQL)
 	readLimit := cfg.MaxBodyBytes
 	// The WebSocket transport first: the others must not see upgrade requests.
 	gql.AddTransport(transport.Websocket{
@@ -239,18 +163,7 @@ func NewHandler(cfg Config) http.Handler {
 	})
 	gql.AddTransport(transport.GET{UseGrapQLResponseJsonByDefault: true})
 	gql.AddTransport(transport.POST{UseGrapQLResponseJsonByDefault: true})
-	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	gql.SetParserTokenLimit(cfg.MaxTokens)
-	gql.SetDisableSuggestion(!cfg.DevMode)
-	gql.SetErrorPresenter(presentError(cfg.Logger))
-	gql.SetRecoverFunc(recoverPanic(cfg.Logger))
-	gql.Use(operationLimits{maxDepth: cfg.MaxDepth, dev: cfg.DevMode})
-	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
 	gql.AroundOperations(s.aroundOperations)
-	store := cfg.Runner.Store()
-	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(withLoaders(ctx, store))
-	})
 	s.gql = gql
 	s.next = cop.Handler(http.HandlerFunc(s.serveGraphQL))
 	return s
@@ -262,7 +175,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if origin != "" {
 		if !s.originAllowed(r) {
-			writeError(w, http.StatusForbidden, CodeForbidden, "origin "+origin+" is not allowed")
+			writeError(w, http.StatusForbidden, graph.CodeForbidden, "origin "+origin+" is not allowed")
 			return
 		}
 		if !sameOrigin(r, origin) {
@@ -300,17 +213,17 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet:
 		if int64(len(r.URL.RawQuery)) > s.cfg.MaxBodyBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("query string is larger than %d bytes", s.cfg.MaxBodyBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("query string is larger than %d bytes", s.cfg.MaxBodyBytes))
 			return
 		}
 		if strings.Contains(r.URL.RawQuery, "%00") || strings.Contains(r.URL.RawQuery, `\u0000`) {
-			writeError(w, http.StatusBadRequest, CodeBadUserInput, nulMessage)
+			writeError(w, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
 			return
 		}
 	case r.Method == http.MethodPost && !upgrade:
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		writeError(w, http.StatusMethodNotAllowed, CodeBadRequest, "use POST, GET (queries only) or a WebSocket")
+		writeError(w, http.StatusMethodNotAllowed, graph.CodeBadRequest, "use POST, GET (queries only) or a WebSocket")
 		return
 	}
 
@@ -328,11 +241,11 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 			return
 		case err != nil:
 			ref := runner.NewErrorRef()
-			s.log.ErrorContext(ctx, "graph: authenticate", "ref", ref, "err", err)
-			writeError(w, http.StatusInternalServerError, CodeInternal, runner.InternalMessage(ref))
+			s.log.ErrorContext(ctx, "httpapi: authenticate", "ref", ref, "err", err)
+			writeError(w, http.StatusInternalServerError, graph.CodeInternal, runner.InternalMessage(ref))
 			return
 		}
-		ctx = withViewer(ctx, v)
+		ctx = graph.WithCaller(ctx, v)
 	} else if !upgrade {
 		// WebSocket clients authenticate in connection_init instead.
 		writeUnauthenticated(w, "authentication required: send Authorization: Bearer <token>")
@@ -347,14 +260,14 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+				writeError(w, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
 				return
 			}
-			writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body")
+			writeError(w, http.StatusBadRequest, graph.CodeBadRequest, "could not read the request body")
 			return
 		}
 		if bytes.Contains(body, []byte(`\u0000`)) || bytes.IndexByte(body, 0) >= 0 {
-			writeError(w, http.StatusBadRequest, CodeBadUserInput, nulMessage)
+			writeError(w, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -366,18 +279,18 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 // WebSocket entrances already refuse anonymous requests) and keeps subscriptions on
 // WebSockets.
 func (s *server) aroundOperations(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-	v := viewerFrom(ctx)
+	v := graph.CallerFrom(ctx)
 	if v == nil {
-		return graphql.OneShot(errorResponse(CodeUnauthenticated, errUnauthenticated.Error()))
+		return graphql.OneShot(errorResponse(graph.CodeUnauthenticated, "authentication required: send Authorization: Bearer <token>"))
 	}
 	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Subscription {
-		if !v.websocket {
-			return graphql.OneShot(errorResponse(CodeBadRequest, "subscriptions are served over WebSocket only"))
+		if !v.WebSocket {
+			return graphql.OneShot(errorResponse(graph.CodeBadRequest, "subscriptions are served over WebSocket only"))
 		}
 		if subs, ok := ctx.Value(subscriptionsKey{}).(*subscriptionCount); ok {
 			release, ok := subs.acquire(s.maxSubs)
 			if !ok {
-				return graphql.OneShot(errorResponse(CodeTooManySubscriptions,
+				return graphql.OneShot(errorResponse(graph.CodeTooManySubscriptions,
 					fmt.Sprintf("this connection already has %d subscriptions running; stop one first", s.maxSubs)))
 			}
 			// The operation's context ends when the client stops it or the connection closes;
@@ -423,74 +336,6 @@ func (c *subscriptionCount) acquire(max int) (func(), bool) {
 	}, true
 }
 
-// hasRole implements @hasRole. On a mutation it also applies the token's rate limit, and
-// records every refusal in the audit log (the runner records what reaches it).
-func (s *server) hasRole(ctx context.Context, _ any, next graphql.Resolver, role model.Role) (any, error) {
-	v := viewerFrom(ctx)
-	if v == nil {
-		return nil, errUnauthenticated
-	}
-	fc := graphql.GetFieldContext(ctx)
-	mutation := fc != nil && fc.Object == "Mutation"
-	if mutation && !s.limiter.allow(v.tokenID) {
-		s.auditRefusal(ctx, v, fc, CodeRateLimited)
-		return nil, errRateLimited
-	}
-	if !v.role.AtLeast(role) {
-		if mutation {
-			s.auditRefusal(ctx, v, fc, CodeForbidden)
-		}
-		return nil, forbidden(role)
-	}
-	return next(ctx)
-}
-
-// auditRefusal records a mutation refused before it reached the runner. A failure to record
-// is logged, and does not change the answer: the refusal stands either way.
-func (s *server) auditRefusal(ctx context.Context, v *viewer, fc *graphql.FieldContext, outcome string) {
-	action, target, args := describeMutation(fc)
-	if err := s.runner.Audit(context.WithoutCancel(ctx), v.name, action, target, args, outcome); err != nil {
-		s.log.ErrorContext(ctx, "graph: audit refused mutation", "action", action, "actor", v.name, "outcome", outcome, "err", err)
-	}
-}
-
-// describeMutation returns a mutation field's action, its target in the audit log's form
-// (job:<name>, run:<id>, replay:<id>, ledger:<id>, cluster) and its input as a JSON object.
-func describeMutation(fc *graphql.FieldContext) (action, target string, args map[string]any) {
-	action = fc.Field.Name
-	if action == "reconcileEntry" {
-		action = "reconcile" // the runner's name for it
-	}
-	args = map[string]any{}
-	if in, ok := fc.Args["input"]; ok {
-		if b, err := json.Marshal(in); err == nil {
-			_ = json.Unmarshal(b, &args)
-		}
-	}
-	return action, auditTarget(action, args), args
-}
-
-// auditTarget names what a mutation acts on, as the runner's audit rows do.
-func auditTarget(action string, args map[string]any) string {
-	if name, ok := args["name"].(string); ok {
-		return "job:" + name
-	}
-	for _, k := range []struct{ arg, typ, prefix string }{
-		{"runId", typeRun, "run:"}, {"requestId", typeReplayRequest, "replay:"}, {"entryId", typeLedgerEntry, "ledger:"},
-	} {
-		if id, ok := args[k.arg].(string); ok {
-			if n, ok := decodeIntID(id, k.typ); ok {
-				return k.prefix + strconv.FormatInt(n, 10)
-			}
-			return k.prefix + id
-		}
-	}
-	if action == "setMaintenance" {
-		return "cluster"
-	}
-	return ""
-}
-
 type releaseKey struct{}
 
 // wsInit authenticates a WebSocket in its connection_init payload: {"authorization": "Bearer
@@ -510,7 +355,7 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 			raw = a
 		}
 	}
-	var v *viewer
+	var v *graph.Caller
 	switch {
 	case raw != "":
 		var err error
@@ -520,21 +365,21 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		}
 		if err != nil {
 			ref := runner.NewErrorRef()
-			s.log.ErrorContext(ctx, "graph: authenticate websocket", "ref", ref, "err", err)
+			s.log.ErrorContext(ctx, "httpapi: authenticate websocket", "ref", ref, "err", err)
 			return refuse(websocket.CloseInternalServerErr, runner.InternalMessage(ref))
 		}
-	case viewerFrom(ctx) != nil:
-		v = viewerFrom(ctx)
+	case graph.CallerFrom(ctx) != nil:
+		v = graph.CallerFrom(ctx)
 	default:
 		return refuse(4401, "unauthenticated: send {\"authorization\": \"Bearer <token>\"} in connection_init")
 	}
-	release, ok := s.conns.acquire(v.tokenID)
+	release, ok := s.conns.acquire(v.TokenID)
 	if !ok {
 		return refuse(4403, fmt.Sprintf("forbidden: this token already has %d WebSocket connections open", s.conns.max))
 	}
 	ws := *v
-	ws.websocket = true
-	ctx = withViewer(ctx, &ws)
+	ws.WebSocket = true
+	ctx = graph.WithCaller(ctx, &ws)
 	ctx = context.WithValue(ctx, releaseKey{}, release)
 	ctx = context.WithValue(ctx, subscriptionsKey{}, &subscriptionCount{})
 	if sess := sessionFrom(ctx); sess != nil {
@@ -543,7 +388,7 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		sess.mu.Lock()
-		sess.tokenID, sess.cancel = v.tokenID, cancel
+		sess.tokenID, sess.cancel = v.TokenID, cancel
 		sess.mu.Unlock()
 		s.watcher.add(sess)
 	}
@@ -560,7 +405,7 @@ func (s *server) wsClose(ctx context.Context, _ int) {
 }
 
 func (s *server) wsError(ctx context.Context, err error) {
-	s.log.DebugContext(ctx, "graph: websocket", "err", err)
+	s.log.DebugContext(ctx, "httpapi: websocket", "err", err)
 }
 
 // originAllowed reports whether r may come from its Origin: none (not a browser), the
@@ -593,5 +438,5 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 
 func writeUnauthenticated(w http.ResponseWriter, message string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-	writeError(w, http.StatusUnauthorized, CodeUnauthenticated, message)
+	writeError(w, http.StatusUnauthorized, graph.CodeUnauthenticated, message)
 }

@@ -1,4 +1,4 @@
-package graph
+package httpapi
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
+	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
-	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
 )
@@ -60,36 +60,6 @@ func CreateToken(ctx context.Context, s *postgres.Store, name string, role model
 	return token, t, nil
 }
 
-// viewer is the authenticated caller.
-type viewer struct {
-	tokenID int64
-	name    string
-	role    model.Role
-	// websocket is set for operations arriving over a WebSocket connection.
-	websocket bool
-}
-
-type viewerKey struct{}
-
-// identity returns the caller as the runner tells identities apart (four-eyes on replay and
-// RESTART requests): the token's name and its api_tokens id.
-func identity(ctx context.Context) runner.Actor {
-	if v := viewerFrom(ctx); v != nil {
-		return runner.Actor{Name: v.name, TokenID: v.tokenID}
-	}
-	return runner.Actor{Name: actor(ctx)}
-}
-
-func withViewer(ctx context.Context, v *viewer) context.Context {
-	return context.WithValue(ctx, viewerKey{}, v)
-}
-
-// viewerFrom returns the caller, or nil when the request carried no valid token.
-func viewerFrom(ctx context.Context) *viewer {
-	v, _ := ctx.Value(viewerKey{}).(*viewer)
-	return v
-}
-
 // bearerToken extracts the token of an "Authorization: Bearer <token>" value.
 func bearerToken(header string) (string, bool) {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
@@ -109,11 +79,11 @@ type authenticator struct {
 	now   func() time.Time
 
 	mu    sync.Mutex
-	cache map[string]cachedViewer // by token hash
+	cache map[string]cachedCaller // by token hash
 }
 
-type cachedViewer struct {
-	v  viewer
+type cachedCaller struct {
+	v  graph.Caller
 	at time.Time
 }
 
@@ -121,13 +91,13 @@ type cachedViewer struct {
 const maxCachedTokens = 10000
 
 func newAuthenticator(store *postgres.Store, ttl time.Duration, now func() time.Time) *authenticator {
-	return &authenticator{store: store, ttl: ttl, now: now, cache: map[string]cachedViewer{}}
+	return &authenticator{store: store, ttl: ttl, now: now, cache: map[string]cachedCaller{}}
 }
 
 var errBadToken = errors.New("unknown or revoked token")
 
 // authenticate returns the caller a token belongs to, or errBadToken.
-func (a *authenticator) authenticate(ctx context.Context, token string) (*viewer, error) {
+func (a *authenticator) authenticate(ctx context.Context, token string) (*graph.Caller, error) {
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
 		return nil, errBadToken
 	}
@@ -152,66 +122,14 @@ func (a *authenticator) authenticate(ctx context.Context, token string) (*viewer
 		return nil, fmt.Errorf("token %s: %w", t.Name, err)
 	}
 	_ = a.store.TouchToken(ctx, t.ID) // best effort: last_used_at is informational
-	v := viewer{tokenID: t.ID, name: t.Name, role: role}
+	v := graph.Caller{TokenID: t.ID, Name: t.Name, Role: role}
 	a.mu.Lock()
 	if len(a.cache) >= maxCachedTokens {
 		clear(a.cache)
 	}
-	a.cache[hash] = cachedViewer{v: v, at: now}
+	a.cache[hash] = cachedCaller{v: v, at: now}
 	a.mu.Unlock()
 	return &v, nil
-}
-
-// rateLimiter is a token bucket per API token: perMinute mutations a minute on average, in
-// bursts of up to burst. It lives in memory, so each instance limits on its own.
-type rateLimiter struct {
-	perSecond float64
-	burst     float64
-	now       func() time.Time
-
-	mu      sync.Mutex
-	buckets map[int64]*bucket
-	swept   time.Time
-}
-
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-func newRateLimiter(perMinute, burst int, now func() time.Time) *rateLimiter {
-	return &rateLimiter{perSecond: float64(perMinute) / 60, burst: float64(burst), now: now, buckets: map[int64]*bucket{}}
-}
-
-// allow takes one token from key's bucket, and reports whether there was one.
-func (l *rateLimiter) allow(key int64) bool {
-	if l == nil {
-		return true
-	}
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.swept) > time.Minute {
-		// Forget buckets that have refilled: they are as good as new ones.
-		for k, b := range l.buckets {
-			if b.tokens+now.Sub(b.at).Seconds()*l.perSecond >= l.burst {
-				delete(l.buckets, k)
-			}
-		}
-		l.swept = now
-	}
-	b, ok := l.buckets[key]
-	if !ok {
-		b = &bucket{tokens: l.burst, at: now}
-		l.buckets[key] = b
-	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.perSecond)
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }
 
 // connLimiter counts open WebSocket connections per API token.
@@ -244,7 +162,7 @@ func (a *authenticator) forget(id int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for hash, c := range a.cache {
-		if c.v.tokenID == id {
+		if c.v.TokenID == id {
 			delete(a.cache, hash)
 		}
 	}
@@ -415,7 +333,7 @@ func (w *revocationWatcher) run(ctx context.Context, wake chan struct{}) {
 				poke()
 			})
 			if err != nil {
-				w.log.WarnContext(ctx, "graph: listen for token revocations; checking every interval until it is back", "err", err, "interval", w.interval)
+				w.log.WarnContext(ctx, "httpapi: listen for token revocations; checking every interval until it is back", "err", err, "interval", w.interval)
 			}
 			t := time.NewTimer(w.interval)
 			select {
@@ -452,7 +370,7 @@ func (w *revocationWatcher) check(ctx context.Context) {
 	live, err := w.store.LiveTokenIDs(ctx, ids)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.ErrorContext(ctx, "graph: check the tokens of open websockets", "err", err)
+			w.log.ErrorContext(ctx, "httpapi: check the tokens of open websockets", "err", err)
 		}
 		return
 	}
@@ -468,7 +386,7 @@ func (w *revocationWatcher) check(ctx context.Context) {
 		}
 		w.mu.Unlock()
 		if len(ended) > 0 {
-			w.log.InfoContext(ctx, "graph: closing the websockets of a revoked token", "token_id", id, "connections", len(ended))
+			w.log.InfoContext(ctx, "httpapi: closing the websockets of a revoked token", "token_id", id, "connections", len(ended))
 		}
 		for _, s := range ended {
 			s.end(closeRevoked, closeRevokedReason)
