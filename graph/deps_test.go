@@ -1,14 +1,11 @@
 package graph_test
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/baton-run/baton/internal/testenv"
 )
 
 // TestGraphDependencies keeps graph GraphQL only: the HTTP transport (server/httpapi, its
@@ -21,32 +18,7 @@ func TestGraphDependencies(t *testing.T) {
 	forbidden := []string{"net/http", "github.com/gorilla/websocket", "github.com/coder/websocket",
 		"github.com/99designs/gqlgen/graphql/handler/transport", "github.com/baton-run/baton/server",
 		"github.com/baton-run/baton/cmd"}
-	checked := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		checked++
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			for _, bad := range forbidden {
-				if p == bad || strings.HasPrefix(p, bad+"/") {
-					t.Errorf("%s imports %s: graph must not depend on it", path, p)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if checked < 10 {
-		t.Fatalf("checked only %d files: is the test in the right directory?", checked)
-	}
+	testenv.ForbidImports(t, ".", "graph", forbidden)
 
 	// Indirect dependencies: gqlgen's own handler brings net/http and its transports, which is
 	// why those are checked above on graph's files only.
