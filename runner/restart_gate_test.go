@@ -110,15 +110,7 @@ func TestRestartOfCleanLowRiskJobStartsAtOnce(t *testing.T) {
 func TestRejectReplayRefusesTheRequester(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("refund", "ok", "tr1")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	run := b.succeed(r, runner.StartParams{Job: "refund"})
-	phase.Store(2)
-	req, err := r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "retry", CompensationRef: "REFUND-1", Actor: "alice"})
-	if err != nil || req.Status != bt.ReplayPendingApproval {
-		t.Fatalf("request: %v %+v", err, req)
-	}
+	r, _, req := pendingRefundReplay(t, b)
 	if _, err := r.RejectReplay(ctx, req.ID, "alice", "never mind"); code(err) != bt.CodeSelfApproval {
 		t.Fatalf("self-rejection: %v, want SELF_APPROVAL", err)
 	}
@@ -239,15 +231,7 @@ func TestRestartRequestBlockedByDoubt(t *testing.T) {
 func TestExecuteApprovedRequestWhoseStartFailed(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("refund", "ok", "tr1")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	run := b.succeed(r, runner.StartParams{Job: "refund"})
-	phase.Store(2)
-	req, err := r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "retry", CompensationRef: "REFUND-1", Actor: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, job, req := pendingRefundReplay(t, b)
 	if _, err := r.PauseJob(ctx, "refund", "ops"); err != nil {
 		t.Fatal(err)
 	}
@@ -310,4 +294,21 @@ func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
 	if job.callsOf("n1") != 1 || job.callsOf("n3") != 0 {
 		t.Fatalf("calls n1=%d n3=%d: a refused RESTART called targets", job.callsOf("n1"), job.callsOf("n3"))
 	}
+}
+
+// pendingRefundReplay runs a HIGH-risk job once (one target succeeds, one fails transiently)
+// and has alice request a TRANSIENT replay of it, which waits for an approver.
+func pendingRefundReplay(t *testing.T, b *bundle) (*runner.Runner, *ledgerJob, *bt.ReplayRequest) {
+	t.Helper()
+	job, phase := settleJob("refund", "ok", "tr1")
+	job.info.Risk = bt.RiskHigh
+	r := b.runner(nil, job)
+	run := b.succeed(r, runner.StartParams{Job: "refund"})
+	phase.Store(2)
+	req, err := r.RequestReplay(context.Background(), runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient,
+		Reason: "retry", CompensationRef: "REFUND-1", Actor: "alice"})
+	if err != nil || req.Status != bt.ReplayPendingApproval {
+		t.Fatalf("request: %v %+v", err, req)
+	}
+	return r, job, req
 }
