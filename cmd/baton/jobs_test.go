@@ -22,16 +22,6 @@ import (
 
 func TestJobsCommand(t *testing.T) {
 	t.Parallel()
-	url := testenv.Schema(t)
-	rc, env := testenv.Redis(t)
-	pool := testenv.Pool(t, url)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	job := runner.NewJob(runner.JobInfo{Name: "cli-job", Version: "1"}, func(ctx context.Context, run *runner.Run) error {
 		if err := run.SetTotal(ctx, 3); err != nil {
 			return err
@@ -49,15 +39,7 @@ func TestJobsCommand(t *testing.T) {
 		all = append(all, runner.NewJob(runner.JobInfo{Name: fmt.Sprintf("cli-page-%02d", k), Version: "1"},
 			func(context.Context, *runner.Run) error { return nil }))
 	}
-	if err := r.Register(ctx, all...); err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = r.Run(ctx) }()
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	ctx, r, srv := cliServer(t, all...)
 	token, _, err := httpapi.CreateToken(ctx, r.Store(), "cli", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
@@ -107,28 +89,10 @@ func TestJobsCommand(t *testing.T) {
 // approved request whose run could not start.
 func TestJobsRestartGate(t *testing.T) {
 	t.Parallel()
-	url := testenv.Schema(t)
-	rc, env := testenv.Redis(t)
-	pool := testenv.Pool(t, url)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	job := runner.NewJob(runner.JobInfo{Name: "cli-pay", Version: "1", Risk: runner.RiskHigh}, func(ctx context.Context, run *runner.Run) error {
 		return run.Process(ctx, runner.Item{Target: "a"}, func(context.Context, *runner.Attempt) error { return nil })
 	})
-	if err := r.Register(ctx, job); err != nil {
-		t.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = r.Run(ctx) }()
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	ctx, r, srv := cliServer(t, job)
 	op, _, err := httpapi.CreateToken(ctx, r.Store(), "cli-op", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
@@ -178,4 +142,30 @@ func TestJobsRestartGate(t *testing.T) {
 	if _, err := jobs(approver, "execute", "x"); err == nil || !strings.Contains(err.Error(), "neither") {
 		t.Fatalf("execute with a bad id: %v", err)
 	}
+}
+
+// cliServer runs jobs on a runner of a schema of its own and serves its GraphQL API over HTTP
+// for the CLI to call, until the test ends.
+func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runner, *httptest.Server) {
+	t.Helper()
+	url := testenv.Schema(t)
+	rc, env := testenv.Redis(t)
+	pool := testenv.Pool(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(ctx, jobs...); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return ctx, r, srv
 }
