@@ -21,7 +21,7 @@ func (r *alertResolver) Job(ctx context.Context, obj *batontype.Alert) (*batonty
 }
 
 // Run is the resolver for the run field.
-func (r *alertResolver) Run(ctx context.Context, obj *batontype.Alert) (*batontype.Run, error) {
+func (r *alertResolver) Run(ctx context.Context, obj *batontype.Alert) (*batontype.RunRecord, error) {
 	if obj.RunID == nil {
 		return nil, nil
 	}

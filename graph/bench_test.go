@@ -77,7 +77,7 @@ func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 		_ = pub.Close(cctx)
 	})
 	b.Cleanup(func() { cancel(); wg.Wait() })
-	sink := &benchSink{next: graph.NewEventPublisher(pub), finals: map[int64]chan bt.Run{}}
+	sink := &benchSink{next: graph.NewEventPublisher(pub), finals: map[int64]chan bt.RunRecord{}}
 	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 4, Events: sink, Logger: log,
 		DefaultLease: 30 * time.Second, MaintenanceCron: "-"})
 	if err != nil {
@@ -142,7 +142,7 @@ func (in *benchInstance) post(b *testing.B, query string, vars map[string]any, o
 }
 
 // waitFinished waits for run id's final event and for its worker to let go of its slot.
-func (in *benchInstance) waitFinished(b *testing.B, id int64) bt.Run {
+func (in *benchInstance) waitFinished(b *testing.B, id int64) bt.RunRecord {
 	b.Helper()
 	select {
 	case run := <-in.sink.final(id):
@@ -152,7 +152,7 @@ func (in *benchInstance) waitFinished(b *testing.B, id int64) bt.Run {
 		return run
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("run %d did not finish", id)
-		return bt.Run{}
+		return bt.RunRecord{}
 	}
 }
 
@@ -163,17 +163,17 @@ type benchSink struct {
 	next runner.EventSink
 
 	mu      sync.Mutex
-	finals  map[int64]chan bt.Run
+	finals  map[int64]chan bt.RunRecord
 	tracked int64
 	commits map[int64]int64 // processed count → Unix nanoseconds of its commit
 }
 
-func (s *benchSink) final(id int64) chan bt.Run {
+func (s *benchSink) final(id int64) chan bt.RunRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.finals[id]
 	if !ok {
-		c = make(chan bt.Run, 1)
+		c = make(chan bt.RunRecord, 1)
 		s.finals[id] = c
 	}
 	return c

@@ -20,9 +20,9 @@ const allRunsTopic = "runs"
 // runMessage is the payload of a run event on the wire. V versions the format so that
 // instances of different versions can tell each other's messages apart during a rollout.
 type runMessage struct {
-	V     int    `json:"v"`
-	Run   bt.Run `json:"run"`
-	Final bool   `json:"final,omitempty"`
+	V     int          `json:"v"`
+	Run   bt.RunRecord `json:"run"`
+	Final bool         `json:"final,omitempty"`
 }
 
 const runMessageVersion = 1
@@ -41,14 +41,14 @@ type eventPublisher struct{ p *pubsub.Publisher }
 func (e eventPublisher) RunChanged(ev runner.RunEvent) {
 	payload, err := json.Marshal(runMessage{V: runMessageVersion, Run: ev.Run, Final: ev.Final})
 	if err != nil {
-		return // a bt.Run always encodes
+		return // a bt.RunRecord always encodes
 	}
 	topics := []string{runTopic(ev.Run.ID), jobTopic(ev.Run.JobName), allRunsTopic}
 	_ = e.p.Publish(context.Background(), topics, runTopic(ev.Run.ID), payload, ev.Final)
 }
 
 // runDecoder decodes each event message once for all the subscriptions that receive it.
-var runDecoder = pubsub.NewDecoder(func(payload json.RawMessage) (*bt.Run, error) {
+var runDecoder = pubsub.NewDecoder(func(payload json.RawMessage) (*bt.RunRecord, error) {
 	var msg runMessage
 	if err := json.Unmarshal(payload, &msg); err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ var errNotRunMessage = errors.New("graph: not a run event")
 
 // decodeRun reads the run of an event message; ok is false for messages of another format.
 // The run is shared by every subscriber of the message: it must not be changed.
-func decodeRun(m pubsub.Message) (*bt.Run, bool) {
+func decodeRun(m pubsub.Message) (*bt.RunRecord, bool) {
 	run, err := runDecoder.Decode(m)
 	return run, err == nil
 }
@@ -71,7 +71,7 @@ func decodeRun(m pubsub.Message) (*bt.Run, bool) {
 // supersedes reports whether next is a newer state of a run than prev, the last state a
 // subscriber was sent: finished states are final, and progress never goes backwards. A state
 // that changes nothing a subscriber sees is not newer either.
-func supersedes(next, prev *bt.Run) bool {
+func supersedes(next, prev *bt.RunRecord) bool {
 	switch {
 	case prev == nil:
 		return true
@@ -85,7 +85,7 @@ func supersedes(next, prev *bt.Run) bool {
 	return !sameState(next, prev)
 }
 
-func sameState(a, b *bt.Run) bool {
+func sameState(a, b *bt.RunRecord) bool {
 	sameTotal := (a.Total == nil) == (b.Total == nil) && (a.Total == nil || *a.Total == *b.Total)
 	return a.Status == b.Status && a.Processed == b.Processed && a.Succeeded == b.Succeeded && a.Failed == b.Failed &&
 		a.Skipped == b.Skipped && a.Ambiguous == b.Ambiguous && sameTotal && a.Checkpoint == b.Checkpoint &&

@@ -201,11 +201,11 @@ func TestUserErrors(t *testing.T) {
 
 func TestSupersedes(t *testing.T) {
 	t.Parallel()
-	run := func(status bt.RunStatus, processed int64) *bt.Run {
-		return &bt.Run{ID: 1, Status: status, Processed: processed}
+	run := func(status bt.RunStatus, processed int64) *bt.RunRecord {
+		return &bt.RunRecord{ID: 1, Status: status, Processed: processed}
 	}
 	for _, tc := range []struct {
-		next, prev *bt.Run
+		next, prev *bt.RunRecord
 		want       bool
 	}{
 		{run(bt.StatusRunning, 0), nil, true},

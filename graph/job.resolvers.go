@@ -56,12 +56,12 @@ func (r *jobResolver) LeaseSeconds(ctx context.Context, obj *batontype.JobSettin
 }
 
 // ActiveRun is the resolver for the activeRun field.
-func (r *jobResolver) ActiveRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.Run, error) {
+func (r *jobResolver) ActiveRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error) {
 	return r.loaders(ctx).activeRunOf.Load(ctx, obj.Name)
 }
 
 // LastRun is the resolver for the lastRun field.
-func (r *jobResolver) LastRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.Run, error) {
+func (r *jobResolver) LastRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error) {
 	return r.loaders(ctx).lastRunOf.Load(ctx, obj.Name)
 }
 

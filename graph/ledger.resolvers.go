@@ -21,7 +21,7 @@ func (r *ledgerEntryResolver) ID(ctx context.Context, obj *batontype.LedgerEntry
 }
 
 // Run is the resolver for the run field.
-func (r *ledgerEntryResolver) Run(ctx context.Context, obj *batontype.LedgerEntry) (*batontype.Run, error) {
+func (r *ledgerEntryResolver) Run(ctx context.Context, obj *batontype.LedgerEntry) (*batontype.RunRecord, error) {
 	return r.loaders(ctx).runByID.Load(ctx, obj.RunID)
 }
 

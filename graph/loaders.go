@@ -20,14 +20,14 @@ import (
 // mutation, one per event of a subscription — so they never serve stale data for long, and
 // they are made on first use (see responseLoaders).
 type loaders struct {
-	runByID     *dataloadgen.Loader[int64, *bt.Run]
+	runByID     *dataloadgen.Loader[int64, *bt.RunRecord]
 	jobByName   *dataloadgen.Loader[string, *bt.JobSettings]
-	activeRunOf *dataloadgen.Loader[string, *bt.Run]
-	lastRunOf   *dataloadgen.Loader[string, *bt.Run]
+	activeRunOf *dataloadgen.Loader[string, *bt.RunRecord]
+	lastRunOf   *dataloadgen.Loader[string, *bt.RunRecord]
 	// counts are the per-state ledger counts of a generation or of a run.
 	counts *dataloadgen.Loader[postgres.CountsKey, map[bt.LedgerState]int64]
 	// jobRuns are pages of the runs of a job (Job.runs), fetched with one extra run.
-	jobRuns *dataloadgen.Loader[runsKey, []*bt.Run]
+	jobRuns *dataloadgen.Loader[runsKey, []*bt.RunRecord]
 	// runErrors are pages of the error rows of a run (Run.errors), fetched with one extra row.
 	runErrors *dataloadgen.Loader[errorsKey, []bt.RunError]
 	now       func(ctx context.Context) (time.Time, error)
@@ -80,7 +80,7 @@ func newLoaders(s *postgres.Store) *loaders {
 	var now time.Time
 	var nowErr error
 	return &loaders{
-		runByID: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([]*bt.Run, []error) {
+		runByID: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([]*bt.RunRecord, []error) {
 			m, err := s.RunsByIDs(ctx, ids)
 			return byKey(ids, m, err)
 		}, opts...),
@@ -92,11 +92,11 @@ func newLoaders(s *postgres.Store) *loaders {
 			}
 			return byKey(names, m, err)
 		}, opts...),
-		activeRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.Run, []error) {
+		activeRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.RunRecord, []error) {
 			m, err := s.ActiveRunsByJobs(ctx, names)
 			return byKey(names, m, err)
 		}, opts...),
-		lastRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.Run, []error) {
+		lastRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.RunRecord, []error) {
 			m, err := s.LastRunsByJobs(ctx, names)
 			return byKey(names, m, err)
 		}, opts...),
@@ -104,7 +104,7 @@ func newLoaders(s *postgres.Store) *loaders {
 			m, err := s.LedgerCountsOf(ctx, keys)
 			return byKey(keys, m, err)
 		}, opts...),
-		jobRuns: dataloadgen.NewLoader(func(ctx context.Context, keys []runsKey) ([][]*bt.Run, []error) {
+		jobRuns: dataloadgen.NewLoader(func(ctx context.Context, keys []runsKey) ([][]*bt.RunRecord, []error) {
 			return runsOfJobs(ctx, s, keys)
 		}, opts...),
 		runErrors: dataloadgen.NewLoader(func(ctx context.Context, keys []errorsKey) ([][]bt.RunError, []error) {
@@ -167,7 +167,7 @@ func (r *Resolver) loaders(ctx context.Context) *loaders {
 
 // prefetchJobsOf loads the jobs of a page of runs in one query when the page's selection asks
 // for them (nodes { job } or edges { node { job } }), and primes the job loader.
-func (r *Resolver) prefetchJobsOf(ctx context.Context, runs []*bt.Run) error {
+func (r *Resolver) prefetchJobsOf(ctx context.Context, runs []*bt.RunRecord) error {
 	if len(runs) == 0 || !selects(ctx, []string{"nodes", "job"}, []string{"edges", "node", "job"}) {
 		return nil
 	}

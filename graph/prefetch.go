@@ -19,7 +19,7 @@ import (
 // makes the cost of a page a function of its query, not of its length or the machine's load.
 
 // runsOfJobs is the batch function of the jobRuns loader: one statement per distinct filter.
-func runsOfJobs(ctx context.Context, s *postgres.Store, keys []runsKey) ([][]*bt.Run, []error) {
+func runsOfJobs(ctx context.Context, s *postgres.Store, keys []runsKey) ([][]*bt.RunRecord, []error) {
 	type filter struct {
 		statuses string
 		before   int64
@@ -30,7 +30,7 @@ func runsOfJobs(ctx context.Context, s *postgres.Store, keys []runsKey) ([][]*bt
 		f := filter{k.statuses, k.before, k.limit}
 		groups[f] = append(groups[f], k.job)
 	}
-	found := map[runsKey][]*bt.Run{}
+	found := map[runsKey][]*bt.RunRecord{}
 	for f, jobs := range groups {
 		m, err := s.RunsOfJobs(ctx, jobs, postgres.RunFilter{Statuses: splitStatuses(f.statuses), BeforeID: f.before, Limit: f.limit})
 		if err != nil {
@@ -179,7 +179,7 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 	for i, j := range jobs {
 		names[i] = j.Name
 	}
-	var active, last map[string]*bt.Run
+	var active, last map[string]*bt.RunRecord
 	countsDone := false
 	for _, f := range collect(opCtx, []ast.SelectionSet{fc.Field.Selections}, connectionNodes...) {
 		switch f.Name {
@@ -199,7 +199,7 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 					loader.Prime(name, got[name]) // nil for jobs without one: known, not missing
 				}
 			}
-			var runs []*bt.Run
+			var runs []*bt.RunRecord
 			for _, name := range names {
 				if run := (*m)[name]; run != nil {
 					runs = append(runs, run)
@@ -231,7 +231,7 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 			if err != nil {
 				return err
 			}
-			var runs []*bt.Run
+			var runs []*bt.RunRecord
 			for _, name := range names {
 				l.jobRuns.Prime(runsKey{job: name, statuses: statuses, before: p.after, limit: p.first + 1}, nonNil(m[name]))
 				page := m[name]
@@ -250,7 +250,7 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 
 // prefetchRuns prefetches, for runs, the fields among fields that read the database per run:
 // errors and ledgerSummary.
-func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationContext, runs []*bt.Run, fields []graphql.CollectedField) error {
+func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationContext, runs []*bt.RunRecord, fields []graphql.CollectedField) error {
 	if len(runs) == 0 {
 		return nil
 	}

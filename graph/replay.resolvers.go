@@ -161,7 +161,7 @@ func (r *queryResolver) ReplayRequests(ctx context.Context, status []batontype.R
 }
 
 // Run is the resolver for the run field.
-func (r *replayPreflightResolver) Run(ctx context.Context, obj *batontype.Preflight) (*batontype.Run, error) {
+func (r *replayPreflightResolver) Run(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error) {
 	return r.loaders(ctx).runByID.Load(ctx, obj.RunID)
 }
 
@@ -181,12 +181,12 @@ func (r *replayRequestResolver) Job(ctx context.Context, obj *batontype.ReplayRe
 }
 
 // SourceRun is the resolver for the sourceRun field.
-func (r *replayRequestResolver) SourceRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.Run, error) {
+func (r *replayRequestResolver) SourceRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.RunRecord, error) {
 	return r.loaders(ctx).runByID.Load(ctx, obj.SourceRunID)
 }
 
 // ReplayRun is the resolver for the replayRun field.
-func (r *replayRequestResolver) ReplayRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.Run, error) {
+func (r *replayRequestResolver) ReplayRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.RunRecord, error) {
 	if obj.ReplayRunID == nil {
 		return nil, nil
 	}

@@ -25,10 +25,10 @@ type Resolver struct {
 	// feed delivers live events to subscriptions.
 	feed feed
 	// runReads shares re-reads of one run among its subscribers.
-	runReads *flight[int64, *bt.Run]
+	runReads *flight[int64, *bt.RunRecord]
 	// activeReads shares re-reads of the active runs of a job ("" for all) among runEvents
 	// subscribers.
-	activeReads *flight[string, []*bt.Run]
+	activeReads *flight[string, []*bt.RunRecord]
 	alerts      *alertWatcher
 	// quiet is how long a subscription waits without an event before it re-reads the run
 	// from the database anyway, in case an event was lost without a reconnection.
@@ -46,10 +46,10 @@ func newResolver(r *runner.Runner, f feed, log *slog.Logger, alertInterval time.
 		store:  store,
 		log:    log,
 		feed:   f,
-		runReads: newFlight(snapshotTTL, func(ctx context.Context, id int64) (*bt.Run, error) {
+		runReads: newFlight(snapshotTTL, func(ctx context.Context, id int64) (*bt.RunRecord, error) {
 			return store.Run(ctx, id)
 		}),
-		activeReads: newFlight(snapshotTTL, func(ctx context.Context, job string) ([]*bt.Run, error) {
+		activeReads: newFlight(snapshotTTL, func(ctx context.Context, job string) ([]*bt.RunRecord, error) {
 			return store.Runs(ctx, postgres.RunFilter{JobName: job, Statuses: active, Limit: 500})
 		}),
 		alerts: newAlertWatcher(alertInterval, r.Alerts, log),
@@ -155,8 +155,8 @@ func (r *Resolver) runsPage(ctx context.Context, job string, status []bt.RunStat
 
 // runConnection makes a page of runs fetched with one extra run (p.first+1), priming the run
 // loader with them.
-func (r *Resolver) runConnection(ctx context.Context, runs []*bt.Run, p page) *model.RunConnection {
-	runs, cursors, info := connection(runs, p, cursorRuns, func(run *bt.Run) int64 { return run.ID })
+func (r *Resolver) runConnection(ctx context.Context, runs []*bt.RunRecord, p page) *model.RunConnection {
+	runs, cursors, info := connection(runs, p, cursorRuns, func(run *bt.RunRecord) int64 { return run.ID })
 	l := r.loaders(ctx)
 	out := &model.RunConnection{Nodes: runs, PageInfo: info, Edges: make([]*model.RunEdge, len(runs))}
 	for i, run := range runs {
@@ -167,7 +167,7 @@ func (r *Resolver) runConnection(ctx context.Context, runs []*bt.Run, p page) *m
 }
 
 // timeline lists a run's milestones from its record.
-func timeline(run *bt.Run) []*model.RunTimelineEvent {
+func timeline(run *bt.RunRecord) []*model.RunTimelineEvent {
 	out := []*model.RunTimelineEvent{{
 		At: run.StartedAt, Kind: model.RunTimelineKindRequested,
 		Detail: fmt.Sprintf("%s %s run requested by %s", run.Trigger, run.Mode, run.RequestedBy),

@@ -43,7 +43,7 @@ func (r *queryResolver) Runs(ctx context.Context, jobName *string, status []bato
 }
 
 // Run is the resolver for the run field.
-func (r *queryResolver) Run(ctx context.Context, id string) (*batontype.Run, error) {
+func (r *queryResolver) Run(ctx context.Context, id string) (*batontype.RunRecord, error) {
 	n, err := mustIntID(id, typeRun, "id")
 	if err != nil {
 		return nil, err
@@ -52,12 +52,12 @@ func (r *queryResolver) Run(ctx context.Context, id string) (*batontype.Run, err
 }
 
 // ID is the resolver for the id field.
-func (r *runResolver) ID(ctx context.Context, obj *batontype.Run) (string, error) {
+func (r *runResolver) ID(ctx context.Context, obj *batontype.RunRecord) (string, error) {
 	return globalIntID(typeRun, obj.ID), nil
 }
 
 // Job is the resolver for the job field.
-func (r *runResolver) Job(ctx context.Context, obj *batontype.Run) (*batontype.JobSettings, error) {
+func (r *runResolver) Job(ctx context.Context, obj *batontype.RunRecord) (*batontype.JobSettings, error) {
 	job, err := r.loaders(ctx).jobByName.Load(ctx, obj.JobName)
 	if err == nil && job == nil {
 		return nil, fmt.Errorf("job %q of run %d not found", obj.JobName, obj.ID)
@@ -66,7 +66,7 @@ func (r *runResolver) Job(ctx context.Context, obj *batontype.Run) (*batontype.J
 }
 
 // Progress is the resolver for the progress field.
-func (r *runResolver) Progress(ctx context.Context, obj *batontype.Run) (*model.RunProgress, error) {
+func (r *runResolver) Progress(ctx context.Context, obj *batontype.RunRecord) (*model.RunProgress, error) {
 	p := &model.RunProgress{
 		Processed: int(obj.Processed), Succeeded: int(obj.Succeeded), Failed: int(obj.Failed),
 		Skipped: int(obj.Skipped), Ambiguous: int(obj.Ambiguous),
@@ -82,7 +82,7 @@ func (r *runResolver) Progress(ctx context.Context, obj *batontype.Run) (*model.
 }
 
 // CancelRequestedBy is the resolver for the cancelRequestedBy field.
-func (r *runResolver) CancelRequestedBy(ctx context.Context, obj *batontype.Run) (*string, error) {
+func (r *runResolver) CancelRequestedBy(ctx context.Context, obj *batontype.RunRecord) (*string, error) {
 	if obj.CancelBy == "" {
 		return nil, nil
 	}
@@ -90,12 +90,12 @@ func (r *runResolver) CancelRequestedBy(ctx context.Context, obj *batontype.Run)
 }
 
 // PauseRequested is the resolver for the pauseRequested field.
-func (r *runResolver) PauseRequested(ctx context.Context, obj *batontype.Run) (bool, error) {
+func (r *runResolver) PauseRequested(ctx context.Context, obj *batontype.RunRecord) (bool, error) {
 	return obj.Status.Active() && obj.PauseReason != "", nil
 }
 
 // StopReason is the resolver for the stopReason field.
-func (r *runResolver) StopReason(ctx context.Context, obj *batontype.Run) (*batontype.StopReason, error) {
+func (r *runResolver) StopReason(ctx context.Context, obj *batontype.RunRecord) (*batontype.StopReason, error) {
 	if obj.StopReason == "" {
 		return nil, nil
 	}
@@ -103,7 +103,7 @@ func (r *runResolver) StopReason(ctx context.Context, obj *batontype.Run) (*bato
 }
 
 // ResumedFrom is the resolver for the resumedFrom field.
-func (r *runResolver) ResumedFrom(ctx context.Context, obj *batontype.Run) (*batontype.Run, error) {
+func (r *runResolver) ResumedFrom(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error) {
 	if obj.ResumedFrom == nil {
 		return nil, nil
 	}
@@ -111,7 +111,7 @@ func (r *runResolver) ResumedFrom(ctx context.Context, obj *batontype.Run) (*bat
 }
 
 // Errors is the resolver for the errors field.
-func (r *runResolver) Errors(ctx context.Context, obj *batontype.Run, first *int, after *string) (*model.RunErrorConnection, error) {
+func (r *runResolver) Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error) {
 	p, err := parsePage(first, after, cursorRunErrors)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (r *runResolver) Errors(ctx context.Context, obj *batontype.Run, first *int
 }
 
 // LedgerSummary is the resolver for the ledgerSummary field.
-func (r *runResolver) LedgerSummary(ctx context.Context, obj *batontype.Run) ([]*model.LedgerCount, error) {
+func (r *runResolver) LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error) {
 	counts, err := r.loaders(ctx).counts.Load(ctx, postgres.CountsKey{Job: obj.JobName, Generation: obj.Generation, RunID: obj.ID})
 	if err != nil {
 		return nil, err
@@ -142,12 +142,12 @@ func (r *runResolver) LedgerSummary(ctx context.Context, obj *batontype.Run) ([]
 }
 
 // Events is the resolver for the events field.
-func (r *runResolver) Events(ctx context.Context, obj *batontype.Run) ([]*model.RunTimelineEvent, error) {
+func (r *runResolver) Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error) {
 	return timeline(obj), nil
 }
 
 // RunProgress is the resolver for the runProgress field.
-func (r *subscriptionResolver) RunProgress(ctx context.Context, runID string) (<-chan *batontype.Run, error) {
+func (r *subscriptionResolver) RunProgress(ctx context.Context, runID string) (<-chan *batontype.RunRecord, error) {
 	id, err := mustIntID(runID, typeRun, "runId")
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func (r *mutationResolver) SetMaintenance(ctx context.Context, input model.SetMa
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
 	res, err := r.runner.SetMaintenance(ctx, input.Paused, actor(ctx))
-	out := &model.SetMaintenancePayload{ResumedRuns: []*bt.Run{}, UserErrors: []*model.UserError{}}
+	out := &model.SetMaintenancePayload{ResumedRuns: []*bt.RunRecord{}, UserErrors: []*model.UserError{}}
 	if err != nil && res == nil {
 		ue, err := userErrors(err, "paused")
 		out.UserErrors = ue

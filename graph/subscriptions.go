@@ -21,27 +21,27 @@ import (
 // replace each other in pending, so the client gets the newest state next, never a backlog,
 // and the feed's buffer is drained at the rate events arrive. The final state supersedes
 // every other and is never replaced, so it always arrives.
-func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.Run, error) {
+func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.RunRecord, error) {
 	sub := r.feed.subscribe(runTopic(id))
 	snap, err := r.runReads.get(ctx, id)
 	if err != nil {
 		sub.Close()
 		return nil, err
 	}
-	ch := make(chan *bt.Run, 1)
+	ch := make(chan *bt.RunRecord, 1)
 	go func() {
 		defer close(ch)
 		defer sub.Close()
-		var last *bt.Run // the last state sent
-		pending := snap  // the newest state not yet sent, if any
+		var last *bt.RunRecord // the last state sent
+		pending := snap        // the newest state not yet sent, if any
 		quiet := time.NewTimer(r.quiet)
 		defer quiet.Stop()
 		for {
-			var out chan<- *bt.Run
+			var out chan<- *bt.RunRecord
 			if pending != nil {
 				out = ch
 			}
-			var run *bt.Run
+			var run *bt.RunRecord
 			select {
 			case <-ctx.Done():
 				return
@@ -78,7 +78,7 @@ func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.Run, e
 
 // reread reads a run afresh for a subscription, or returns nil (and logs) on failure: the
 // subscription keeps going and tries again on the next event or tick.
-func (r *Resolver) reread(ctx context.Context, id int64) *bt.Run {
+func (r *Resolver) reread(ctx context.Context, id int64) *bt.RunRecord {
 	run, err := r.runReads.get(ctx, id)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -106,8 +106,8 @@ func (r *Resolver) runEvents(ctx context.Context, job string) (<-chan *model.Run
 		defer sub.Close()
 		// The last state sent of each run not yet seen finished: what the next state of a run
 		// is compared with, and which runs a re-read must look at.
-		sent := map[int64]*bt.Run{}
-		emit := func(run *bt.Run) bool {
+		sent := map[int64]*bt.RunRecord{}
+		emit := func(run *bt.RunRecord) bool {
 			prev := sent[run.ID]
 			if !supersedes(run, prev) {
 				return true
@@ -156,7 +156,7 @@ func (r *Resolver) runEvents(ctx context.Context, job string) (<-chan *model.Run
 
 // rereadRuns returns the active runs of job and the current state of the runs in tracked, for
 // a runEvents subscription to catch up after a Resync.
-func (r *Resolver) rereadRuns(ctx context.Context, job string, tracked map[int64]*bt.Run) []*bt.Run {
+func (r *Resolver) rereadRuns(ctx context.Context, job string, tracked map[int64]*bt.RunRecord) []*bt.RunRecord {
 	active, err := r.activeReads.get(ctx, job)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -164,7 +164,7 @@ func (r *Resolver) rereadRuns(ctx context.Context, job string, tracked map[int64
 		}
 		return nil
 	}
-	out := append([]*bt.Run(nil), active...)
+	out := append([]*bt.RunRecord(nil), active...)
 	seen := make(map[int64]bool, len(active))
 	for _, run := range active {
 		seen[run.ID] = true
@@ -193,7 +193,7 @@ func (r *Resolver) rereadRuns(ctx context.Context, job string, tracked map[int64
 }
 
 // eventKind classifies a run's new state against the last one sent.
-func eventKind(run, prev *bt.Run) model.RunEventKind {
+func eventKind(run, prev *bt.RunRecord) model.RunEventKind {
 	switch {
 	case !run.Status.Active():
 		return model.RunEventKindFinished

@@ -19,7 +19,7 @@ func (f chanFeed) subscribe(...string) feedSubscription { return f }
 func (f chanFeed) C() <-chan pubsub.Message             { return f.c }
 func (f chanFeed) Close()                               {}
 
-func runEventMessage(t *testing.T, run bt.Run, final bool) pubsub.Message {
+func runEventMessage(t *testing.T, run bt.RunRecord, final bool) pubsub.Message {
 	t.Helper()
 	payload, err := json.Marshal(runMessage{V: runMessageVersion, Run: run, Final: final})
 	if err != nil {
@@ -39,8 +39,8 @@ func TestRunProgressLatestWins(t *testing.T) {
 	r := &Resolver{
 		log:  slog.New(slog.DiscardHandler),
 		feed: f,
-		runReads: newFlight(time.Millisecond, func(context.Context, int64) (*bt.Run, error) {
-			return &bt.Run{ID: id, Status: bt.StatusRunning}, nil
+		runReads: newFlight(time.Millisecond, func(context.Context, int64) (*bt.RunRecord, error) {
+			return &bt.RunRecord{ID: id, Status: bt.StatusRunning}, nil
 		}),
 		quiet: time.Hour,
 	}
@@ -51,7 +51,7 @@ func TestRunProgressLatestWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.After(10 * time.Second)
-	next := func() *bt.Run {
+	next := func() *bt.RunRecord {
 		t.Helper()
 		select {
 		case run, ok := <-ch:
@@ -77,13 +77,13 @@ func TestRunProgressLatestWins(t *testing.T) {
 		}
 	}
 	for i := int64(1); i <= 100; i++ {
-		feed(runEventMessage(t, bt.Run{ID: id, Status: bt.StatusRunning, Processed: i}, false))
+		feed(runEventMessage(t, bt.RunRecord{ID: id, Status: bt.StatusRunning, Processed: i}, false))
 	}
-	feed(runEventMessage(t, bt.Run{ID: id, Status: bt.StatusSucceeded, Processed: 100}, true))
+	feed(runEventMessage(t, bt.RunRecord{ID: id, Status: bt.StatusSucceeded, Processed: 100}, true))
 	// Progress after the final state must not resurrect the run.
-	feed(runEventMessage(t, bt.Run{ID: id, Status: bt.StatusRunning, Processed: 101}, false))
+	feed(runEventMessage(t, bt.RunRecord{ID: id, Status: bt.StatusRunning, Processed: 101}, false))
 
-	var got []*bt.Run
+	var got []*bt.RunRecord
 	for run := range ch {
 		got = append(got, run)
 	}

@@ -471,7 +471,7 @@ func (r *Runner) RestartPreflight(ctx context.Context, job string) (*bt.Prefligh
 
 // restartSource returns the run a RESTART of the job supersedes: the newest run of its current
 // generation, or its newest run at all; nil when the job has never run.
-func (r *Runner) restartSource(ctx context.Context, settings *bt.JobSettings) (*bt.Run, error) {
+func (r *Runner) restartSource(ctx context.Context, settings *bt.JobSettings) (*bt.RunRecord, error) {
 	run, err := r.store.GenerationRun(ctx, settings.Name, settings.CurrentGeneration)
 	if err != nil || run != nil {
 		return run, err

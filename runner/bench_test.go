@@ -21,7 +21,7 @@ func benchRunner(b *testing.B, jobs ...runner.Job) (*runner.Runner, *finals) {
 	b.Helper()
 	url := testenv.Schema(b)
 	rc, env := testenv.Redis(b)
-	f := &finals{done: map[int64]chan bt.Run{}}
+	f := &finals{done: map[int64]chan bt.RunRecord{}}
 	r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, PoolSize: 4, Events: f,
 		DefaultLease: 30 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaintenanceCron: "-"})
 	if err != nil {
@@ -37,15 +37,15 @@ func benchRunner(b *testing.B, jobs ...runner.Job) (*runner.Runner, *finals) {
 // rather than to the next poll.
 type finals struct {
 	mu   sync.Mutex
-	done map[int64]chan bt.Run
+	done map[int64]chan bt.RunRecord
 }
 
-func (f *finals) ch(id int64) chan bt.Run {
+func (f *finals) ch(id int64) chan bt.RunRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.done[id]
 	if !ok {
-		c = make(chan bt.Run, 1)
+		c = make(chan bt.RunRecord, 1)
 		f.done[id] = c
 	}
 	return c
@@ -57,14 +57,14 @@ func (f *finals) RunChanged(ev runner.RunEvent) {
 	}
 }
 
-func (f *finals) wait(b *testing.B, id int64) bt.Run {
+func (f *finals) wait(b *testing.B, id int64) bt.RunRecord {
 	b.Helper()
 	select {
 	case run := <-f.ch(id):
 		return run
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("run %d did not finish", id)
-		return bt.Run{}
+		return bt.RunRecord{}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Cancel asks an active run to stop at its next item boundary. Committed items stay; the run
 // ends CANCELLED. The worker holding the run may be on any instance.
-func (r *Runner) Cancel(ctx context.Context, runID int64, actor string) (*bt.Run, error) {
+func (r *Runner) Cancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
 	run, err := r.store.RequestCancel(ctx, runID, actorOr(actor))
 	r.audit(ctx, actor, "cancelRun", fmt.Sprintf("run:%d", runID), nil, err)
 	return run, err

@@ -71,9 +71,9 @@ func (b *bundle) runner(mod func(*runner.Config), jobs ...runner.Job) *runner.Ru
 	return r
 }
 
-func (b *bundle) run(id int64) *bt.Run {
+func (b *bundle) run(id int64) *bt.RunRecord {
 	b.t.Helper()
-	var r *bt.Run
+	var r *bt.RunRecord
 	rows, err := b.pool.Query(context.Background(), `SELECT status, processed, succeeded, failed, checkpoint, COALESCE(stop_reason, ''), message, generation, mode, trigger FROM job_runs WHERE id = $1`, id)
 	if err != nil {
 		b.t.Fatal(err)
@@ -81,7 +81,7 @@ func (b *bundle) run(id int64) *bt.Run {
 	defer rows.Close()
 	for rows.Next() {
 		var status, stop, mode, trigger string
-		r = &bt.Run{ID: id}
+		r = &bt.RunRecord{ID: id}
 		if err := rows.Scan(&status, &r.Processed, &r.Succeeded, &r.Failed, &r.Checkpoint, &stop, &r.Message, &r.Generation, &mode, &trigger); err != nil {
 			b.t.Fatal(err)
 		}
@@ -94,9 +94,9 @@ func (b *bundle) run(id int64) *bt.Run {
 }
 
 // waitStatus polls until run id reaches one of statuses.
-func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.Run {
+func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.RunRecord {
 	b.t.Helper()
-	var last *bt.Run
+	var last *bt.RunRecord
 	testenv.Eventually(b.t, 20*time.Second, fmt.Sprintf("run %d to reach %v", id, statuses), func() bool {
 		last = b.run(id)
 		for _, s := range statuses {

@@ -29,7 +29,7 @@ type (
 	// LedgerState is the state of one target's step in the ledger.
 	LedgerState = bt.LedgerState
 	// RunRecord is a run as stored.
-	RunRecord = bt.Run
+	RunRecord = bt.RunRecord
 )
 
 // Job is a unit of work registered with a Runner. Run is called on a worker goroutine with a

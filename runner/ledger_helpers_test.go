@@ -221,7 +221,7 @@ func deref(s *string) string {
 // finish waits for run id, started on r, to end and for its worker to let go (the worker
 // releases the Redis lock after the final status commits, so a start made on seeing the
 // status alone may still find the lock held), and returns the run as stored.
-func (b *bundle) finish(r *runner.Runner, id int64) *bt.Run {
+func (b *bundle) finish(r *runner.Runner, id int64) *bt.RunRecord {
 	b.t.Helper()
 	b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused)
 	waitFor(b.t, fmt.Sprintf("the worker of run %d to release it", id), func() bool { return !r.Active(id) })
@@ -239,7 +239,7 @@ func (b *bundle) finish(r *runner.Runner, id int64) *bt.Run {
 }
 
 // succeed starts a run and waits for it to succeed.
-func (b *bundle) succeed(r *runner.Runner, p runner.StartParams) *bt.Run {
+func (b *bundle) succeed(r *runner.Runner, p runner.StartParams) *bt.RunRecord {
 	b.t.Helper()
 	id := mustStart(b.t, r, p)
 	rec := b.finish(r, id)
@@ -251,7 +251,7 @@ func (b *bundle) succeed(r *runner.Runner, p runner.StartParams) *bt.Run {
 
 type counters struct{ processed, succeeded, failed, skipped, ambiguous int64 }
 
-func (b *bundle) wantCounters(rec *bt.Run, want counters) {
+func (b *bundle) wantCounters(rec *bt.RunRecord, want counters) {
 	b.t.Helper()
 	got := counters{rec.Processed, rec.Succeeded, rec.Failed, rec.Skipped, rec.Ambiguous}
 	if got != want {
@@ -346,7 +346,7 @@ func sameCounts(a, b map[bt.LedgerState]int64) bool {
 }
 
 // replayNow requests a replay that needs no approval and waits for its REPLAY run to end.
-func (b *bundle) replayNow(r *runner.Runner, runID int64, scope bt.ReplayScope) *bt.Run {
+func (b *bundle) replayNow(r *runner.Runner, runID int64, scope bt.ReplayScope) *bt.RunRecord {
 	b.t.Helper()
 	req, err := r.RequestReplay(context.Background(), runner.ReplayParams{RunID: runID, Scope: scope, Reason: "retry " + string(scope), Actor: "ops"})
 	if err != nil {

@@ -480,9 +480,9 @@ func TestProcessBatch(t *testing.T) {
 		cur, maxCur atomic.Int32
 		overlap     = make(chan struct{})
 		once        sync.Once
-		afterFirst  bt.Run
+		afterFirst  bt.RunRecord
 		dupErr      error
-		afterDup    bt.Run
+		afterDup    bt.RunRecord
 	)
 	problem := func(format string, args ...any) {
 		mu.Lock()

@@ -29,14 +29,14 @@ type Run struct {
 	// started is the run as it was handed to the worker. Its identity (job, generation,
 	// trigger, mode, start checkpoint) never changes, so it is read without mu; rec is replaced
 	// whole by the finish and by an abandon racing it, and is read under mu.
-	started bt.Run
+	started bt.RunRecord
 
 	// scopeStates is scope as the store takes it: the states the transition table lets this
 	// replay's intents and results move a target out of.
 	scopeStates []bt.LedgerState
 
 	mu          sync.Mutex
-	rec         bt.Run        // latest known state
+	rec         bt.RunRecord  // latest known state
 	leaseEnd    time.Time     // local (NowFunc) time the lease ends, conservatively
 	flagsAt     time.Time     // local time the flags were last read
 	stop        bt.StopReason // set once a stop was seen or requested locally
@@ -71,7 +71,7 @@ type behindWrite struct {
 // maintenance, shutdown) or has lost its lease. Return it from Job.Run.
 var ErrStop = bt.ErrStopped
 
-func (r *Runner) newRun(job Job, rec *bt.Run, token string, scope bt.ReplayScope) *Run {
+func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.ReplayScope) *Run {
 	info := job.Info()
 	run := &Run{
 		r: r, job: job, info: info, retry: info.Retry.withDefaults(),
@@ -123,7 +123,7 @@ func (run *Run) Checkpoint() string { return run.started.StartCheckpoint }
 func (run *Run) Logger() *slog.Logger { return run.log }
 
 // Snapshot returns the run's latest known state.
-func (run *Run) Snapshot() bt.Run {
+func (run *Run) Snapshot() bt.RunRecord {
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	return run.rec

@@ -104,7 +104,7 @@ type EventSink interface {
 
 // RunEvent is a run's state after a change. Final is set on the last event of a run.
 type RunEvent struct {
-	Run   bt.Run
+	Run   bt.RunRecord
 	Final bool
 }
 
@@ -438,7 +438,7 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 		r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "lock held in Redis")
 		return 0, bt.Errorf(bt.CodeAlreadyRunning, "job %q is already running (lock held)", p.Job)
 	}
-	run, err := onConnect(ctx, func() (*bt.Run, error) {
+	run, err := onConnect(ctx, func() (*bt.RunRecord, error) {
 		return r.store.InsertRun(ctx, postgres.NewRun{
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: token,
 			LeaseSeconds: leaseSecondsFor(lease), JobVersion: info.Version, ScheduledFor: scheduledFor,

@@ -232,7 +232,7 @@ func BenchmarkLedgerScale(b *testing.B) {
 		}
 		return nil
 	})
-	f := &finals{done: map[int64]chan bt.Run{}}
+	f := &finals{done: map[int64]chan bt.RunRecord{}}
 	r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, PoolSize: 2, Events: f,
 		Logger: quietLogger(), MaintenanceCron: "-"})
 	if err != nil {

@@ -79,7 +79,7 @@ func (r *Runner) work(run *Run) {
 	status, reason, msg := run.outcome(jobErr)
 	ctx, cancelFinish := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelFinish()
-	rec, err := onConnect(ctx, func() (*bt.Run, error) { return r.store.Finish(ctx, run.fence, status, reason, msg) })
+	rec, err := onConnect(ctx, func() (*bt.RunRecord, error) { return r.store.Finish(ctx, run.fence, status, reason, msg) })
 	if err != nil {
 		// Lease lost: the recoverer (or shutdown) already ended the run; write nothing.
 		run.log.Warn("finish refused", "status", status, "err", err)

@@ -457,7 +457,7 @@ type ComplexityRoot struct {
 type AlertResolver interface {
 	Job(ctx context.Context, obj *batontype.Alert) (*batontype.JobSettings, error)
 
-	Run(ctx context.Context, obj *batontype.Alert) (*batontype.Run, error)
+	Run(ctx context.Context, obj *batontype.Alert) (*batontype.RunRecord, error)
 }
 type AuditEntryResolver interface {
 	ID(ctx context.Context, obj *batontype.AuditEntry) (string, error)
@@ -469,15 +469,15 @@ type JobResolver interface {
 
 	LeaseSeconds(ctx context.Context, obj *batontype.JobSettings) (*int, error)
 
-	ActiveRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.Run, error)
-	LastRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.Run, error)
+	ActiveRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error)
+	LastRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error)
 	Runs(ctx context.Context, obj *batontype.JobSettings, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.JobSettings) ([]*model.LedgerCount, error)
 }
 type LedgerEntryResolver interface {
 	ID(ctx context.Context, obj *batontype.LedgerEntry) (string, error)
 
-	Run(ctx context.Context, obj *batontype.LedgerEntry) (*batontype.Run, error)
+	Run(ctx context.Context, obj *batontype.LedgerEntry) (*batontype.RunRecord, error)
 }
 type MutationResolver interface {
 	SetMaintenance(ctx context.Context, input model.SetMaintenanceInput) (*model.SetMaintenancePayload, error)
@@ -508,14 +508,14 @@ type QueryResolver interface {
 	RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error)
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
 	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
-	Run(ctx context.Context, id string) (*batontype.Run, error)
+	Run(ctx context.Context, id string) (*batontype.RunRecord, error)
 }
 type ReconcileRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReconcileRequest) (string, error)
 	Entry(ctx context.Context, obj *batontype.ReconcileRequest) (*batontype.LedgerEntry, error)
 }
 type ReplayPreflightResolver interface {
-	Run(ctx context.Context, obj *batontype.Preflight) (*batontype.Run, error)
+	Run(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error)
 
 	FailedByClass(ctx context.Context, obj *batontype.Preflight) ([]*model.LedgerCount, error)
 }
@@ -523,30 +523,30 @@ type ReplayRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReplayRequest) (string, error)
 
 	Job(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.JobSettings, error)
-	SourceRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.Run, error)
+	SourceRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.RunRecord, error)
 
-	ReplayRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.Run, error)
+	ReplayRun(ctx context.Context, obj *batontype.ReplayRequest) (*batontype.RunRecord, error)
 }
 type RunResolver interface {
-	ID(ctx context.Context, obj *batontype.Run) (string, error)
-	Job(ctx context.Context, obj *batontype.Run) (*batontype.JobSettings, error)
+	ID(ctx context.Context, obj *batontype.RunRecord) (string, error)
+	Job(ctx context.Context, obj *batontype.RunRecord) (*batontype.JobSettings, error)
 
-	Progress(ctx context.Context, obj *batontype.Run) (*model.RunProgress, error)
+	Progress(ctx context.Context, obj *batontype.RunRecord) (*model.RunProgress, error)
 
-	CancelRequestedBy(ctx context.Context, obj *batontype.Run) (*string, error)
-	PauseRequested(ctx context.Context, obj *batontype.Run) (bool, error)
-	StopReason(ctx context.Context, obj *batontype.Run) (*batontype.StopReason, error)
+	CancelRequestedBy(ctx context.Context, obj *batontype.RunRecord) (*string, error)
+	PauseRequested(ctx context.Context, obj *batontype.RunRecord) (bool, error)
+	StopReason(ctx context.Context, obj *batontype.RunRecord) (*batontype.StopReason, error)
 
-	ResumedFrom(ctx context.Context, obj *batontype.Run) (*batontype.Run, error)
+	ResumedFrom(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
 
-	Errors(ctx context.Context, obj *batontype.Run, first *int, after *string) (*model.RunErrorConnection, error)
-	LedgerSummary(ctx context.Context, obj *batontype.Run) ([]*model.LedgerCount, error)
-	Events(ctx context.Context, obj *batontype.Run) ([]*model.RunTimelineEvent, error)
+	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error)
+	LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error)
+	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
 }
 type SubscriptionResolver interface {
 	AlertRaised(ctx context.Context) (<-chan *batontype.Alert, error)
 	ReconcileRequest(ctx context.Context, id string) (<-chan *batontype.ReconcileRequest, error)
-	RunProgress(ctx context.Context, runID string) (<-chan *batontype.Run, error)
+	RunProgress(ctx context.Context, runID string) (<-chan *batontype.RunRecord, error)
 	RunEvents(ctx context.Context, jobName *string) (<-chan *model.RunEvent, error)
 }
 
@@ -5030,8 +5030,8 @@ func (ec *executionContext) _Alert_run(ctx context.Context, field graphql.Collec
 			return ec.Resolvers.Alert().Run(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5186,8 +5186,8 @@ func (ec *executionContext) _ApproveReplayPayload_run(ctx context.Context, field
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5562,8 +5562,8 @@ func (ec *executionContext) _CancelRunPayload_run(ctx context.Context, field gra
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5736,8 +5736,8 @@ func (ec *executionContext) _ExecuteReplayPayload_run(ctx context.Context, field
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -6120,8 +6120,8 @@ func (ec *executionContext) _Job_activeRun(ctx context.Context, field graphql.Co
 			return ec.Resolvers.Job().ActiveRun(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -6152,8 +6152,8 @@ func (ec *executionContext) _Job_lastRun(ctx context.Context, field graphql.Coll
 			return ec.Resolvers.Job().LastRun(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -6848,8 +6848,8 @@ func (ec *executionContext) _LedgerEntry_run(ctx context.Context, field graphql.
 			return ec.Resolvers.LedgerEntry().Run(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8700,8 +8700,8 @@ func (ec *executionContext) _Query_run(ctx context.Context, field graphql.Collec
 			return ec.Resolvers.Query().Run(ctx, fc.Args["id"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -9278,8 +9278,8 @@ func (ec *executionContext) _ReplayPreflight_run(ctx context.Context, field grap
 			return ec.Resolvers.ReplayPreflight().Run(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9889,8 +9889,8 @@ func (ec *executionContext) _ReplayRequest_sourceRun(ctx context.Context, field 
 			return ec.Resolvers.ReplayRequest().SourceRun(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10137,8 +10137,8 @@ func (ec *executionContext) _ReplayRequest_replayRun(ctx context.Context, field 
 			return ec.Resolvers.ReplayRequest().ReplayRun(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -10485,8 +10485,8 @@ func (ec *executionContext) _RequestRestartPayload_run(ctx context.Context, fiel
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -10645,8 +10645,8 @@ func (ec *executionContext) _ResumeJobPayload_run(ctx context.Context, field gra
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -10697,7 +10697,7 @@ func (ec *executionContext) fieldContext_ResumeJobPayload_userErrors(_ context.C
 	return fc, nil
 }
 
-func (ec *executionContext) _Run_id(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_id(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10720,7 +10720,7 @@ func (ec *executionContext) fieldContext_Run_id(_ context.Context, field graphql
 	return graphql.NewScalarFieldContext("Run", field, true, true, "ID")
 }
 
-func (ec *executionContext) _Run_job(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_job(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10752,7 +10752,7 @@ func (ec *executionContext) fieldContext_Run_job(_ context.Context, field graphq
 	return fc, nil
 }
 
-func (ec *executionContext) _Run_jobName(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_jobName(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10775,7 +10775,7 @@ func (ec *executionContext) fieldContext_Run_jobName(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_status(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_status(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10798,7 +10798,7 @@ func (ec *executionContext) fieldContext_Run_status(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Run", field, false, false, "RunStatus")
 }
 
-func (ec *executionContext) _Run_trigger(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_trigger(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10821,7 +10821,7 @@ func (ec *executionContext) fieldContext_Run_trigger(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Run", field, false, false, "RunTrigger")
 }
 
-func (ec *executionContext) _Run_mode(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_mode(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10844,7 +10844,7 @@ func (ec *executionContext) fieldContext_Run_mode(_ context.Context, field graph
 	return graphql.NewScalarFieldContext("Run", field, false, false, "RunMode")
 }
 
-func (ec *executionContext) _Run_requestedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_requestedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10867,7 +10867,7 @@ func (ec *executionContext) fieldContext_Run_requestedBy(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_instance(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_instance(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10890,7 +10890,7 @@ func (ec *executionContext) fieldContext_Run_instance(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_generation(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_generation(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10913,7 +10913,7 @@ func (ec *executionContext) fieldContext_Run_generation(_ context.Context, field
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Run_progress(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_progress(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10945,7 +10945,7 @@ func (ec *executionContext) fieldContext_Run_progress(_ context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Run_checkpoint(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_checkpoint(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10968,7 +10968,7 @@ func (ec *executionContext) fieldContext_Run_checkpoint(_ context.Context, field
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_startCheckpoint(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_startCheckpoint(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10991,7 +10991,7 @@ func (ec *executionContext) fieldContext_Run_startCheckpoint(_ context.Context, 
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_leaseUntil(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_leaseUntil(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11014,7 +11014,7 @@ func (ec *executionContext) fieldContext_Run_leaseUntil(_ context.Context, field
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Run_heartbeatAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_heartbeatAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11037,7 +11037,7 @@ func (ec *executionContext) fieldContext_Run_heartbeatAt(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Run_cancelRequested(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_cancelRequested(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11060,7 +11060,7 @@ func (ec *executionContext) fieldContext_Run_cancelRequested(_ context.Context, 
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _Run_cancelRequestedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_cancelRequestedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11083,7 +11083,7 @@ func (ec *executionContext) fieldContext_Run_cancelRequestedBy(_ context.Context
 	return graphql.NewScalarFieldContext("Run", field, true, true, "String")
 }
 
-func (ec *executionContext) _Run_pauseRequested(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_pauseRequested(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11106,7 +11106,7 @@ func (ec *executionContext) fieldContext_Run_pauseRequested(_ context.Context, f
 	return graphql.NewScalarFieldContext("Run", field, true, true, "Boolean")
 }
 
-func (ec *executionContext) _Run_stopReason(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_stopReason(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11129,7 +11129,7 @@ func (ec *executionContext) fieldContext_Run_stopReason(_ context.Context, field
 	return graphql.NewScalarFieldContext("Run", field, true, true, "StopReason")
 }
 
-func (ec *executionContext) _Run_scheduledFor(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_scheduledFor(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11152,7 +11152,7 @@ func (ec *executionContext) fieldContext_Run_scheduledFor(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Run_resumedFrom(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_resumedFrom(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11164,8 +11164,8 @@ func (ec *executionContext) _Run_resumedFrom(ctx context.Context, field graphql.
 			return ec.Resolvers.Run().ResumedFrom(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11184,7 +11184,7 @@ func (ec *executionContext) fieldContext_Run_resumedFrom(_ context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _Run_jobVersion(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_jobVersion(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11207,7 +11207,7 @@ func (ec *executionContext) fieldContext_Run_jobVersion(_ context.Context, field
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_startedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_startedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11230,7 +11230,7 @@ func (ec *executionContext) fieldContext_Run_startedAt(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Run_activatedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_activatedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11253,7 +11253,7 @@ func (ec *executionContext) fieldContext_Run_activatedAt(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Run_finishedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_finishedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11276,7 +11276,7 @@ func (ec *executionContext) fieldContext_Run_finishedAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("Run", field, false, false, "Time")
 }
 
-func (ec *executionContext) _Run_message(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_message(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11299,7 +11299,7 @@ func (ec *executionContext) fieldContext_Run_message(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Run", field, false, false, "String")
 }
 
-func (ec *executionContext) _Run_errors(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_errors(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11343,7 +11343,7 @@ func (ec *executionContext) fieldContext_Run_errors(ctx context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Run_ledgerSummary(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_ledgerSummary(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11375,7 +11375,7 @@ func (ec *executionContext) fieldContext_Run_ledgerSummary(_ context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _Run_events(ctx context.Context, field graphql.CollectedField, obj *batontype.Run) (ret graphql.Marshaler) {
+func (ec *executionContext) _Run_events(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11451,8 +11451,8 @@ func (ec *executionContext) _RunConnection_nodes(ctx context.Context, field grap
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecordᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11538,8 +11538,8 @@ func (ec *executionContext) _RunEdge_node(ctx context.Context, field graphql.Col
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11859,8 +11859,8 @@ func (ec *executionContext) _RunEvent_run(ctx context.Context, field graphql.Col
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12144,8 +12144,8 @@ func (ec *executionContext) _SetMaintenancePayload_resumedRuns(ctx context.Conte
 			return obj.ResumedRuns, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecordᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12208,8 +12208,8 @@ func (ec *executionContext) _StartJobPayload_run(ctx context.Context, field grap
 			return obj.Run, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		false,
@@ -12349,8 +12349,8 @@ func (ec *executionContext) _Subscription_runProgress(ctx context.Context, field
 			return ec.Resolvers.Subscription().RunProgress(ctx, fc.Args["runId"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
-			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -14339,9 +14339,9 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 	switch obj := (obj).(type) {
 	case nil:
 		return graphql.Null
-	case batontype.Run:
+	case batontype.RunRecord:
 		return ec._Run(ctx, sel, &obj)
-	case *batontype.Run:
+	case *batontype.RunRecord:
 		if obj == nil {
 			return graphql.Null
 		}
@@ -16314,7 +16314,7 @@ func (ec *executionContext) _ResumeJobPayload(ctx context.Context, sel ast.Selec
 
 var runImplementors = []string{"Run", "Node"}
 
-func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj *batontype.Run) graphql.Marshaler {
+func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj *batontype.RunRecord) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, runImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18028,11 +18028,11 @@ func (ec *executionContext) marshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgr
 	return v
 }
 
-func (ec *executionContext) marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.Run) graphql.Marshaler {
+func (ec *executionContext) marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.RunRecord) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx, sel, v[i])
+		return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -18044,7 +18044,7 @@ func (ec *executionContext) marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbaton
 	return ret
 }
 
-func (ec *executionContext) marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx context.Context, sel ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
+func (ec *executionContext) marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx context.Context, sel ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Run!")
 		return graphql.Null
@@ -18849,7 +18849,7 @@ func (ec *executionContext) marshalOResumeJobPayload2ᚖgithubᚗcomᚋbatonᚑr
 	return ec._ResumeJobPayload(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRun(ctx context.Context, sel ast.SelectionSet, v *batontype.Run) graphql.Marshaler {
+func (ec *executionContext) marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx context.Context, sel ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

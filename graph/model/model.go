@@ -11,7 +11,7 @@ import (
 )
 
 // Node is any object with a global id: the result of Query.node. The executor picks the
-// GraphQL type from the concrete Go type (*batontype.Run, *batontype.JobSettings, ...).
+// GraphQL type from the concrete Go type (*batontype.RunRecord, *batontype.JobSettings, ...).
 type Node interface{}
 
 // Role is what an API token may do. Roles are ordered: each may do everything the ones before

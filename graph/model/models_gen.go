@@ -20,8 +20,8 @@ type ApproveReplayInput struct {
 type ApproveReplayPayload struct {
 	ReplayRequest *batontype.ReplayRequest `json:"replayRequest,omitempty"`
 	// The REPLAY run started.
-	Run        *batontype.Run `json:"run,omitempty"`
-	UserErrors []*UserError   `json:"userErrors"`
+	Run        *batontype.RunRecord `json:"run,omitempty"`
+	UserErrors []*UserError         `json:"userErrors"`
 }
 
 type AuditEntryConnection struct {
@@ -40,8 +40,8 @@ type CancelRunInput struct {
 }
 
 type CancelRunPayload struct {
-	Run        *batontype.Run `json:"run,omitempty"`
-	UserErrors []*UserError   `json:"userErrors"`
+	Run        *batontype.RunRecord `json:"run,omitempty"`
+	UserErrors []*UserError         `json:"userErrors"`
 }
 
 type CronPreview struct {
@@ -57,8 +57,8 @@ type ExecuteReplayInput struct {
 type ExecuteReplayPayload struct {
 	ReplayRequest *batontype.ReplayRequest `json:"replayRequest,omitempty"`
 	// The run started.
-	Run        *batontype.Run `json:"run,omitempty"`
-	UserErrors []*UserError   `json:"userErrors"`
+	Run        *batontype.RunRecord `json:"run,omitempty"`
+	UserErrors []*UserError         `json:"userErrors"`
 }
 
 type JobConnection struct {
@@ -168,8 +168,8 @@ type RequestRestartInput struct {
 type RequestRestartPayload struct {
 	ReplayRequest *batontype.ReplayRequest `json:"replayRequest,omitempty"`
 	// The RESTART run, when it started at once.
-	Run        *batontype.Run `json:"run,omitempty"`
-	UserErrors []*UserError   `json:"userErrors"`
+	Run        *batontype.RunRecord `json:"run,omitempty"`
+	UserErrors []*UserError         `json:"userErrors"`
 }
 
 type ResolveAmbiguousInput struct {
@@ -191,19 +191,19 @@ type ResumeJobInput struct {
 type ResumeJobPayload struct {
 	Job *batontype.JobSettings `json:"job,omitempty"`
 	// The RESUME run started to continue a paused run, if one was.
-	Run        *batontype.Run `json:"run,omitempty"`
-	UserErrors []*UserError   `json:"userErrors"`
+	Run        *batontype.RunRecord `json:"run,omitempty"`
+	UserErrors []*UserError         `json:"userErrors"`
 }
 
 type RunConnection struct {
-	Edges    []*RunEdge       `json:"edges"`
-	Nodes    []*batontype.Run `json:"nodes"`
-	PageInfo *PageInfo        `json:"pageInfo"`
+	Edges    []*RunEdge             `json:"edges"`
+	Nodes    []*batontype.RunRecord `json:"nodes"`
+	PageInfo *PageInfo              `json:"pageInfo"`
 }
 
 type RunEdge struct {
-	Cursor string         `json:"cursor"`
-	Node   *batontype.Run `json:"node"`
+	Cursor string               `json:"cursor"`
+	Node   *batontype.RunRecord `json:"node"`
 }
 
 type RunErrorConnection struct {
@@ -219,8 +219,8 @@ type RunErrorEdge struct {
 
 // A change of a run, for dashboards.
 type RunEvent struct {
-	Kind RunEventKind   `json:"kind"`
-	Run  *batontype.Run `json:"run"`
+	Kind RunEventKind         `json:"kind"`
+	Run  *batontype.RunRecord `json:"run"`
 }
 
 type RunProgress struct {
@@ -248,8 +248,8 @@ type SetMaintenanceInput struct {
 type SetMaintenancePayload struct {
 	Maintenance *bool `json:"maintenance,omitempty"`
 	// Runs started to continue what maintenance paused (when lifting it).
-	ResumedRuns []*batontype.Run `json:"resumedRuns"`
-	UserErrors  []*UserError     `json:"userErrors"`
+	ResumedRuns []*batontype.RunRecord `json:"resumedRuns"`
+	UserErrors  []*UserError           `json:"userErrors"`
 }
 
 type StartJobInput struct {
@@ -259,8 +259,8 @@ type StartJobInput struct {
 }
 
 type StartJobPayload struct {
-	Run        *batontype.Run `json:"run,omitempty"`
-	UserErrors []*UserError   `json:"userErrors"`
+	Run        *batontype.RunRecord `json:"run,omitempty"`
+	UserErrors []*UserError         `json:"userErrors"`
 }
 
 type Subscription struct {

@@ -81,9 +81,9 @@ func (b *bundle) start(r *runner.Runner, p runner.StartParams) int64 {
 }
 
 // waitEnd polls until run id has finished and returns it.
-func (b *bundle) waitEnd(r *runner.Runner, id int64) *bt.Run {
+func (b *bundle) waitEnd(r *runner.Runner, id int64) *bt.RunRecord {
 	b.t.Helper()
-	var last *bt.Run
+	var last *bt.RunRecord
 	testenv.Eventually(b.t, 30*time.Second, fmt.Sprintf("run %d to finish", id), func() bool {
 		run, err := r.Store().Run(context.Background(), id)
 		if err != nil {
@@ -96,7 +96,7 @@ func (b *bundle) waitEnd(r *runner.Runner, id int64) *bt.Run {
 }
 
 // waitStatus waits for run id to finish with status want.
-func (b *bundle) waitStatus(r *runner.Runner, id int64, want bt.RunStatus) *bt.Run {
+func (b *bundle) waitStatus(r *runner.Runner, id int64, want bt.RunStatus) *bt.RunRecord {
 	b.t.Helper()
 	got := b.waitEnd(r, id)
 	if got.Status != want {

@@ -184,8 +184,9 @@ var (
 	ErrLedgerTransition = &Error{Code: CodeLedgerTransition, Message: "ledger transition refused"}
 )
 
-// Run is one execution of a job as stored.
-type Run struct {
+// RunRecord is one execution of a job as stored: the row of job_runs. (A job's live handle
+// on its execution is runner.Run.)
+type RunRecord struct {
 	ID               int64
 	JobName          string
 	Status           RunStatus
@@ -224,7 +225,7 @@ type Run struct {
 }
 
 // Percent reports progress in [0,100], or -1 when the total is unknown.
-func (r *Run) Percent() float64 {
+func (r *RunRecord) Percent() float64 {
 	if r.Total == nil || *r.Total <= 0 {
 		if r.Status == StatusSucceeded {
 			return 100

@@ -68,7 +68,7 @@ func (s *Store) LedgerCountsOf(ctx context.Context, keys []CountsKey) (map[Count
 // RunsOfJobs returns, for each of jobs, its runs newest first as Runs would list them with
 // the same filter (JobName aside): one index walk of (job_name, id DESC) per job, in one
 // statement.
-func (s *Store) RunsOfJobs(ctx context.Context, jobs []string, f RunFilter) (map[string][]*bt.Run, error) {
+func (s *Store) RunsOfJobs(ctx context.Context, jobs []string, f RunFilter) (map[string][]*bt.RunRecord, error) {
 	if f.Limit <= 0 {
 		f.Limit = 20
 	}
@@ -86,8 +86,8 @@ func (s *Store) RunsOfJobs(ctx context.Context, jobs []string, f RunFilter) (map
 	if err != nil {
 		return nil, fmt.Errorf("read runs of jobs: %w", err)
 	}
-	out := make(map[string][]*bt.Run, len(jobs))
-	err = collectRuns(rows, func(r *bt.Run) { out[r.JobName] = append(out[r.JobName], r) })
+	out := make(map[string][]*bt.RunRecord, len(jobs))
+	err = collectRuns(rows, func(r *bt.RunRecord) { out[r.JobName] = append(out[r.JobName], r) })
 	return out, err
 }
 

@@ -161,7 +161,7 @@ func (s *Store) ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, 
 // AlertRows are the raw facts the alarms are computed from, read in one round trip each.
 type AlertRows struct {
 	Now        time.Time
-	Active     []*bt.Run
+	Active     []*bt.RunRecord
 	Retried    map[string]int64    // job → targets attempted 3+ times without success
 	Ambiguous  map[string]int64    // job → targets in AMBIGUOUS_EFFECT across generations
 	Downstream map[string][3]int64 // job → calls, downstream errors, rejects over 5 minutes
@@ -226,7 +226,7 @@ func collectCounts(rows pgx.Rows, into map[string]int64) error {
 
 // GenerationRun returns the newest run of a job's generation, or nil when it has none: the
 // run a RESTART request names as its source.
-func (s *Store) GenerationRun(ctx context.Context, job string, gen int64) (*bt.Run, error) {
+func (s *Store) GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
 		WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`, job, gen))
 	if errors.Is(err, pgx.ErrNoRows) {

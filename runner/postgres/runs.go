@@ -17,8 +17,8 @@ const runColumns = `id, job_name, status, trigger, mode, requested_by, instance,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
 	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at, generation_started_at`
 
-func scanRun(row pgx.Row) (*bt.Run, error) {
-	var r bt.Run
+func scanRun(row pgx.Row) (*bt.RunRecord, error) {
+	var r bt.RunRecord
 	var status, trigger, mode, pause, stop string
 	err := row.Scan(&r.ID, &r.JobName, &status, &trigger, &mode, &r.RequestedBy, &r.Instance, &r.LeaseSeconds, &r.LeaseUntil,
 		&r.HeartbeatAt, &r.CancelRequested, &r.CancelBy, &pause, &r.Generation, &r.ResumedFrom, &r.ReplayRequestID,
@@ -68,7 +68,7 @@ func violatedConstraint(err error) string {
 // opens a new generation; RESUME keeps the job's current one and starts from its last
 // committed checkpoint. The partial unique index refuses a second active run: that comes back
 // as ALREADY_RUNNING. A second run for one fire comes back as ErrFireTaken.
-func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.Run, error) {
+func (s *Store) InsertRun(ctx context.Context, n NewRun) (*bt.RunRecord, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func (s *Store) SetTotal(ctx context.Context, f Fence, total int64) (LeaseState,
 // intents still IN_FLIGHT into AMBIGUOUS_EFFECT (their calls may have landed; their results
 // did not). A run whose lease was lost (recovered by another instance) is not touched and
 // ErrLeaseLost comes back: the recoverer quarantines its intents once the lease has run out.
-func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.Run, error) {
+func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error) {
 	var stop *string
 	if reason != "" {
 		r := string(reason)
@@ -218,7 +218,7 @@ func (s *Store) Finish(ctx context.Context, f Fence, status bt.RunStatus, reason
 	// One transaction: the run ends, its checkpoint becomes the generation's resume point and its
 	// intents still IN_FLIGHT become AMBIGUOUS_EFFECT together, or none of it happens. A
 	// deadlock victim has written nothing, and the end is fenced, so it is simply tried again.
-	var run *bt.Run
+	var run *bt.RunRecord
 	var err error
 	for attempt := 1; ; attempt++ {
 		run, err = s.finish(ctx, f, status, stop, message)
@@ -243,7 +243,7 @@ func isDeadlock(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
-func (s *Store) finish(ctx context.Context, f Fence, status bt.RunStatus, stop *string, message string) (*bt.Run, error) {
+func (s *Store) finish(ctx context.Context, f Fence, status bt.RunStatus, stop *string, message string) (*bt.RunRecord, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -398,7 +398,7 @@ func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (
 
 // RequestCancel sets the cancel flag of an active run. The worker sees it on its next fenced
 // write and stops at the item boundary.
-func (s *Store) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.Run, error) {
+func (s *Store) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `UPDATE job_runs SET cancel_requested = true,
 			cancel_requested_by = $2, cancel_requested_at = statement_timestamp()
 		WHERE id = $1 AND status IN ('STARTING', 'RUNNING') RETURNING `+runColumns, runID, actor))
@@ -412,7 +412,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID int64, actor string) (*
 }
 
 // Run returns one run, or NOT_FOUND.
-func (s *Store) Run(ctx context.Context, id int64) (*bt.Run, error) {
+func (s *Store) Run(ctx context.Context, id int64) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "run %d not found", id)
@@ -430,7 +430,7 @@ type RunFilter struct {
 
 // Runs lists runs matching f, newest first. Each combination of filters is its own statement
 // (see listQuery), so that each keeps a plan on the index its filters need.
-func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*bt.Run, error) {
+func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*bt.RunRecord, error) {
 	if f.Limit <= 0 {
 		f.Limit = 20
 	}
@@ -446,13 +446,13 @@ func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*bt.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	var out []*bt.Run
-	err = collectRuns(rows, func(r *bt.Run) { out = append(out, r) })
+	var out []*bt.RunRecord
+	err = collectRuns(rows, func(r *bt.RunRecord) { out = append(out, r) })
 	return out, err
 }
 
 // ActiveRun returns the job's active run, or nil.
-func (s *Store) ActiveRun(ctx context.Context, job string) (*bt.Run, error) {
+func (s *Store) ActiveRun(ctx context.Context, job string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
 		WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING')`, job))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -563,7 +563,7 @@ func (s *Store) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]s
 }
 
 // LastRun returns the job's most recent run, or nil.
-func (s *Store) LastRun(ctx context.Context, job string) (*bt.Run, error) {
+func (s *Store) LastRun(ctx context.Context, job string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE job_name = $1 ORDER BY id DESC LIMIT 1`, job))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

@@ -72,7 +72,7 @@ func TestOneRunPerScheduledFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC)
-	fire := func(at time.Time, token string) (*bt.Run, error) {
+	fire := func(at time.Time, token string) (*bt.RunRecord, error) {
 		return s.InsertRun(ctx, postgres.NewRun{JobName: "daily", Trigger: bt.TriggerScheduled, Mode: bt.ModeRestart,
 			Actor: "scheduler", Instance: "t", Token: token, LeaseSeconds: 60, ScheduledFor: &at})
 	}
