@@ -183,7 +183,7 @@ func (run *Run) Skip(ctx context.Context, item Item, reason string) error {
 	if err := run.write(ctx, w, nil); err != nil {
 		return err
 	}
-	run.r.metrics.items.WithLabelValues(string(bt.LedgerSkipped)).Inc()
+	run.r.metrics.Items.WithLabelValues(string(bt.LedgerSkipped)).Inc()
 	return nil
 }
 
@@ -207,7 +207,7 @@ func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
 	if err := run.write(ctx, w, nil); err != nil {
 		return err
 	}
-	run.r.metrics.items.WithLabelValues(string(state)).Inc()
+	run.r.metrics.Items.WithLabelValues(string(state)).Inc()
 	return nil
 }
 
@@ -386,7 +386,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 			// Never processed in this generation: outside a partial replay's scope.
 			decided.Delta.Processed++
 			decided.Delta.Skipped++
-			run.r.metrics.items.WithLabelValues("OUT_OF_SCOPE").Inc()
+			run.r.metrics.Items.WithLabelValues("OUT_OF_SCOPE").Inc()
 			continue
 		}
 		pending = append(pending, st)
@@ -395,7 +395,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 		// A done target is not called again, whatever its input now is; the ledger flags the
 		// difference for the operator and keeps the hash of what was applied.
 		run.log.Warn("targets already done were offered with a changed input; not called again", "targets", len(changedDone), "first", changedDone[0].Target)
-		run.r.metrics.items.WithLabelValues("INPUT_CHANGED").Add(float64(len(changedDone)))
+		run.r.metrics.Items.WithLabelValues("INPUT_CHANGED").Add(float64(len(changedDone)))
 		if err := run.r.store.FlagInputChanged(ctx, run.fence, run.started.JobName, run.started.Generation, changedDone); err != nil {
 			return run.fail(err)
 		}
@@ -432,7 +432,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 					for _, w := range st.attempt_.writes {
 						writes = append(writes, postgres.TxFunc(w))
 					}
-					run.r.metrics.items.WithLabelValues(string(bt.LedgerConfirmed)).Inc()
+					run.r.metrics.Items.WithLabelValues(string(bt.LedgerConfirmed)).Inc()
 					continue
 				}
 				state := ClassOf(st.err, st.item.External)
@@ -467,7 +467,7 @@ func (run *Run) process(ctx context.Context, items []Item, parallelism int, fn f
 				run.setFailure(&l, &final.Delta, state, st.err, st.attempt, sig, st.prevCount)
 				final.Ledger = append(final.Ledger, l)
 				final.Delta.Processed++
-				run.r.metrics.items.WithLabelValues(string(state)).Inc()
+				run.r.metrics.Items.WithLabelValues(string(state)).Inc()
 			}
 		}
 		if len(retry) == 0 {
@@ -548,7 +548,7 @@ func (run *Run) decide(st *itemState, prior postgres.LedgerRow, w *postgres.Item
 		w.Delta.Processed++
 		w.Delta.Skipped++
 	}
-	run.r.metrics.items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+	run.r.metrics.Items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
 	return true
 }
 

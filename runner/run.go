@@ -159,7 +159,7 @@ func (run *Run) fail(err error) error {
 		run.mu.Lock()
 		run.lost = true
 		run.mu.Unlock()
-		run.r.metrics.leaseLost.Inc()
+		run.r.metrics.LeaseLost.Inc()
 	}
 	return err
 }
@@ -224,13 +224,13 @@ func (run *Run) renew(ctx context.Context) error {
 		return run.fail(err)
 	}
 	run.apply(sent, ls, pause)
-	run.r.metrics.leaseRenewals.Inc()
+	run.r.metrics.LeaseRenewals.Inc()
 
 	rctx, cancel := context.WithTimeout(ctx, redisTimeout(run.lease))
 	defer cancel()
 	ok, err := run.r.locks.Extend(rctx, run.started.JobName, run.fence.Token, run.lease)
 	if err != nil {
-		run.r.metrics.lockErrors.Inc()
+		run.r.metrics.LockErrors.Inc()
 		run.log.Warn("extend redis lock failed; the database lease still fences", "err", err)
 	} else if !ok {
 		// The key was lost (Redis restarted or flushed). Take it back so Redis keeps

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/metrics"
 	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/redislock"
 )
@@ -114,7 +115,7 @@ type Runner struct {
 	store   *postgres.Store
 	locks   *redislock.Locker
 	log     *slog.Logger
-	metrics *metrics
+	metrics *metrics.Metrics
 
 	mu   sync.RWMutex
 	jobs map[string]Job
@@ -174,7 +175,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	cfg.Retention = cfg.Retention.withDefaults()
 	store := postgres.New(cfg.DB)
-	m, err := newMetrics(cfg.Registerer, store)
+	m, err := metrics.New(cfg.Registerer, store.RedoneWrites)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +379,7 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	select {
 	case r.slots <- struct{}{}:
 	default:
-		r.metrics.capacityExceeded.Inc()
+		r.metrics.CapacityExceeded.Inc()
 		return 0, bt.Errorf(bt.CodeCapacityExceeded, "all %d worker slots of instance %s are busy", cap(r.slots), r.cfg.Instance)
 	}
 	handedOff := false
@@ -406,7 +407,7 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 			return 0, err
 		}
 		if len(p.Missed) > 0 {
-			r.metrics.firesSkipped.Add(float64(len(p.Missed)))
+			r.metrics.FiresSkipped.Add(float64(len(p.Missed)))
 			detail := fmt.Sprintf("no scheduler claimed it in time; the fire of %s ran instead", p.Due.UTC().Format(time.RFC3339))
 			if _, err := onConnect(ctx, func() (struct{}, error) {
 				return struct{}{}, r.store.RecordMissedFires(ctx, p.Job, p.Missed, r.cfg.Instance, detail)
@@ -431,10 +432,10 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	case err != nil:
 		// Redis is the fast path, not the guard: the database index still refuses a second
 		// active run, so a Redis outage must not stop every job.
-		r.metrics.lockErrors.Inc()
+		r.metrics.LockErrors.Inc()
 		r.log.Warn("redis lock unavailable; relying on the database guard", "job", p.Job, "err", err)
 	case !locked:
-		r.metrics.lockContention.Inc()
+		r.metrics.LockContention.Inc()
 		r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "lock held in Redis")
 		return 0, bt.Errorf(bt.CodeAlreadyRunning, "job %q is already running (lock held)", p.Job)
 	}
@@ -456,7 +457,7 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 			return 0, nil
 		}
 		if errors.Is(err, bt.ErrAlreadyRunning) {
-			r.metrics.lockContention.Inc()
+			r.metrics.LockContention.Inc()
 			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "active run in database")
 		} else if p.Trigger == bt.TriggerScheduled {
 			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
@@ -479,11 +480,11 @@ func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error)
 	w := r.newRun(job, run, token, p.ReplayScope)
 	r.workers.Add(1)
 	go r.work(w)
-	r.metrics.runsStarted.WithLabelValues(string(p.Trigger)).Inc()
-	r.metrics.startLatency.Observe(time.Since(t0).Seconds())
+	r.metrics.RunsStarted.WithLabelValues(string(p.Trigger)).Inc()
+	r.metrics.StartLatency.Observe(time.Since(t0).Seconds())
 	if scheduledFor != nil {
 		if now, err := r.store.Now(ctx); err == nil {
-			r.metrics.scheduleLateness.Observe(now.Sub(*scheduledFor).Seconds())
+			r.metrics.ScheduleLateness.Observe(now.Sub(*scheduledFor).Seconds())
 		}
 	}
 	return run.ID, nil
@@ -493,7 +494,7 @@ func (r *Runner) recordSkip(ctx context.Context, p StartParams, at *time.Time, o
 	if at == nil {
 		return
 	}
-	r.metrics.firesSkipped.Inc()
+	r.metrics.FiresSkipped.Inc()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	if _, err := onConnect(ctx, func() (struct{}, error) {

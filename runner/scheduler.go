@@ -161,7 +161,7 @@ func (r *Runner) recover(ctx context.Context) {
 		return
 	}
 	for _, e := range expired {
-		r.metrics.recovered.Inc()
+		r.metrics.Recovered.Inc()
 		r.log.Warn("run failed: lease expired", "job", e.JobName, "run", e.ID, "ambiguous", e.Ambiguous)
 		if _, err := r.locks.Release(ctx, e.JobName, e.Token); err != nil {
 			r.log.Warn("release expired lock", "job", e.JobName, "err", err)

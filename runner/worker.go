@@ -88,7 +88,7 @@ func (r *Runner) work(run *Run) {
 	run.mu.Lock()
 	run.rec = *rec
 	run.mu.Unlock()
-	r.metrics.runsFinished.WithLabelValues(string(status)).Inc()
+	r.metrics.RunsFinished.WithLabelValues(string(status)).Inc()
 	run.log.Info("run finished", "status", status, "reason", reason, "processed", rec.Processed)
 	run.publish(true)
 }
