@@ -43,6 +43,7 @@ import (
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -77,7 +78,7 @@ func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 		_ = pub.Close(cctx)
 	})
 	b.Cleanup(func() { cancel(); wg.Wait() })
-	sink := &benchSink{next: graph.NewEventPublisher(pub), finals: map[int64]chan bt.RunRecord{}}
+	sink := &benchSink{next: live.NewEventPublisher(pub), finals: map[int64]chan bt.RunRecord{}}
 	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 4, Events: sink, Logger: log,
 		DefaultLease: 30 * time.Second, MaintenanceCron: "-"})
 	if err != nil {

@@ -11,13 +11,13 @@ import (
 // TestGraphDependencies keeps graph GraphQL only: the HTTP transport (server/httpapi, its
 // WebSocket adapter, authentication and the HTTP limits) depends on graph, never the reverse.
 // No file of graph or its subpackages imports net/http, a WebSocket library, gqlgen's
-// transports or the server, and nothing graph depends on, however indirectly, is the server
-// or gorilla/websocket.
+// transports, the server or the store (every read goes through the runner's services), and
+// nothing graph depends on, however indirectly, is the server or gorilla/websocket.
 func TestGraphDependencies(t *testing.T) {
 	t.Parallel()
 	forbidden := []string{"net/http", "github.com/gorilla/websocket", "github.com/coder/websocket",
 		"github.com/99designs/gqlgen/graphql/handler/transport", "github.com/baton-run/baton/server",
-		"github.com/baton-run/baton/cmd"}
+		"github.com/baton-run/baton/cmd", "github.com/baton-run/baton/runner/postgres"}
 	testenv.ForbidImports(t, ".", "graph", forbidden)
 
 	// Indirect dependencies: gqlgen's own handler brings net/http and its transports, which is

@@ -15,6 +15,7 @@ import (
 
 	"github.com/baton-run/baton/graph/generated"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 )
@@ -105,11 +106,11 @@ func NewServer(cfg Config) *handler.Server {
 		d.limiter = newRateLimiter(cfg.MutationRatePerMinute, cfg.MutationBurst, cfg.NowFunc)
 	}
 
-	var f feed
+	var f live.Feed
 	if cfg.Hub != nil {
-		f = hubFeed{hub: cfg.Hub}
+		f = live.HubFeed(cfg.Hub)
 	} else {
-		f = newPollFeed(cfg.PollInterval)
+		f = live.NewPollFeed(cfg.PollInterval)
 	}
 	res := newResolver(cfg.Runner, f, cfg.Logger, cfg.AlertPollInterval)
 	gcfg := generated.Config{Resolvers: res, Complexity: complexity()}
@@ -123,9 +124,8 @@ func NewServer(cfg Config) *handler.Server {
 	gql.SetRecoverFunc(recoverPanic(cfg.Logger))
 	gql.Use(operationLimits{maxDepth: cfg.MaxDepth, dev: cfg.DevMode})
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
-	store := cfg.Runner.Store()
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(withLoaders(ctx, store))
+		return next(withLoaders(ctx, cfg.Runner))
 	})
 	return gql
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/runner/postgres"
@@ -111,7 +112,7 @@ func (b *bundle) instance(o instanceOpts) *instance {
 	r, err := runner.New(runner.Config{
 		DB: pool, Redis: b.redis, Env: b.env, PoolSize: o.poolSize,
 		PollInterval: 200 * time.Millisecond, DefaultLease: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
-		Logger: b.log, Events: graph.NewEventPublisher(pub),
+		Logger: b.log, Events: live.NewEventPublisher(pub),
 	})
 	if err != nil {
 		t.Fatal(err)

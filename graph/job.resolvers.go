@@ -13,7 +13,6 @@ import (
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // ID is the resolver for the id field.
@@ -80,7 +79,7 @@ func (r *jobResolver) Runs(ctx context.Context, obj *batontype.JobSettings, stat
 
 // LedgerSummary is the resolver for the ledgerSummary field.
 func (r *jobResolver) LedgerSummary(ctx context.Context, obj *batontype.JobSettings) ([]*model.LedgerCount, error) {
-	counts, err := r.loaders(ctx).counts.Load(ctx, postgres.CountsKey{Job: obj.Name, Generation: obj.CurrentGeneration})
+	counts, err := r.loaders(ctx).generationCounts.Load(ctx, runner.CountsKey{Job: obj.Name, Generation: obj.CurrentGeneration})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +99,7 @@ func (r *mutationResolver) StartJob(ctx context.Context, input model.StartJobInp
 		ue, err := userErrors(err, "name")
 		return &model.StartJobPayload{UserErrors: ue}, err
 	}
-	run, err := r.store.Run(ctx, id)
+	run, err := r.runner.Runs().Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +158,7 @@ func (r *mutationResolver) ResumeJob(ctx context.Context, input model.ResumeJobI
 		return out, err
 	}
 	if id != 0 {
-		if out.Run, err = r.store.Run(ctx, id); err != nil {
+		if out.Run, err = r.runner.Runs().Get(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -172,7 +171,7 @@ func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string) (*m
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := r.store.JobsPage(ctx, p.after, p.first+1)
+	jobs, err := r.runner.Jobs().Page(ctx, p.after, p.first+1)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vikstrous/dataloadgen"
 
+	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // loaders batch the reads of one response: every Run.job, Job.activeRun, Job.lastRun,
@@ -24,8 +24,10 @@ type loaders struct {
 	jobByName   *dataloadgen.Loader[string, *bt.JobSettings]
 	activeRunOf *dataloadgen.Loader[string, *bt.RunRecord]
 	lastRunOf   *dataloadgen.Loader[string, *bt.RunRecord]
-	// counts are the per-state ledger counts of a generation or of a run.
-	counts *dataloadgen.Loader[postgres.CountsKey, map[bt.LedgerState]int64]
+	// generationCounts are the per-state ledger counts of a job's generation (RunID 0),
+	// runCounts those of a run.
+	generationCounts *dataloadgen.Loader[runner.CountsKey, map[bt.LedgerState]int64]
+	runCounts        *dataloadgen.Loader[runner.CountsKey, map[bt.LedgerState]int64]
 	// jobRuns are pages of the runs of a job (Job.runs), fetched with one extra run.
 	jobRuns *dataloadgen.Loader[runsKey, []*bt.RunRecord]
 	// runErrors are pages of the error rows of a run (Run.errors), fetched with one extra row.
@@ -74,45 +76,50 @@ func strs[T ~string](in []T) []string {
 // has to cover the scheduling of those goroutines.
 const loaderWait = 2 * time.Millisecond
 
-func newLoaders(s *postgres.Store) *loaders {
+func newLoaders(r *runner.Runner) *loaders {
+	runs, jobs := r.Runs(), r.Jobs()
 	opts := []dataloadgen.Option{dataloadgen.WithWait(loaderWait), dataloadgen.WithBatchCapacity(500)}
 	var nowOnce sync.Once
 	var now time.Time
 	var nowErr error
 	return &loaders{
 		runByID: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([]*bt.RunRecord, []error) {
-			m, err := s.RunsByIDs(ctx, ids)
+			m, err := runs.ByIDs(ctx, ids)
 			return byKey(ids, m, err)
 		}, opts...),
 		jobByName: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.JobSettings, []error) {
-			jobs, err := s.Jobs(ctx, names)
-			m := make(map[string]*bt.JobSettings, len(jobs))
-			for _, j := range jobs {
+			list, err := jobs.List(ctx, names)
+			m := make(map[string]*bt.JobSettings, len(list))
+			for _, j := range list {
 				m[j.Name] = j
 			}
 			return byKey(names, m, err)
 		}, opts...),
 		activeRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.RunRecord, []error) {
-			m, err := s.ActiveRunsByJobs(ctx, names)
+			m, err := runs.ActiveOfJobs(ctx, names)
 			return byKey(names, m, err)
 		}, opts...),
 		lastRunOf: dataloadgen.NewLoader(func(ctx context.Context, names []string) ([]*bt.RunRecord, []error) {
-			m, err := s.LastRunsByJobs(ctx, names)
+			m, err := runs.LastOfJobs(ctx, names)
 			return byKey(names, m, err)
 		}, opts...),
-		counts: dataloadgen.NewLoader(func(ctx context.Context, keys []postgres.CountsKey) ([]map[bt.LedgerState]int64, []error) {
-			m, err := s.LedgerCountsOf(ctx, keys)
+		generationCounts: dataloadgen.NewLoader(func(ctx context.Context, keys []runner.CountsKey) ([]map[bt.LedgerState]int64, []error) {
+			m, err := jobs.LedgerCounts(ctx, keys)
+			return byKey(keys, m, err)
+		}, opts...),
+		runCounts: dataloadgen.NewLoader(func(ctx context.Context, keys []runner.CountsKey) ([]map[bt.LedgerState]int64, []error) {
+			m, err := runs.LedgerCounts(ctx, keys)
 			return byKey(keys, m, err)
 		}, opts...),
 		jobRuns: dataloadgen.NewLoader(func(ctx context.Context, keys []runsKey) ([][]*bt.RunRecord, []error) {
-			return runsOfJobs(ctx, s, keys)
+			return runsOfJobs(ctx, runs, keys)
 		}, opts...),
 		runErrors: dataloadgen.NewLoader(func(ctx context.Context, keys []errorsKey) ([][]bt.RunError, []error) {
-			return errorsOfRuns(ctx, s, keys)
+			return errorsOfRuns(ctx, runs, keys)
 		}, opts...),
 		// The database clock, read once per response (for next fire times).
 		now: func(ctx context.Context) (time.Time, error) {
-			nowOnce.Do(func() { now, nowErr = s.Now(ctx) })
+			nowOnce.Do(func() { now, nowErr = jobs.Now(ctx) })
 			return now, nowErr
 		},
 	}
@@ -139,21 +146,21 @@ func byKey[K comparable, V any](keys []K, m map[K]V, err error) ([]V, []error) {
 // run in hand), and a live update is executed once per subscriber: making four loaders for
 // each of them was a measurable share of fanning an update out.
 type responseLoaders struct {
-	store *postgres.Store
-	once  sync.Once
-	l     *loaders
+	runner *runner.Runner
+	once   sync.Once
+	l      *loaders
 }
 
 func (rl *responseLoaders) get() *loaders {
-	rl.once.Do(func() { rl.l = newLoaders(rl.store) })
+	rl.once.Do(func() { rl.l = newLoaders(rl.runner) })
 	return rl.l
 }
 
 type loadersKey struct{}
 
 // withLoaders gives the response that ctx belongs to loaders of its own, made on first use.
-func withLoaders(ctx context.Context, s *postgres.Store) context.Context {
-	return context.WithValue(ctx, loadersKey{}, &responseLoaders{store: s})
+func withLoaders(ctx context.Context, r *runner.Runner) context.Context {
+	return context.WithValue(ctx, loadersKey{}, &responseLoaders{runner: r})
 }
 
 // loaders returns the response's loaders. Outside a response (which does not happen in
@@ -162,7 +169,7 @@ func (r *Resolver) loaders(ctx context.Context) *loaders {
 	if rl, ok := ctx.Value(loadersKey{}).(*responseLoaders); ok {
 		return rl.get()
 	}
-	return newLoaders(r.store)
+	return newLoaders(r.runner)
 }
 
 // prefetchJobsOf loads the jobs of a page of runs in one query when the page's selection asks
@@ -179,7 +186,7 @@ func (r *Resolver) prefetchJobsOf(ctx context.Context, runs []*bt.RunRecord) err
 			names = append(names, run.JobName)
 		}
 	}
-	jobs, err := r.store.Jobs(ctx, names)
+	jobs, err := r.runner.Jobs().List(ctx, names)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,10 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vikstrous/dataloadgen"
 
+	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // A page of jobs prefetches what its selection asks of every job on it — the active and last
@@ -19,7 +20,7 @@ import (
 // makes the cost of a page a function of its query, not of its length or the machine's load.
 
 // runsOfJobs is the batch function of the jobRuns loader: one statement per distinct filter.
-func runsOfJobs(ctx context.Context, s *postgres.Store, keys []runsKey) ([][]*bt.RunRecord, []error) {
+func runsOfJobs(ctx context.Context, runs *runner.RunService, keys []runsKey) ([][]*bt.RunRecord, []error) {
 	type filter struct {
 		statuses string
 		before   int64
@@ -32,7 +33,7 @@ func runsOfJobs(ctx context.Context, s *postgres.Store, keys []runsKey) ([][]*bt
 	}
 	found := map[runsKey][]*bt.RunRecord{}
 	for f, jobs := range groups {
-		m, err := s.RunsOfJobs(ctx, jobs, postgres.RunFilter{Statuses: splitStatuses(f.statuses), BeforeID: f.before, Limit: f.limit})
+		m, err := runs.OfJobs(ctx, jobs, runner.RunFilter{Statuses: splitStatuses(f.statuses), BeforeID: f.before, Limit: f.limit})
 		if err != nil {
 			return byKey(keys, found, err)
 		}
@@ -44,7 +45,7 @@ func runsOfJobs(ctx context.Context, s *postgres.Store, keys []runsKey) ([][]*bt
 }
 
 // errorsOfRuns is the batch function of the runErrors loader: one statement per distinct page.
-func errorsOfRuns(ctx context.Context, s *postgres.Store, keys []errorsKey) ([][]bt.RunError, []error) {
+func errorsOfRuns(ctx context.Context, rs *runner.RunService, keys []errorsKey) ([][]bt.RunError, []error) {
 	type pg struct {
 		after int64
 		limit int
@@ -55,7 +56,7 @@ func errorsOfRuns(ctx context.Context, s *postgres.Store, keys []errorsKey) ([][
 	}
 	found := map[errorsKey][]bt.RunError{}
 	for p, runs := range groups {
-		m, err := s.RunErrorsOfRuns(ctx, runs, p.after, p.limit)
+		m, err := rs.ErrorsOfRuns(ctx, runs, p.after, p.limit)
 		if err != nil {
 			return byKey(keys, found, err)
 		}
@@ -185,9 +186,9 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 		switch f.Name {
 		case "activeRun", "lastRun":
 			loader, m := l.activeRunOf, &active
-			read := r.store.ActiveRunsByJobs
+			read := r.runner.Runs().ActiveOfJobs
 			if f.Name == "lastRun" {
-				loader, m, read = l.lastRunOf, &last, r.store.LastRunsByJobs
+				loader, m, read = l.lastRunOf, &last, r.runner.Runs().LastOfJobs
 			}
 			if *m == nil {
 				got, err := read(ctx, names)
@@ -213,11 +214,11 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 				continue
 			}
 			countsDone = true
-			keys := make([]postgres.CountsKey, len(jobs))
+			keys := make([]runner.CountsKey, len(jobs))
 			for i, j := range jobs {
-				keys[i] = postgres.CountsKey{Job: j.Name, Generation: j.CurrentGeneration}
+				keys[i] = runner.CountsKey{Job: j.Name, Generation: j.CurrentGeneration}
 			}
-			if err := r.prefetchCounts(ctx, keys); err != nil {
+			if err := prefetchCounts(ctx, l.generationCounts, r.runner.Jobs().LedgerCounts, keys); err != nil {
 				return err
 			}
 		case "runs":
@@ -227,7 +228,7 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 				continue
 			}
 			statuses := joinStatuses(status)
-			m, err := r.store.RunsOfJobs(ctx, names, postgres.RunFilter{Statuses: status, BeforeID: p.after, Limit: p.first + 1})
+			m, err := r.runner.Runs().OfJobs(ctx, names, runner.RunFilter{Statuses: status, BeforeID: p.after, Limit: p.first + 1})
 			if err != nil {
 				return err
 			}
@@ -268,7 +269,7 @@ func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationCon
 			if !ok {
 				continue
 			}
-			m, err := r.store.RunErrorsOfRuns(ctx, ids, p.after, p.first+1)
+			m, err := r.runner.Runs().ErrorsOfRuns(ctx, ids, p.after, p.first+1)
 			if err != nil {
 				return err
 			}
@@ -280,11 +281,11 @@ func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationCon
 				continue
 			}
 			countsDone = true
-			keys := make([]postgres.CountsKey, len(runs))
+			keys := make([]runner.CountsKey, len(runs))
 			for i, run := range runs {
-				keys[i] = postgres.CountsKey{Job: run.JobName, Generation: run.Generation, RunID: run.ID}
+				keys[i] = runner.CountsKey{Job: run.JobName, Generation: run.Generation, RunID: run.ID}
 			}
-			if err := r.prefetchCounts(ctx, keys); err != nil {
+			if err := prefetchCounts(ctx, l.runCounts, r.runner.Runs().LedgerCounts, keys); err != nil {
 				return err
 			}
 		}
@@ -292,14 +293,15 @@ func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationCon
 	return nil
 }
 
-func (r *Resolver) prefetchCounts(ctx context.Context, keys []postgres.CountsKey) error {
-	m, err := r.store.LedgerCountsOf(ctx, keys)
+// prefetchCounts reads the ledger counts of keys at once and primes loader with them.
+func prefetchCounts(ctx context.Context, loader *dataloadgen.Loader[runner.CountsKey, map[bt.LedgerState]int64],
+	read func(context.Context, []runner.CountsKey) (map[runner.CountsKey]map[bt.LedgerState]int64, error), keys []runner.CountsKey) error {
+	m, err := read(ctx, keys)
 	if err != nil {
 		return err
 	}
-	l := r.loaders(ctx)
 	for _, k := range keys {
-		l.counts.Prime(k, m[k])
+		loader.Prime(k, m[k])
 	}
 	return nil
 }

@@ -10,50 +10,29 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // Resolver is the root of the resolvers and the only place their dependencies come in.
-// Resolvers are thin: check the arguments, make one runner or store call, map the result.
+// Resolvers are thin: check the arguments, make one call of the runner's services, map the
+// result.
 type Resolver struct {
 	runner *runner.Runner
-	store  *postgres.Store
 	log    *slog.Logger
 
-	// feed delivers live events to subscriptions.
-	feed feed
-	// runReads shares re-reads of one run among its subscribers.
-	runReads *flight[int64, *bt.RunRecord]
-	// activeReads shares re-reads of the active runs of a job ("" for all) among runEvents
-	// subscribers.
-	activeReads *flight[string, []*bt.RunRecord]
-	alerts      *alertWatcher
-	// quiet is how long a subscription waits without an event before it re-reads the run
-	// from the database anyway, in case an event was lost without a reconnection.
-	quiet time.Duration
+	// live streams the subscriptions' events.
+	live   *live.Streams
+	alerts *live.AlertWatcher
 }
 
-// snapshotTTL is how long one read of a run serves other subscribers re-reading it.
-const snapshotTTL = 200 * time.Millisecond
-
-func newResolver(r *runner.Runner, f feed, log *slog.Logger, alertInterval time.Duration) *Resolver {
-	store := r.Store()
-	active := []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}
+func newResolver(r *runner.Runner, f live.Feed, log *slog.Logger, alertInterval time.Duration) *Resolver {
 	return &Resolver{
 		runner: r,
-		store:  store,
 		log:    log,
-		feed:   f,
-		runReads: newFlight(snapshotTTL, func(ctx context.Context, id int64) (*bt.RunRecord, error) {
-			return store.Run(ctx, id)
-		}),
-		activeReads: newFlight(snapshotTTL, func(ctx context.Context, job string) ([]*bt.RunRecord, error) {
-			return store.Runs(ctx, postgres.RunFilter{JobName: job, Statuses: active, Limit: 500})
-		}),
-		alerts: newAlertWatcher(alertInterval, r.Alerts, log),
-		quiet:  15 * time.Second,
+		live:   live.NewStreams(f, r.Runs(), log),
+		alerts: live.NewAlertWatcher(alertInterval, r.Alerts, log),
 	}
 }
 
@@ -136,7 +115,7 @@ func (r *Resolver) runsPage(ctx context.Context, job string, status []bt.RunStat
 	if err != nil {
 		return nil, err
 	}
-	runs, err := r.store.Runs(ctx, postgres.RunFilter{JobName: job, Statuses: status, BeforeID: p.after, Limit: p.first + 1})
+	runs, err := r.runner.Runs().List(ctx, runner.RunFilter{JobName: job, Statuses: status, BeforeID: p.after, Limit: p.first + 1})
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/baton-run/baton/graph/generated"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // CancelRun is the resolver for the cancelRun field.
@@ -134,7 +134,7 @@ func (r *runResolver) Errors(ctx context.Context, obj *batontype.RunRecord, firs
 
 // LedgerSummary is the resolver for the ledgerSummary field.
 func (r *runResolver) LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error) {
-	counts, err := r.loaders(ctx).counts.Load(ctx, postgres.CountsKey{Job: obj.JobName, Generation: obj.Generation, RunID: obj.ID})
+	counts, err := r.loaders(ctx).runCounts.Load(ctx, runner.CountsKey{Job: obj.JobName, Generation: obj.Generation, RunID: obj.ID})
 	if err != nil {
 		return nil, err
 	}

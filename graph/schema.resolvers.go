@@ -30,7 +30,7 @@ func (r *mutationResolver) SetMaintenance(ctx context.Context, input model.SetMa
 	out.Maintenance = &input.Paused
 	if res != nil {
 		for job, id := range res.Resumed {
-			run, rerr := r.store.Run(ctx, id)
+			run, rerr := r.runner.Runs().Get(ctx, id)
 			if rerr != nil {
 				return nil, fmt.Errorf("read run %d resumed for %s: %w", id, job, rerr)
 			}
@@ -116,7 +116,7 @@ func (r *queryResolver) Me(ctx context.Context) (*model.Viewer, error) {
 
 // Maintenance is the resolver for the maintenance field.
 func (r *queryResolver) Maintenance(ctx context.Context) (bool, error) {
-	return r.store.Maintenance(ctx)
+	return r.runner.Jobs().InMaintenance(ctx)
 }
 
 // Mutation returns generated.MutationResolver implementation.

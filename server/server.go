@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/frontend"
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
@@ -76,7 +77,7 @@ func Serve(ctx context.Context, o Config) error {
 	r, err := runner.New(runner.Config{
 		DB: pool, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
-		Logger: log, Registerer: reg, Events: graph.NewEventPublisher(pub), WorkerVersion: o.Version,
+		Logger: log, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention,
 	})
 	if err != nil {

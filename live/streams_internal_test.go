@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/pubsub"
+	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
@@ -15,9 +16,22 @@ import (
 // before the send returns.
 type chanFeed struct{ c chan pubsub.Message }
 
-func (f chanFeed) subscribe(...string) feedSubscription { return f }
-func (f chanFeed) C() <-chan pubsub.Message             { return f.c }
-func (f chanFeed) Close()                               {}
+func (f chanFeed) Subscribe(...string) Subscription { return f }
+func (f chanFeed) C() <-chan pubsub.Message         { return f.c }
+func (f chanFeed) Close()                           {}
+
+// oneRun is a RunReader of one run, always in the state run.
+type oneRun struct{ run bt.RunRecord }
+
+func (o oneRun) Get(context.Context, int64) (*bt.RunRecord, error) { r := o.run; return &r, nil }
+func (o oneRun) List(context.Context, runner.RunFilter) ([]*bt.RunRecord, error) {
+	r := o.run
+	return []*bt.RunRecord{&r}, nil
+}
+func (o oneRun) ByIDs(context.Context, []int64) (map[int64]*bt.RunRecord, error) {
+	r := o.run
+	return map[int64]*bt.RunRecord{r.ID: &r}, nil
+}
 
 func runEventMessage(t *testing.T, run bt.RunRecord, final bool) pubsub.Message {
 	t.Helper()
@@ -25,7 +39,7 @@ func runEventMessage(t *testing.T, run bt.RunRecord, final bool) pubsub.Message 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pubsub.Message{Topics: []string{runTopic(run.ID)}, Key: runTopic(run.ID), Final: final, Payload: payload}
+	return pubsub.Message{Topics: []string{RunTopic(run.ID)}, Key: RunTopic(run.ID), Final: final, Payload: payload}
 }
 
 // TestRunProgressLatestWins plays a client that stops reading while a run makes a hundred
@@ -36,17 +50,11 @@ func TestRunProgressLatestWins(t *testing.T) {
 	t.Parallel()
 	const id = 42
 	f := chanFeed{c: make(chan pubsub.Message)}
-	r := &Resolver{
-		log:  slog.New(slog.DiscardHandler),
-		feed: f,
-		runReads: newFlight(time.Millisecond, func(context.Context, int64) (*bt.RunRecord, error) {
-			return &bt.RunRecord{ID: id, Status: bt.StatusRunning}, nil
-		}),
-		quiet: time.Hour,
-	}
+	s := NewStreams(f, oneRun{bt.RunRecord{ID: id, Status: bt.StatusRunning}}, slog.New(slog.DiscardHandler))
+	s.quiet = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := r.runProgress(ctx, id)
+	ch, err := s.RunProgress(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package graph
+package live
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// alertWatcher polls the active alarms for every alertRaised subscriber of the process at
-// once, and hands each alarm that was not active at the previous poll to all of them. It polls
+// AlertWatcher polls the active alarms for every subscriber to raised alarms in the process
+// at once, and hands each alarm that was not active at the previous poll to all of them. It polls
 // only while someone is subscribed; the first poll after it starts records what is already
 // active without announcing it.
-type alertWatcher struct {
+type AlertWatcher struct {
 	interval time.Duration
 	alerts   func(ctx context.Context) ([]bt.Alert, error)
 	log      *slog.Logger
@@ -27,12 +27,14 @@ type alertWatcher struct {
 // dropped for it.
 const alertBuffer = 32
 
-func newAlertWatcher(interval time.Duration, alerts func(ctx context.Context) ([]bt.Alert, error), log *slog.Logger) *alertWatcher {
-	return &alertWatcher{interval: interval, alerts: alerts, log: log, subs: map[chan bt.Alert]struct{}{}}
+// NewAlertWatcher returns the watcher that polls alerts every interval while someone is
+// subscribed.
+func NewAlertWatcher(interval time.Duration, alerts func(ctx context.Context) ([]bt.Alert, error), log *slog.Logger) *AlertWatcher {
+	return &AlertWatcher{interval: interval, alerts: alerts, log: log, subs: map[chan bt.Alert]struct{}{}}
 }
 
-// subscribe returns a channel of raised alarms and the function that ends the subscription.
-func (w *alertWatcher) subscribe() (<-chan bt.Alert, func()) {
+// Subscribe returns a channel of raised alarms and the function that ends the subscription.
+func (w *AlertWatcher) Subscribe() (<-chan bt.Alert, func()) {
 	c := make(chan bt.Alert, alertBuffer)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -52,7 +54,7 @@ func (w *alertWatcher) subscribe() (<-chan bt.Alert, func()) {
 	})
 }
 
-func (w *alertWatcher) poll(stop <-chan struct{}) {
+func (w *AlertWatcher) poll(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
@@ -65,7 +67,7 @@ func (w *alertWatcher) poll(stop <-chan struct{}) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			w.log.Warn("graph: poll alerts", "err", err)
+			w.log.Warn("live: poll alerts", "err", err)
 		default:
 			active := make(map[string]bool, len(alerts))
 			for _, a := range alerts {
@@ -84,14 +86,37 @@ func (w *alertWatcher) poll(stop <-chan struct{}) {
 	}
 }
 
-func (w *alertWatcher) broadcast(a bt.Alert) {
+func (w *AlertWatcher) broadcast(a bt.Alert) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for c := range w.subs {
 		select {
 		case c <- a:
 		default:
-			w.log.Warn("graph: alertRaised subscriber is not reading; alert dropped for it", "alert", a.ID)
+			w.log.Warn("live: alert subscriber is not reading; alert dropped for it", "alert", a.ID)
 		}
 	}
+}
+
+// Raised streams each alarm as it is raised, until ctx ends.
+func (w *AlertWatcher) Raised(ctx context.Context) <-chan *bt.Alert {
+	alerts, unsubscribe := w.Subscribe()
+	ch := make(chan *bt.Alert, 1)
+	go func() {
+		defer close(ch)
+		defer unsubscribe()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case a := <-alerts:
+				select {
+				case ch <- &a:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch
 }

@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"context"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// The read side of RunService: one run, a list, and the batched reads the API's loaders make
+// for a page of jobs or runs (one statement per field, however long the page).
+
+// RunFilter selects runs, newest first, by keyset on id: of one job ("" for all), in any of
+// Statuses (none: every status), before BeforeID (0: from the newest), at most Limit (0: 20).
+type RunFilter = postgres.RunFilter
+
+// Get returns one run, or an error of code NOT_FOUND.
+func (s *RunService) Get(ctx context.Context, id int64) (*RunRecord, error) {
+	return s.r.store.Run(ctx, id)
+}
+
+// List returns the runs f selects, newest first.
+func (s *RunService) List(ctx context.Context, f RunFilter) ([]*RunRecord, error) {
+	return s.r.store.Runs(ctx, f)
+}
+
+// ByIDs returns the runs with the given ids, keyed by id. Ids that do not exist are absent.
+func (s *RunService) ByIDs(ctx context.Context, ids []int64) (map[int64]*RunRecord, error) {
+	return s.r.store.RunsByIDs(ctx, ids)
+}
+
+// OfJobs returns, for each of jobs, its runs as List would return them with f (f.JobName
+// aside), keyed by job name; a job without runs is absent.
+func (s *RunService) OfJobs(ctx context.Context, jobs []string, f RunFilter) (map[string][]*RunRecord, error) {
+	return s.r.store.RunsOfJobs(ctx, jobs, f)
+}
+
+// ActiveOfJobs returns the active (STARTING or RUNNING) run of each of jobs that has one,
+// keyed by job name.
+func (s *RunService) ActiveOfJobs(ctx context.Context, jobs []string) (map[string]*RunRecord, error) {
+	return s.r.store.ActiveRunsByJobs(ctx, jobs)
+}
+
+// LastOfJobs returns the most recent run of each of jobs that has one, keyed by job name.
+func (s *RunService) LastOfJobs(ctx context.Context, jobs []string) (map[string]*RunRecord, error) {
+	return s.r.store.LastRunsByJobs(ctx, jobs)
+}
+
+// Errors returns up to limit error rows of run runID after the row afterID (0: from the
+// first), in the order they were recorded.
+func (s *RunService) Errors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error) {
+	return s.r.store.RunErrors(ctx, runID, afterID, limit)
+}
+
+// ErrorsOfRuns returns, for each of runIDs, its error rows as Errors would return them, keyed
+// by run id; a run without errors is absent.
+func (s *RunService) ErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error) {
+	return s.r.store.RunErrorsOfRuns(ctx, runIDs, afterID, limit)
+}
