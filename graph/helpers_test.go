@@ -24,6 +24,7 @@ import (
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
@@ -32,26 +33,25 @@ import (
 	"github.com/baton-run/baton/server/httpapi"
 )
 
-// bundle is one test's slice of PostgreSQL and Redis, and the instances made on it.
+// bundle is one test's slice of PostgreSQL and Redis, and the instances made on it. The
+// fields are the shared bundle's, under the short names the tests use, and the test's logger.
 type bundle struct {
-	t     *testing.T
-	url   string
-	pool  *pgxpool.Pool
-	redis *redis.Client
-	env   string
-	log   *slog.Logger
+	*testbundle.Bundle
+	t        *testing.T
+	url, env string
+	pool     *pgxpool.Pool
+	redis    *redis.Client
+	log      *slog.Logger
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	t.Parallel()
-	url := testenv.Schema(t)
-	rc, env := testenv.Redis(t)
+	tb := testbundle.Setup(t, testenv.Schema)
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return &bundle{t: t, url: url, pool: testenv.Pool(t, url), redis: rc, env: env, log: log}
+	return &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis, log: log}
 }
 
 type testWriter struct{ t *testing.T }
@@ -109,19 +109,9 @@ func (b *bundle) instance(o instanceOpts) *instance {
 	if o.poolSize == 0 {
 		o.poolSize = 4
 	}
-	r, err := runner.New(runner.Config{
-		DB: pool, Redis: b.redis, Env: b.env, PoolSize: o.poolSize,
-		PollInterval: 200 * time.Millisecond, DefaultLease: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
-		Logger: b.log, Events: live.NewEventPublisher(pub),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(o.jobs) > 0 {
-		if err := r.Register(ctx, o.jobs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rcfg := b.Config()
+	rcfg.DB, rcfg.PoolSize, rcfg.Logger, rcfg.Events = pool, o.poolSize, b.log, live.NewEventPublisher(pub)
+	r := b.NewRunner(rcfg, o.jobs...)
 	if !o.noRun {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = r.Run(ctx) }()
@@ -173,11 +163,7 @@ func (b *bundle) tokenName(tok string) string {
 
 func (b *bundle) count(sql string, args ...any) int {
 	b.t.Helper()
-	var n int
-	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		b.t.Fatal(err)
-	}
-	return n
+	return testbundle.Count(b.t, b.pool, sql, args...)
 }
 
 // response is a GraphQL response.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,59 +14,43 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/redislock"
 )
 
-// bundle is one test's slice of PostgreSQL and Redis, and the runners made on it.
+// bundle is one test's slice of PostgreSQL and Redis, and the runners made on it. The fields
+// are the shared bundle's, under the short names the tests use.
 type bundle struct {
-	t     *testing.T
-	url   string
-	pool  *pgxpool.Pool
-	redis *redis.Client
-	env   string
+	*testbundle.Bundle
+	t        *testing.T
+	url, env string
+	pool     *pgxpool.Pool
+	redis    *redis.Client
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	t.Parallel()
-	url := testenv.Schema(t)
-	rc, env := testenv.Redis(t)
-	b := &bundle{t: t, url: url, pool: testenv.Pool(t, url), redis: rc, env: env}
+	tb := testbundle.Setup(t, testenv.Schema)
+	b := &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis}
 	if _, err := b.pool.Exec(context.Background(), `CREATE TABLE job_output (target text PRIMARY KEY, run_id bigint)`); err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// runner makes a Runner on the bundle's database and Redis, running until the test ends.
+// runner makes a Runner on the bundle's database and Redis, with a 2s lease unless mod says
+// otherwise, running until the test ends.
 func (b *bundle) runner(mod func(*runner.Config), jobs ...runner.Job) *runner.Runner {
 	b.t.Helper()
-	cfg := runner.Config{
-		DB: testenv.Pool(b.t, b.url), Redis: b.redis, Env: b.env, PoolSize: 4,
-		PollInterval: 200 * time.Millisecond, DefaultLease: 2 * time.Second, ShutdownTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	if testing.Verbose() {
-		cfg.Logger = slog.Default()
-	}
+	cfg := b.Config()
+	cfg.DefaultLease = 2 * time.Second
 	if mod != nil {
 		mod(&cfg)
 	}
-	r, err := runner.New(cfg)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := r.Register(context.Background(), jobs...); err != nil {
-		b.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
-	b.t.Cleanup(func() { cancel(); <-done })
-	return r
+	return b.Runner(cfg, jobs...)
 }
 
 func (b *bundle) run(id int64) *bt.RunRecord {
@@ -123,11 +105,7 @@ func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.RunRecord {
 
 func (b *bundle) count(sql string, args ...any) int {
 	b.t.Helper()
-	var n int
-	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		b.t.Fatal(err)
-	}
-	return n
+	return testbundle.Count(b.t, b.pool, sql, args...)
 }
 
 // itemsJob walks items 1..n, resuming after its checkpoint. Each item may be held at a gate,

@@ -52,17 +52,10 @@ http://127.0.0.1:8080); the token is BATON_TOKEN (make one with 'baton token cre
 
 // jobsCommand drives a running cluster through its GraphQL API, as internal tools do.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, jobsUsage)
-		if len(args) == 0 {
-			return errors.New("jobs: no subcommand given")
-		}
-		return flag.ErrHelp
+	sub, fs, err := subcommandFlags("jobs", jobsUsage, args, stderr)
+	if err != nil {
+		return err
 	}
-	sub := args[0]
-	fs := flag.NewFlagSet("jobs "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, jobsUsage) }
 	baseURL := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "server URL (env BATON_URL)")
 	token := fs.String("token", os.Getenv("BATON_TOKEN"), "API token (env BATON_TOKEN)")
 	var (
@@ -80,7 +73,6 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		setFlags   = map[string]bool{}
 		wantArgs   int
 		positional []string
-		err        error
 	)
 	switch sub {
 	case "list":

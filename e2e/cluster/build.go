@@ -2,12 +2,13 @@ package cluster
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+
+	"github.com/baton-run/baton/internal/testenv"
 )
 
 // Binaries are the programs a cluster runs.
@@ -48,7 +49,7 @@ func CleanupBuild() {
 }
 
 func build() (*Binaries, error) {
-	root, err := moduleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -77,23 +78,4 @@ func build() (*Binaries, error) {
 		return nil, fmt.Errorf("go %v: %w\n%s", args, err, out.String())
 	}
 	return b, nil
-}
-
-// moduleRoot finds the directory holding go.mod, upwards from the working directory (a test
-// runs in its package's directory).
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

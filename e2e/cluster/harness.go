@@ -370,7 +370,7 @@ func (c *Cluster) dumpOnFailure() {
 	keep, err := os.MkdirTemp("", "baton-e2e-logs-")
 	if err == nil {
 		for _, p := range logs {
-			_ = copyFile(p, filepath.Join(keep, strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_")))
+			_ = testenv.CopyFile(p, filepath.Join(keep, strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_")), 0o644)
 		}
 		fmt.Fprintf(&b, "=== full logs kept in %s ===\n", keep)
 	}
@@ -397,32 +397,11 @@ func (c *Cluster) pgActivity() string {
 }
 
 func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
+	lines, err := testenv.LastLines(path, n)
 	if err != nil {
 		return fmt.Sprintf("=== %s: %v ===\n", path, err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return fmt.Sprintf("=== tail of %s ===\n%s\n", path, strings.Join(lines, "\n"))
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return fmt.Sprintf("=== tail of %s ===\n%s\n", path, lines)
 }
 
 // Node is one Baton instance: a process (restartable) with its own proxies to PostgreSQL

@@ -97,6 +97,36 @@ func start(t *testing.T, n *Node, job, mode string) int64 {
 	return id
 }
 
+// startAll starts each of jobs on n in mode and returns their run ids by job.
+func startAll(t *testing.T, n *Node, jobs []string, mode string) map[string]int64 {
+	t.Helper()
+	runs := make(map[string]int64, len(jobs))
+	for _, j := range jobs {
+		runs[j] = start(t, n, j, mode)
+	}
+	return runs
+}
+
+// waitAllProcessed waits until the run of each of jobs has processed at least k items.
+func waitAllProcessed(t *testing.T, c *Cluster, runs map[string]int64, jobs []string, k int64) {
+	t.Helper()
+	for _, j := range jobs {
+		waitProcessed(t, c, runs[j], k)
+	}
+}
+
+// expectSucceeded waits for the run of each of jobs to end and fails for each that did not
+// succeed; what names the runs in the message.
+func expectSucceeded(t *testing.T, c *Cluster, s sizes, runs map[string]int64, jobs []string, what string) {
+	t.Helper()
+	for _, j := range jobs {
+		r := c.WaitRun(runs[j], s.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
+		if r.Status != "SUCCEEDED" {
+			t.Errorf("%s %d of %s ended %s/%s: %s", what, r.ID, j, r.Status, r.StopReason, r.Message)
+		}
+	}
+}
+
 // waitProcessed waits until run id has processed at least k items while still active.
 func waitProcessed(t *testing.T, c *Cluster, id, k int64) *RunRow {
 	t.Helper()
@@ -150,6 +180,33 @@ func expectRefused(t *testing.T, c *Cluster, job string, calls int, nodes ...*No
 		}
 	}
 	c.Logf("%d concurrent startJob %s while it runs: %v", calls, job, counts)
+}
+
+// waitLeaseExpired waits for run id to end after a fault at faultAt (fault names it, as in
+// "run 7 FAILED after <fault>") and fails unless it ended FAILED by lease expiry within
+// recoveryBound. It returns the run's row.
+func waitLeaseExpired(t *testing.T, c *Cluster, id int64, faultAt time.Time, fault string) *RunRow {
+	t.Helper()
+	r := c.WaitRun(id, recoveryBound(c)+30*time.Second, "fails after "+fault, func(r *RunRow) bool { return !r.Active() })
+	withinBound(t, c, fmt.Sprintf("run %d FAILED after %s", id, fault), time.Since(faultAt), recoveryBound(c))
+	if r.Status != "FAILED" || r.StopReason != "LEASE_EXPIRED" {
+		t.Errorf("run %d ended %s/%s after %s, want FAILED/LEASE_EXPIRED", r.ID, r.Status, r.StopReason, fault)
+	}
+	return r
+}
+
+// waitFinishRefused waits up to 20s for holder's log to show that its worker (who: "woken",
+// "stalled") of the failed run id stopped itself: the fence refused the run's finish.
+func waitFinishRefused(t *testing.T, holder *Node, id int64, who string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !holder.LogContains(`"msg":"finish refused"`, fmt.Sprintf(`"run":%d,`, id)) {
+		if time.Now().After(deadline) {
+			t.Errorf("%s: the %s worker of run %d did not stop itself (no \"finish refused\" in its log within 20s)", holder.Name, who, id)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // withinBound fails unless d <= bound, logging the measure either way.

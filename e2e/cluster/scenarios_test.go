@@ -68,24 +68,14 @@ func scenarioKillHolder(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
 	k := c.StartChecker()
 	holder := c.Node(1)
-	runs := map[string]int64{}
-	for _, j := range demoJobs {
-		runs[j] = start(t, holder, j, "RESTART")
-	}
+	runs := startAll(t, holder, demoJobs, "RESTART")
 	for round := 1; round <= s.rounds; round++ {
-		for _, j := range demoJobs {
-			waitProcessed(t, c, runs[j], 10)
-		}
+		waitAllProcessed(t, c, runs, demoJobs, 10)
 		killedAt := time.Now()
 		holder.Kill()
 		failed := map[string]*RunRow{}
 		for _, j := range demoJobs {
-			r := c.WaitRun(runs[j], recoveryBound(c)+30*time.Second, "fails after its holder was killed",
-				func(r *RunRow) bool { return !r.Active() })
-			withinBound(t, c, fmt.Sprintf("round %d: run %d (%s) FAILED after SIGKILL", round, r.ID, j), time.Since(killedAt), recoveryBound(c))
-			if r.Status != "FAILED" || r.StopReason != "LEASE_EXPIRED" {
-				t.Errorf("run %d of a killed holder ended %s/%s, want FAILED/LEASE_EXPIRED", r.ID, r.Status, r.StopReason)
-			}
+			r := waitLeaseExpired(t, c, runs[j], killedAt, fmt.Sprintf("SIGKILL of its holder (%s, round %d)", j, round))
 			if r.Checkpoint == "" {
 				t.Errorf("run %d processed %d items but has no checkpoint", r.ID, r.Processed)
 			}
@@ -104,12 +94,7 @@ func scenarioKillHolder(t *testing.T, s sizes) {
 		holder.Start()
 		holder = next
 	}
-	for _, j := range demoJobs {
-		r := c.WaitRun(runs[j], s.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
-		if r.Status != "SUCCEEDED" {
-			t.Errorf("last RESUME run %d of %s ended %s/%s: %s", r.ID, j, r.Status, r.StopReason, r.Message)
-		}
-	}
+	expectSucceeded(t, c, s, runs, demoJobs, "last RESUME run")
 	checkCollected(t, c, s)
 	checkSettled(t, c, s)
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
@@ -123,25 +108,14 @@ func scenarioPausedHolder(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
 	k := c.StartChecker()
 	holder := c.Node(1)
-	runs := map[string]int64{}
-	for _, j := range frozenJobs {
-		runs[j] = start(t, holder, j, "RESTART")
-	}
+	runs := startAll(t, holder, frozenJobs, "RESTART")
 	for round := 1; round <= s.rounds; round++ {
-		for _, j := range frozenJobs {
-			waitProcessed(t, c, runs[j], 10)
-		}
+		waitAllProcessed(t, c, runs, frozenJobs, 10)
 		frozenAt := time.Now()
 		holder.Pause()
 		stale := map[string]*RunRow{}
 		for _, j := range frozenJobs {
-			r := c.WaitRun(runs[j], recoveryBound(c)+30*time.Second, "fails while its holder is frozen",
-				func(r *RunRow) bool { return !r.Active() })
-			withinBound(t, c, fmt.Sprintf("round %d: run %d (%s) FAILED after SIGSTOP", round, r.ID, j), time.Since(frozenAt), recoveryBound(c))
-			if r.Status != "FAILED" || r.StopReason != "LEASE_EXPIRED" {
-				t.Errorf("run %d of a frozen holder ended %s/%s, want FAILED/LEASE_EXPIRED", r.ID, r.Status, r.StopReason)
-			}
-			stale[j] = r
+			stale[j] = waitLeaseExpired(t, c, runs[j], frozenAt, fmt.Sprintf("SIGSTOP of its holder (%s, round %d)", j, round))
 		}
 		// A new holder takes over while the old one is frozen, so the woken worker finds the
 		// job running elsewhere.
@@ -152,20 +126,11 @@ func scenarioPausedHolder(t *testing.T, s sizes) {
 				t.Errorf("RESUME run %d started from %q, want the frozen run's checkpoint %q", r.ID, r.StartCheckpoint, stale[j].Checkpoint)
 			}
 		}
-		for _, j := range frozenJobs {
-			waitProcessed(t, c, runs[j], 5)
-		}
+		waitAllProcessed(t, c, runs, frozenJobs, 5)
 		holder.Continue()
 		for _, j := range frozenJobs {
 			id := stale[j].ID
-			deadline := time.Now().Add(20 * time.Second)
-			for !holder.LogContains(`"msg":"finish refused"`, fmt.Sprintf(`"run":%d,`, id)) {
-				if time.Now().After(deadline) {
-					t.Errorf("%s: the woken worker of run %d did not stop itself (no \"finish refused\" in its log within 20s)", holder.Name, id)
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			waitFinishRefused(t, holder, id, "woken")
 			now := c.RunRow(id)
 			if now.Status != stale[j].Status || now.Processed != stale[j].Processed || now.Checkpoint != stale[j].Checkpoint ||
 				!now.FinishedAt.Equal(*stale[j].FinishedAt) {
@@ -176,12 +141,7 @@ func scenarioPausedHolder(t *testing.T, s sizes) {
 		holder.WaitReady(30 * time.Second)
 		holder = next
 	}
-	for _, j := range frozenJobs {
-		r := c.WaitRun(runs[j], s.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
-		if r.Status != "SUCCEEDED" {
-			t.Errorf("last RESUME run %d of %s ended %s/%s: %s", r.ID, j, r.Status, r.StopReason, r.Message)
-		}
-	}
+	expectSucceeded(t, c, s, runs, frozenJobs, "last RESUME run")
 	checkCollected(t, c, s)
 	checkSettled(t, c, s)
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
@@ -416,57 +376,32 @@ func scenarioPartitionPostgres(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
 	k := c.StartChecker()
 	holder, other := c.Node(1), c.Node(2)
-	runs := map[string]int64{}
-	for _, j := range frozenJobs {
-		runs[j] = start(t, holder, j, "RESTART")
-	}
-	for _, j := range frozenJobs {
-		waitProcessed(t, c, runs[j], 10)
-	}
+	runs := startAll(t, holder, frozenJobs, "RESTART")
+	waitAllProcessed(t, c, runs, frozenJobs, 10)
 
 	holder.BlackholePostgres()
 	stalledAt := time.Now()
 	stale := map[string]*RunRow{}
 	for _, j := range frozenJobs {
-		r := c.WaitRun(runs[j], recoveryBound(c)+30*time.Second, "fails while its holder is stalled",
-			func(r *RunRow) bool { return !r.Active() })
-		withinBound(t, c, fmt.Sprintf("run %d (%s) FAILED after its holder's PostgreSQL stalled", r.ID, j), time.Since(stalledAt), recoveryBound(c))
-		if r.Status != "FAILED" || r.StopReason != "LEASE_EXPIRED" {
-			t.Errorf("run %d of a stalled holder ended %s/%s, want FAILED/LEASE_EXPIRED", r.ID, r.Status, r.StopReason)
-		}
-		stale[j] = r
+		stale[j] = waitLeaseExpired(t, c, runs[j], stalledAt, fmt.Sprintf("its holder's PostgreSQL stalled (%s)", j))
 	}
 	waitUnready(t, c, holder, 10*time.Second)
 	for _, j := range frozenJobs {
 		runs[j] = start(t, other, j, "RESUME")
 	}
-	for _, j := range frozenJobs {
-		waitProcessed(t, c, runs[j], 5)
-	}
+	waitAllProcessed(t, c, runs, frozenJobs, 5)
 	time.Sleep(s.outage)
 	holder.Heal()
 	holder.WaitReady(30 * time.Second)
 	for _, j := range frozenJobs {
 		id := stale[j].ID
-		deadline := time.Now().Add(20 * time.Second)
-		for !holder.LogContains(`"msg":"finish refused"`, fmt.Sprintf(`"run":%d,`, id)) {
-			if time.Now().After(deadline) {
-				t.Errorf("%s: the stalled worker of run %d did not stop itself within 20s of the heal", holder.Name, id)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitFinishRefused(t, holder, id, "stalled")
 		now := c.RunRow(id)
 		if now.Status != stale[j].Status || now.Processed != stale[j].Processed || now.Checkpoint != stale[j].Checkpoint {
 			t.Errorf("invariant violated: stalled writes changed the failed run: %s became %s", describe(stale[j]), describe(now))
 		}
 	}
-	for _, j := range frozenJobs {
-		r := c.WaitRun(runs[j], s.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
-		if r.Status != "SUCCEEDED" {
-			t.Errorf("RESUME run %d of %s ended %s/%s: %s", r.ID, j, r.Status, r.StopReason, r.Message)
-		}
-	}
+	expectSucceeded(t, c, s, runs, frozenJobs, "RESUME run")
 	checkCollected(t, c, s)
 	checkSettled(t, c, s)
 
@@ -475,12 +410,7 @@ func scenarioPartitionPostgres(t *testing.T, s sizes) {
 	id := start(t, holder, job, "RESTART")
 	waitProcessed(t, c, id, 10)
 	holder.CutPostgres()
-	cutAt := time.Now()
-	r := c.WaitRun(id, recoveryBound(c)+30*time.Second, "fails while its holder is cut off", func(r *RunRow) bool { return !r.Active() })
-	withinBound(t, c, fmt.Sprintf("run %d FAILED after its holder was cut off PostgreSQL", id), time.Since(cutAt), recoveryBound(c))
-	if r.Status != "FAILED" || r.StopReason != "LEASE_EXPIRED" {
-		t.Errorf("run %d of a holder cut off PostgreSQL ended %s/%s, want FAILED/LEASE_EXPIRED", r.ID, r.Status, r.StopReason)
-	}
+	waitLeaseExpired(t, c, id, time.Now(), "its holder was cut off PostgreSQL")
 	waitUnready(t, c, holder, 10*time.Second)
 	time.Sleep(s.outage)
 	holder.Heal()

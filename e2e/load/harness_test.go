@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -173,7 +172,7 @@ var buildOnce struct {
 func buildLoadNode(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root, err := moduleRoot()
+		root, err := testenv.ModuleRoot()
 		if err != nil {
 			buildOnce.err = err
 			return
@@ -202,24 +201,6 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(buildOnce.dir)
 	}
 	os.Exit(code)
-}
-
-// moduleRoot finds the directory holding go.mod, upwards from the package's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // freshDatabase creates a database of the test's own on the server of DATABASE_URL and

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/internal/testenv"
 )
 
 // TestSoakLoad is the full load (`make soak`): 3 instances, 200 GraphQL clients querying
@@ -21,7 +23,7 @@ import (
 // commit), BATON_SOAK_MIN_ITEMS_PER_SEC (0: the goal is reported, not enforced; set 5000 to
 // fail a run below it).
 func TestSoakLoad(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,18 @@ func Jobs(pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider) {
 }
 
 // durationOr returns d for 0, 0 for a negative (Off) duration, and v otherwise.
-func durationOr(v, d time.Duration) time.Duration {
+func durationOr(v, d time.Duration) time.Duration { return settingOr(v, d) }
+
+// rateOr returns d for 0, 0 for a negative (Off) rate, and v capped at 1 otherwise.
+func rateOr(v, d float64) float64 {
+	if v > 0 {
+		return min(v, 1)
+	}
+	return settingOr(v, d)
+}
+
+// settingOr reads a setting whose zero means "the default d" and whose negatives mean Off.
+func settingOr[T time.Duration | float64](v, d T) T {
 	switch {
 	case v == 0:
 		return d
@@ -73,18 +84,6 @@ func durationOr(v, d time.Duration) time.Duration {
 		return 0
 	default:
 		return v
-	}
-}
-
-// rateOr returns d for 0, 0 for a negative (Off) rate, and v capped at 1 otherwise.
-func rateOr(v, d float64) float64 {
-	switch {
-	case v == 0:
-		return d
-	case v < 0:
-		return 0
-	default:
-		return min(v, 1)
 	}
 }
 

@@ -3,34 +3,32 @@ package demo
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// bundle is one test's migrated schema and Redis prefix.
+// bundle is one test's migrated schema and Redis prefix. The fields are the shared bundle's,
+// under the short names the tests use; a provider test sets only t, url and pool.
 type bundle struct {
-	t     *testing.T
-	url   string
-	pool  *pgxpool.Pool
-	redis *redis.Client
-	env   string
+	*testbundle.Bundle
+	t        *testing.T
+	url, env string
+	pool     *pgxpool.Pool
+	redis    *redis.Client
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	t.Parallel()
-	url := demoSchema(t)
-	rc, env := testenv.Redis(t)
-	return &bundle{t: t, url: url, pool: testenv.Pool(t, url), redis: rc, env: env}
+	tb := testbundle.Setup(t, demoSchema)
+	return &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis}
 }
 
 // demoSchema returns a fresh schema migrated as a demo server migrates it: the product's
@@ -49,26 +47,7 @@ func demoSchema(t testing.TB) string {
 // runner starts a Runner with jobs registered, running until the test ends.
 func (b *bundle) runner(jobs ...runner.Job) *runner.Runner {
 	b.t.Helper()
-	cfg := runner.Config{
-		DB: testenv.Pool(b.t, b.url), Redis: b.redis, Env: b.env, PoolSize: 4,
-		PollInterval: 200 * time.Millisecond, DefaultLease: 5 * time.Second, ShutdownTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	if testing.Verbose() {
-		cfg.Logger = slog.Default()
-	}
-	r, err := runner.New(cfg)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := r.Register(context.Background(), jobs...); err != nil {
-		b.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
-	b.t.Cleanup(func() { cancel(); <-done })
-	return r
+	return b.Runner(b.Config(), jobs...)
 }
 
 func (b *bundle) start(r *runner.Runner, p runner.StartParams) int64 {
@@ -107,11 +86,7 @@ func (b *bundle) waitStatus(r *runner.Runner, id int64, want bt.RunStatus) *bt.R
 
 func (b *bundle) count(sql string, args ...any) int {
 	b.t.Helper()
-	var n int
-	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		b.t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return testbundle.Count(b.t, b.pool, sql, args...)
 }
 
 // ledgerStates counts job's ledger rows by state.

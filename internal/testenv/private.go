@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net"
@@ -655,26 +654,9 @@ func copyTree(src, dst string) error {
 			}
 			return os.Symlink(link, target)
 		default:
-			return copyFile(path, target, info.Mode().Perm())
+			return CopyFile(path, target, info.Mode().Perm())
 		}
 	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // serverCredential says whom private servers run as: nil (the test's own user) unless the test
@@ -802,13 +784,9 @@ func readFrom(path string, offset int64) string {
 
 // logTail returns the last lines of a log file, for failure messages.
 func logTail(path string) string {
-	b, err := os.ReadFile(path)
+	tail, err := LastLines(path, 40)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	return "--- tail of " + path + " ---\n" + strings.Join(lines, "\n")
+	return "--- tail of " + path + " ---\n" + tail
 }

@@ -19,100 +19,48 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/baton-run/baton/e2e/internal/node"
 	"github.com/baton-run/baton/internal/demo"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	slog.SetDefault(log)
-	if err := run(ctx, log); err != nil {
-		log.Error("stormnode", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { node.Main("stormnode", run) }
 
 func run(ctx context.Context, log *slog.Logger) error {
-	n, err := envInt("STORM_JOBS", 10)
-	if err != nil {
-		return err
+	var e node.Env
+	n := e.Int("STORM_JOBS", 10)
+	work := e.Duration("STORM_WORK", 20*time.Millisecond)
+	slow := e.Duration("STORM_SLOW_WORK", work)
+	spread := e.Duration("STORM_WORK_SPREAD", 0)
+	o := e.Options("stormnode", log, node.Defaults{
+		PoolSize: 16, PollInterval: 10 * time.Second, Lease: 30 * time.Second, ShutdownTimeout: 30 * time.Second,
+	})
+	demoCfg := demo.FastConfig()
+	if os.Getenv("STORM_DEMO") == "1" {
+		demoCfg.Collect.Pages = e.Int("BATON_DEMO_PAGES", demoCfg.Collect.Pages)
+		demoCfg.Collect.PageLatency = e.Duration("BATON_DEMO_PAGE_LATENCY", demoCfg.Collect.PageLatency)
+		o.JobsFunc = func(p *pgxpool.Pool) ([]runner.Job, error) {
+			js, _, err := demo.Setup(ctx, p, demoCfg)
+			return js, err
+		}
 	}
-	work, err := envDuration("STORM_WORK", 20*time.Millisecond)
-	if err != nil {
-		return err
+	if e.Err != nil {
+		return e.Err
 	}
-	slow, err := envDuration("STORM_SLOW_WORK", work)
-	if err != nil {
-		return err
-	}
-	spread, err := envDuration("STORM_WORK_SPREAD", 0)
-	if err != nil {
-		return err
-	}
-	pool, err := envInt("BATON_POOL_SIZE", 16)
-	if err != nil {
-		return err
-	}
-	poll, err := envDuration("BATON_POLL_INTERVAL", 10*time.Second)
-	if err != nil {
-		return err
-	}
-	lease, err := envDuration("BATON_LEASE", 30*time.Second)
-	if err != nil {
-		return err
-	}
-	shutdown, err := envDuration("BATON_SHUTDOWN_TIMEOUT", 30*time.Second)
-	if err != nil {
-		return err
-	}
-	jobs := make([]runner.Job, 0, n)
 	for i := range n {
 		w := work + time.Duration(i)*spread
 		if i == 0 {
 			w = slow
 		}
-		jobs = append(jobs, stormJob(fmt.Sprintf("storm-%03d", i), w))
+		o.Jobs = append(o.Jobs, stormJob(fmt.Sprintf("storm-%03d", i), w))
 	}
-	o := server.Options{
-		DatabaseURL:     os.Getenv("DATABASE_URL"),
-		RedisURL:        os.Getenv("REDIS_URL"),
-		Env:             os.Getenv("BATON_ENV"),
-		Addr:            os.Getenv("BATON_ADDR"),
-		Instance:        os.Getenv("BATON_INSTANCE"),
-		PoolSize:        pool,
-		Scheduler:       os.Getenv("BATON_SCHEDULER") != "false",
-		PollInterval:    poll,
-		Lease:           lease,
-		ShutdownTimeout: shutdown,
-		Logger:          log,
-		Version:         "stormnode",
-		Jobs:            jobs,
-		Ready: func(base, _ string) {
-			fmt.Printf("stormnode up: %s (%d storm jobs)\n", base, n)
-		},
-	}
-	if os.Getenv("STORM_DEMO") == "1" {
-		cfg := demo.FastConfig()
-		if cfg.Collect.Pages, err = envInt("BATON_DEMO_PAGES", cfg.Collect.Pages); err != nil {
-			return err
-		}
-		if cfg.Collect.PageLatency, err = envDuration("BATON_DEMO_PAGE_LATENCY", cfg.Collect.PageLatency); err != nil {
-			return err
-		}
-		o.JobsFunc = func(p *pgxpool.Pool) ([]runner.Job, error) {
-			js, _, err := demo.Setup(ctx, p, cfg)
-			return js, err
-		}
+	o.Ready = func(base, _ string) {
+		fmt.Printf("stormnode up: %s (%d storm jobs)\n", base, n)
 	}
 	return server.Serve(ctx, o)
 }
@@ -141,28 +89,4 @@ func stormJob(name string, work time.Duration) runner.Job {
 			}
 		})
 	})
-}
-
-func envInt(key string, def int) (int, error) {
-	v := os.Getenv(key)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s must be a number >= 0, not %q", key, v)
-	}
-	return n, nil
-}
-
-func envDuration(key string, def time.Duration) (time.Duration, error) {
-	v := os.Getenv(key)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s must be a duration such as 500ms, not %q", key, v)
-	}
-	return d, nil
 }

@@ -17,68 +17,42 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/baton-run/baton/e2e/internal/node"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	slog.SetDefault(log)
-	if err := run(ctx, log); err != nil {
-		log.Error("loadnode", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { node.Main("loadnode", run) }
 
 func run(ctx context.Context, log *slog.Logger) error {
 	var (
-		e        env
-		jobs     = e.int("LOAD_JOBS", 3)
-		batch    = e.int("LOAD_BATCH", 1000)
-		par      = e.int("LOAD_PARALLELISM", 8)
-		rate     = e.int("LOAD_RATE", 0)
-		runFor   = e.duration("LOAD_RUN_FOR", 2*time.Minute)
-		pool     = e.int("BATON_POOL_SIZE", 4)
-		poll     = e.duration("BATON_POLL_INTERVAL", 2*time.Second)
-		lease    = e.duration("BATON_LEASE", 30*time.Second)
-		shutdown = e.duration("BATON_SHUTDOWN_TIMEOUT", 10*time.Second)
+		e      node.Env
+		jobs   = e.Int("LOAD_JOBS", 3)
+		batch  = e.Int("LOAD_BATCH", 1000)
+		par    = e.Int("LOAD_PARALLELISM", 8)
+		rate   = e.Int("LOAD_RATE", 0)
+		runFor = e.Duration("LOAD_RUN_FOR", 2*time.Minute)
+		o      = e.Options("loadnode", log, node.Defaults{
+			PoolSize: 4, PollInterval: 2 * time.Second, Lease: 30 * time.Second, ShutdownTimeout: 10 * time.Second,
+		})
 	)
-	if e.err != nil {
-		return e.err
+	if e.Err != nil {
+		return e.Err
 	}
 	if batch < 1 {
 		return fmt.Errorf("LOAD_BATCH must be at least 1, not %d", batch)
 	}
-	js := make([]runner.Job, jobs)
-	for i := range js {
-		js[i] = loadJob(fmt.Sprintf("load-%d", i), runFor, batch, par, rate)
+	o.Jobs = make([]runner.Job, jobs)
+	for i := range o.Jobs {
+		o.Jobs[i] = loadJob(fmt.Sprintf("load-%d", i), runFor, batch, par, rate)
 	}
-	return server.Serve(ctx, server.Options{
-		DatabaseURL:     os.Getenv("DATABASE_URL"),
-		RedisURL:        os.Getenv("REDIS_URL"),
-		Env:             os.Getenv("BATON_ENV"),
-		Addr:            os.Getenv("BATON_ADDR"),
-		Instance:        os.Getenv("BATON_INSTANCE"),
-		PoolSize:        pool,
-		Scheduler:       os.Getenv("BATON_SCHEDULER") != "false",
-		PollInterval:    poll,
-		Lease:           lease,
-		ShutdownTimeout: shutdown,
-		Logger:          log,
-		Version:         "loadnode",
-		Jobs:            js,
-		Ready: func(base, _ string) {
-			fmt.Printf("loadnode up: %s\n", base)
-		},
-	})
+	o.Ready = func(base, _ string) {
+		fmt.Printf("loadnode up: %s\n", base)
+	}
+	return server.Serve(ctx, o)
 }
 
 // loadJob walks batches of no-op items until runFor has passed since the run began.
@@ -115,31 +89,4 @@ func loadJob(name string, runFor time.Duration, batch, parallelism, rate int) ru
 		}
 		return nil
 	})
-}
-
-// env reads numbers and durations from the environment, keeping the first error.
-type env struct{ err error }
-
-func (e *env) int(key string, def int) int {
-	v := os.Getenv(key)
-	if v == "" || e.err != nil {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		e.err = fmt.Errorf("%s must be a number >= 0, not %q", key, v)
-	}
-	return n
-}
-
-func (e *env) duration(key string, def time.Duration) time.Duration {
-	v := os.Getenv(key)
-	if v == "" || e.err != nil {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		e.err = fmt.Errorf("%s must be a duration such as 500ms, not %q", key, v)
-	}
-	return d
 }
