@@ -771,7 +771,7 @@ func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolu
 // repeating calls into a failing downstream only adds load and doubt.
 func judgeDownstream(p *bt.Preflight, conds []StopCondition, calls int64) {
 	for _, c := range conds {
-		c = c.withDefaults()
+		c = c.WithDefaults()
 		if c.Metric != DownstreamErrorRate {
 			continue
 		}

@@ -1,97 +1,29 @@
 package runner
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"strings"
-	"unicode"
-
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 )
-
-// classified wraps an error with the ledger state it should leave its target in.
-type classified struct {
-	state bt.LedgerState
-	err   error
-}
-
-func (c *classified) Error() string { return c.err.Error() }
-func (c *classified) Unwrap() error { return c.err }
-
-func classify(state bt.LedgerState, err error) error {
-	if err == nil {
-		err = errors.New(strings.ToLower(string(state)))
-	}
-	return &classified{state: state, err: err}
-}
 
 // Transient marks err as passing: no effect happened and a retry may succeed (a 429 or 503
 // returned before the outside system applied anything).
-func Transient(err error) error { return classify(bt.LedgerTransient, err) }
+func Transient(err error) error { return pipeline.Transient(err) }
 
 // Rejected marks err as the outside system refusing the input; retrying the same input fails
 // the same way.
-func Rejected(err error) error { return classify(bt.LedgerValidationRejected, err) }
+func Rejected(err error) error { return pipeline.Rejected(err) }
 
 // Conflict marks err as a state conflict (already changed by someone else).
-func Conflict(err error) error { return classify(bt.LedgerConflict, err) }
+func Conflict(err error) error { return pipeline.Conflict(err) }
 
 // Ambiguous marks err as "the effect may or may not have happened" (a timeout after the
 // request was sent). The target is quarantined until reconciled.
-func Ambiguous(err error) error { return classify(bt.LedgerAmbiguous, err) }
+func Ambiguous(err error) error { return pipeline.Ambiguous(err) }
 
 // Policy marks err as a refusal by policy (a limit, a block list).
-func Policy(err error) error { return classify(bt.LedgerPolicyBlocked, err) }
+func Policy(err error) error { return pipeline.Policy(err) }
 
 // ClassOf returns the ledger state an item error leaves its target in, applying the default
 // rules: an explicit class wins; otherwise an error (or a deadline) from an external-effect
 // step is AMBIGUOUS_EFFECT — the call may have landed — and anything else TRANSIENT.
-func ClassOf(err error, external bool) bt.LedgerState {
-	var c *classified
-	if errors.As(err, &c) {
-		return c.state
-	}
-	if external {
-		return bt.LedgerAmbiguous
-	}
-	return bt.LedgerTransient
-}
-
-// panicError is what a panicking item function becomes.
-type panicError struct{ v any }
-
-func (p panicError) Error() string { return fmt.Sprintf("panic: %v", p.v) }
-
-// errorSignature normalises an error message (digits and hex runs folded) so "the same
-// failure" is recognised across attempts whose messages differ only in ids or timings.
-func errorSignature(state bt.LedgerState, err error) string {
-	msg := err.Error()
-	var b strings.Builder
-	lastFolded := false
-	for _, r := range msg {
-		if unicode.IsDigit(r) {
-			if !lastFolded {
-				b.WriteRune('#')
-			}
-			lastFolded = true
-			continue
-		}
-		lastFolded = false
-		b.WriteRune(r)
-	}
-	sum := sha256.Sum256([]byte(string(state) + "|" + b.String()))
-	return hex.EncodeToString(sum[:8])
-}
-
-func isDeadline(ctx context.Context, err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil
-}
-
-// isClassified reports whether err carries an explicit class from Transient, Rejected, ...
-func isClassified(err error) bool {
-	var c *classified
-	return errors.As(err, &c)
-}
+func ClassOf(err error, external bool) bt.LedgerState { return pipeline.ClassOf(err, external) }

@@ -11,9 +11,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 )
 
 // Re-exported so job authors need only this package.
@@ -111,52 +110,13 @@ func NewJob(info JobInfo, run func(ctx context.Context, run *Run) error) Job {
 	return funcJob{info: info, run: run}
 }
 
-// Item is one unit of a run's work: a step applied to a target.
-type Item struct {
-	// Target identifies what the step acts on (an account, a page, an order). With Step it
-	// keys the ledger row and the idempotency key.
-	Target string
-	// Step names the action; empty for single-step jobs.
-	Step string
-	// Input is hashed (as JSON) into the ledger's input_hash; a changed input on a later run
-	// is flagged.
-	Input any
-	// Checkpoint is the token the run resumes after once this item commits; empty keeps the
-	// previous one.
-	Checkpoint string
-	// Shard names the checkpoint stream; empty for single-shard jobs.
-	Shard string
-	// External marks a step with an effect outside Baton's database (a payment, an email).
-	// Its intent is committed before the call, so a crash can never make the effect twice.
-	External bool
-}
+// Item is one unit of a run's work: a step applied to a target (see batontype.Item).
+type Item = bt.Item
 
 // Attempt is what an item's function receives: the idempotency key to pass to the outside
-// system, the attempt number, and ways to record effect and evidence and to make the job's
-// own database writes in the item transaction.
-type Attempt struct {
-	// IdempotencyKey is stable for (job, generation, target, step): pass it on every call so
-	// the outside system can refuse a duplicate.
-	IdempotencyKey string
-	// Number counts attempts at this target's step across runs of the generation, from 1.
-	Number int
-	// Target and Step echo the item.
-	Target, Step string
-
-	effectRef, evidenceRef *string
-	writes                 []func(ctx context.Context, tx pgx.Tx) error
-}
-
-// SetEffectRef records the outside system's reference for the effect (a payment id).
-func (a *Attempt) SetEffectRef(ref string) { a.effectRef = &ref }
-
-// SetEvidenceRef records where the proof of the effect lives (a receipt, a response digest).
-func (a *Attempt) SetEvidenceRef(ref string) { a.evidenceRef = &ref }
-
-// Tx queues the job's own database work for this item. It runs inside the item's transaction
-// after the lease check, and commits with the item's result and checkpoint or not at all. It
-// runs only if the item succeeds. Do no network calls in fn: it holds a connection.
-func (a *Attempt) Tx(fn func(ctx context.Context, tx pgx.Tx) error) { a.writes = append(a.writes, fn) }
+// system, the attempt number, and ways to record effect and evidence (SetEffectRef,
+// SetEvidenceRef) and to make the job's own database writes in the item transaction (Tx).
+type Attempt = pipeline.Attempt
 
 // Constants re-exported so job authors need only this package.
 const (

@@ -2,69 +2,21 @@ package runner
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"hash/maphash"
 	"log/slog"
-	"sync"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/postgres"
 )
 
 // Run is a job's handle on its current execution: progress, safe points, item processing.
 // Its methods are safe for concurrent use by the job's goroutines.
 type Run struct {
-	r      *Runner
-	job    Job
-	info   JobInfo
-	retry  RetryPolicy
-	fence  postgres.Fence
-	lease  time.Duration
-	scope  map[bt.LedgerState]bool
-	log    *slog.Logger
-	cancel context.CancelFunc // cancels the job's context when abandoned
-
-	// started is the run as it was handed to the worker. Its identity (job, generation,
-	// trigger, mode, start checkpoint) never changes, so it is read without mu; rec is replaced
-	// whole by the finish and by an abandon racing it, and is read under mu.
-	started bt.RunRecord
-
-	// scopeStates is scope as the store takes it: the states the transition table lets this
-	// replay's intents and results move a target out of.
-	scopeStates []bt.LedgerState
-
-	mu          sync.Mutex
-	rec         bt.RunRecord  // latest known state
-	leaseEnd    time.Time     // local (NowFunc) time the lease ends, conservatively
-	flagsAt     time.Time     // local time the flags were last read
-	stop        bt.StopReason // set once a stop was seen or requested locally
-	lost        bool
-	ledgerEmpty bool // the generation had no ledger rows when the run started
-	// written holds the targets this run wrote while ledgerEmpty holds (see noteWritten).
-	written     map[uint64]struct{}
-	writtenSeed maphash.Seed
-
-	replay, replayFull bool
-	stats              *callStats
-	stopDetail         *bt.Check // the stop condition that tripped, if any
-
-	// behind is the latest result write ProcessBatch left in flight (see writeBehind), nil
-	// when none; behindSend serialises sending them.
-	behindMu   sync.Mutex
-	behind     *behindWrite
-	behindSend sync.Mutex
-}
-
-// behindWrite is a write in flight: done closes when it has landed or failed with err. held
-// says it holds a connection of its own (a staged write), so needs no other to finish. prev
-// is the write in flight before it, kept only while it is the latest.
-type behindWrite struct {
-	done chan struct{}
-	err  error
-	held bool
-	prev *behindWrite
+	e   *pipeline.Run
+	job Job
+	// fence is the run's id and lease token, for the fenced writes of the runner's own jobs.
+	fence postgres.Fence
 }
 
 // ErrStop is returned by Check and Process when the run has been asked to stop (cancel, pause,
@@ -73,223 +25,114 @@ var ErrStop = bt.ErrStopped
 
 func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.ReplayScope) *Run {
 	info := job.Info()
-	run := &Run{
-		r: r, job: job, info: info, retry: info.Retry.withDefaults(),
-		fence:   postgres.Fence{RunID: rec.ID, Token: token},
-		lease:   time.Duration(rec.LeaseSeconds) * time.Second,
-		log:     r.log.With("job", rec.JobName, "run", rec.ID),
-		rec:     *rec,
-		started: *rec,
-		stats:   newCallStats(r.cfg.NowFunc),
-
-		writtenSeed: maphash.MakeSeed(),
+	retry := info.Retry.withDefaults()
+	d := pipeline.Deps{Store: r.store, Locks: r.locks, Metrics: r.metrics, Logger: r.log,
+		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance}
+	if events := r.cfg.Events; events != nil {
+		d.PublishFunc = func(rec bt.RunRecord, final bool) { events.RunChanged(RunEvent{Run: rec, Final: final}) }
 	}
-	run.replay = rec.Trigger == bt.TriggerReplay
-	run.replayFull = scope == bt.ScopeFull
-	if scope != "" {
-		run.scope = map[bt.LedgerState]bool{}
-		for _, s := range scope.States() {
-			run.scope[s] = true
-		}
-		run.scopeStates = scope.States()
-	}
-	return run
+	e := pipeline.New(d, rec, pipeline.Settings{
+		Token: token, Scope: scope, StopConditions: info.StopConditions, SensitiveEvidence: info.SensitiveEvidence,
+		Retry: pipeline.Retry{MaxAttempts: retry.MaxAttempts, InitialBackoff: retry.InitialBackoff, MaxBackoff: retry.MaxBackoff},
+	})
+	return &Run{e: e, job: job, fence: e.Fence()}
 }
 
 // ID returns the run id.
-func (run *Run) ID() int64 { return run.fence.RunID }
+func (run *Run) ID() int64 { return run.e.ID() }
 
 // JobName returns the job's name.
-func (run *Run) JobName() string { return run.started.JobName }
+func (run *Run) JobName() string { return run.e.JobName() }
 
 // Trigger returns why the run started.
-func (run *Run) Trigger() Trigger { return run.started.Trigger }
+func (run *Run) Trigger() Trigger { return run.e.Trigger() }
 
 // Mode returns RESUME or RESTART.
-func (run *Run) Mode() Mode { return run.started.Mode }
+func (run *Run) Mode() Mode { return run.e.Mode() }
 
 // Generation returns the ledger generation the run writes to.
-func (run *Run) Generation() int64 { return run.started.Generation }
+func (run *Run) Generation() int64 { return run.e.Generation() }
 
 // GenerationStartedAt returns when the first run of this run's generation started, by the
 // database clock: a stable "business date" for a generation that spans several runs.
-func (run *Run) GenerationStartedAt() time.Time { return run.started.GenerationStartedAt }
+func (run *Run) GenerationStartedAt() time.Time { return run.e.GenerationStartedAt() }
 
 // Checkpoint returns the token to resume after: the last committed checkpoint of the
 // generation for a RESUME run, "" for RESTART and replays.
-func (run *Run) Checkpoint() string { return run.started.StartCheckpoint }
+func (run *Run) Checkpoint() string { return run.e.Checkpoint() }
 
 // Logger returns a logger tagged with the job and run.
-func (run *Run) Logger() *slog.Logger { return run.log }
+func (run *Run) Logger() *slog.Logger { return run.e.Logger() }
 
 // Snapshot returns the run's latest known state.
-func (run *Run) Snapshot() bt.RunRecord {
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	return run.rec
-}
-
-func (run *Run) now() time.Time { return run.r.cfg.NowFunc() }
-
-// apply records what a fenced write returned. sent is the local time the write was sent, so
-// the local lease end errs early, never late.
-func (run *Run) apply(sent time.Time, ls postgres.LeaseState, pause bt.StopReason) {
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	run.leaseEnd = sent.Add(ls.Remaining)
-	run.flagsAt = sent
-	run.rec.Processed, run.rec.Succeeded, run.rec.Failed = ls.Processed, ls.Succeeded, ls.Failed
-	run.rec.Skipped, run.rec.Ambiguous, run.rec.Checkpoint, run.rec.Total = ls.Skipped, ls.Ambiguous, ls.Checkpoint, ls.Total
-	run.rec.CancelRequested, run.rec.PauseReason = ls.CancelRequested, pause
-	if run.stop == "" {
-		switch {
-		case ls.CancelRequested:
-			run.stop = bt.StopCancelled
-		case pause == bt.StopMaintenance:
-			run.stop = bt.StopMaintenance
-		case pause != "":
-			run.stop = bt.StopPaused
-		}
-	}
-}
-
-// fail records a write error; a lost lease is sticky.
-func (run *Run) fail(err error) error {
-	if errors.Is(err, bt.ErrLeaseLost) {
-		run.mu.Lock()
-		run.lost = true
-		run.mu.Unlock()
-		run.r.metrics.LeaseLost.Inc()
-	}
-	return err
-}
-
-func (run *Run) requestStop(reason bt.StopReason) {
-	run.mu.Lock()
-	if run.stop == "" {
-		run.stop = reason
-	}
-	run.mu.Unlock()
-}
-
-func (run *Run) stopErr() error {
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	if run.lost {
-		return bt.ErrLeaseLost
-	}
-	if run.stop != "" {
-		return &bt.Error{Code: bt.CodeStopped, Message: "run asked to stop: " + string(run.stop)}
-	}
-	return nil
-}
+func (run *Run) Snapshot() bt.RunRecord { return run.e.Snapshot() }
 
 // Check is a safe point: it renews the lease when less than half is left, learns of cancel
 // and pause requests, and returns ErrStop (wrapped) when the job must stop here.
-func (run *Run) Check(ctx context.Context) error {
-	if err := run.stopErr(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	run.mu.Lock()
-	now := run.now()
-	left := run.leaseEnd.Sub(now)
-	stale := now.Sub(run.flagsAt) > min(time.Second, run.lease/4)
-	run.mu.Unlock()
-	switch {
-	case left < run.lease/2:
-		if err := run.renew(ctx); err != nil {
-			return err
-		}
-	case stale:
-		sent := run.now()
-		ls, pause, err := run.r.store.Poll(ctx, run.fence)
-		if err != nil {
-			return run.fail(err)
-		}
-		run.apply(sent, ls, pause)
-	}
-	return run.stopErr()
-}
-
-// renew extends the database lease — the fence — and then the Redis lock, by compare-and-set
-// on the token. The Redis call is bounded by a short timeout: a Redis outage must slow a
-// renewal by at most that, never cost the run its lease.
-func (run *Run) renew(ctx context.Context) error {
-	sent := run.now()
-	ls, pause, err := run.r.store.Renew(ctx, run.fence)
-	if err != nil {
-		return run.fail(err)
-	}
-	run.apply(sent, ls, pause)
-	run.r.metrics.LeaseRenewals.Inc()
-
-	rctx, cancel := context.WithTimeout(ctx, redisTimeout(run.lease))
-	defer cancel()
-	ok, err := run.r.locks.Extend(rctx, run.started.JobName, run.fence.Token, run.lease)
-	if err != nil {
-		run.r.metrics.LockErrors.Inc()
-		run.log.Warn("extend redis lock failed; the database lease still fences", "err", err)
-	} else if !ok {
-		// The key was lost (Redis restarted or flushed). Take it back so Redis keeps
-		// pre-empting; if another token holds it, the database lease still decides.
-		if got, err := run.r.locks.Acquire(rctx, run.started.JobName, run.fence.Token, run.lease); err != nil || !got {
-			run.log.Warn("redis lock lost and not re-acquired; the database lease still fences", "err", err)
-		}
-	}
-	return nil
-}
-
-// redisTimeout bounds one lock operation: a tenth of the lease, between 50ms and 500ms.
-func redisTimeout(lease time.Duration) time.Duration {
-	return min(max(lease/10, 50*time.Millisecond), 500*time.Millisecond)
-}
-
-// itemContext returns a context that ends no later than the lease does.
-func (run *Run) itemContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	run.mu.Lock()
-	left := run.leaseEnd.Sub(run.now())
-	run.mu.Unlock()
-	return context.WithTimeout(ctx, left)
-}
+func (run *Run) Check(ctx context.Context) error { return run.e.Check(ctx) }
 
 // SetTotal records how many items the run expects, for progress and ETA.
-func (run *Run) SetTotal(ctx context.Context, n int64) error {
-	sent := run.now()
-	ls, pause, err := run.r.store.SetTotal(ctx, run.fence, n)
-	if err != nil {
-		return run.fail(err)
-	}
-	run.apply(sent, ls, pause)
-	run.publish(false)
-	return nil
+func (run *Run) SetTotal(ctx context.Context, n int64) error { return run.e.SetTotal(ctx, n) }
+
+// Process runs fn for one item and commits its outcome — ledger row, counters, checkpoint and
+// the job's own writes queued with Attempt.Tx — in one short transaction. No connection is
+// held while fn runs. For an External item the intent (IN_FLIGHT, attempt n, idempotency key)
+// is committed before fn is called, so a crash at any point leaves the target CONFIRMED,
+// untouched, or AMBIGUOUS_EFFECT — never done twice.
+//
+// The ledger decides first: a target already CONFIRMED is skipped; one left IN_FLIGHT by a
+// dead worker becomes AMBIGUOUS_EFFECT without a call; an AMBIGUOUS one stays quarantined;
+// rejected classes are retried only when a replay's scope includes them; a replay touches no
+// target outside its scope. TRANSIENT failures are retried within the run with capped
+// exponential backoff and jitter (JobInfo.Retry).
+//
+// Process returns nil once the item's outcome is committed, success or failure; it returns
+// an error only when the job must stop (ErrStop, a lost lease, or a database failure).
+func (run *Run) Process(ctx context.Context, item Item, fn func(ctx context.Context, a *Attempt) error) error {
+	return run.e.Process(ctx, item, fn)
 }
 
-func (run *Run) publish(final bool) {
-	if run.r.cfg.Events == nil {
-		return
-	}
-	run.r.cfg.Events.RunChanged(RunEvent{Run: run.Snapshot(), Final: final})
+// ProcessBatch is Process for many items at once, the throughput path: one ledger read, one
+// intent commit for the external items, the calls with at most parallelism in flight, and
+// one result commit carrying every item's outcome, the job's writes and the checkpoint of the
+// batch's last item. The guarantees of Process hold for every item. Size batches so their
+// calls finish well within the lease: each call's context ends with it.
+//
+// A batch with no External item and no Attempt.Tx writes returns once its result commit is
+// sent, not landed: the run's next write, a ledger read that could meet the same targets,
+// the end of the run and Sync wait for it, and report its failure.
+func (run *Run) ProcessBatch(ctx context.Context, items []Item, parallelism int, fn func(ctx context.Context, item Item, a *Attempt) error) error {
+	return run.e.ProcessBatch(ctx, items, parallelism, fn)
 }
+
+// Sync waits until every outcome ProcessBatch has returned for is committed, and returns the
+// error of a commit that failed (ErrLeaseLost, or the database's). Process, ProcessBatch and
+// the end of the run do this themselves; a job calls Sync before it acts on the assumption
+// that the results of its last batch are in the database.
+func (run *Run) Sync(ctx context.Context) error { return run.e.Sync(ctx) }
+
+// Skip records an item as skipped (nothing to do) and advances the checkpoint. A target
+// whose ledger row is CONFIRMED, AMBIGUOUS_EFFECT or IN_FLIGHT is not moved: Skip returns
+// LEDGER_TRANSITION_REFUSED and records nothing (see the ledger state machine in
+// docs/architecture.md).
+func (run *Run) Skip(ctx context.Context, item Item, reason string) error {
+	return run.e.Skip(ctx, item, reason)
+}
+
+// Fail records an item as failed without calling anything (the job found it bad itself):
+// an error row, the ledger state ClassOf(cause) gives (TRANSIENT when unclassified) and the
+// checkpoint advance. Like Skip, it never moves a target that is CONFIRMED, AMBIGUOUS_EFFECT
+// or IN_FLIGHT: that returns LEDGER_TRANSITION_REFUSED and records nothing.
+func (run *Run) Fail(ctx context.Context, item Item, cause error) error {
+	return run.e.Fail(ctx, item, cause)
+}
+
+// requestStop asks the run to stop at its next boundary (a shutdown).
+func (run *Run) requestStop(reason bt.StopReason) { run.e.RequestStop(reason) }
 
 // abandon ends a run that did not stop within the shutdown timeout: it cancels the job's
 // context and records the run FAILED (resumable) under its still-valid lease.
-func (run *Run) abandon() {
-	if run.cancel != nil {
-		run.cancel()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	msg := fmt.Sprintf("instance %s shut down before the job reached a boundary; start with RESUME to continue from checkpoint %q",
-		run.r.cfg.Instance, run.Snapshot().Checkpoint)
-	if rec, err := run.r.store.Finish(ctx, run.fence, bt.StatusFailed, bt.StopShutdownTimer, msg); err == nil {
-		run.mu.Lock()
-		run.rec = *rec
-		run.lost = true
-		run.mu.Unlock()
-		run.publish(true)
-	}
-	_, _ = run.r.locks.Release(ctx, run.started.JobName, run.fence.Token)
-}
+func (run *Run) abandon() { run.e.Abandon() }
+
+// redisTimeout bounds one lock operation (pipeline.RedisTimeout).
+func redisTimeout(lease time.Duration) time.Duration { return pipeline.RedisTimeout(lease) }

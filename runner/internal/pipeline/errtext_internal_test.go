@@ -1,4 +1,4 @@
-package runner
+package pipeline
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestPublicErrorText(t *testing.T) {
 		{"panic", panicError{"runtime error: index out of range"}, true, "index out of range"},
 	} {
 		var logs bytes.Buffer
-		got := publicErrorText(slog.New(slog.NewTextHandler(&logs, nil)), tc.err)
+		got := PublicErrorText(slog.New(slog.NewTextHandler(&logs, nil)), tc.err)
 		if !tc.internal {
 			want := tc.want
 			if want == "" {
@@ -54,7 +54,7 @@ func TestPublicErrorText(t *testing.T) {
 		}
 	}
 	long := errors.New(strings.Repeat("x", 3000))
-	if got := publicErrorText(slog.New(slog.DiscardHandler), long); len(got) != maxErrorText {
+	if got := PublicErrorText(slog.New(slog.DiscardHandler), long); len(got) != maxErrorText {
 		t.Errorf("a long message is %d bytes, want %d", len(got), maxErrorText)
 	}
 }

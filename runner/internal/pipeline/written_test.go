@@ -1,8 +1,7 @@
-package runner
+package pipeline
 
 import (
 	"fmt"
-	"hash/maphash"
 	"testing"
 
 	"github.com/baton-run/baton/runner/postgres"
@@ -12,22 +11,23 @@ import (
 // offers one of them again — also long after 65,536 targets (where it used to stop trusting its
 // memory and read before every batch) — and reads before every batch once past maxWritten.
 func TestRunRemembersWrittenTargets(t *testing.T) {
-	run := &Run{ledgerEmpty: true, writtenSeed: maphash.MakeSeed()}
+	w := newWrittenKeys()
+	w.startEmpty(true)
 	const n = 200_000
 	ls := make([]postgres.LedgerWrite, 0, 500)
 	for i := range n {
 		ls = append(ls, postgres.LedgerWrite{Target: fmt.Sprint("t", i), Step: "pay"})
 		if len(ls) == cap(ls) {
-			run.noteWritten(ls)
+			w.note(ls)
 			ls = ls[:0]
 		}
 	}
 	fresh := []postgres.TargetStep{{Target: fmt.Sprint("t", n), Step: "pay"}, {Target: "t7", Step: "refund"}}
-	if run.mayHaveRows(fresh) {
+	if w.mayHaveRows(fresh) {
 		t.Fatalf("after %d targets written, a batch of new ones would read the ledger", n)
 	}
 	for _, again := range [][]postgres.TargetStep{{{Target: "t0", Step: "pay"}}, {fresh[0], {Target: fmt.Sprint("t", n-1), Step: "pay"}}} {
-		if !run.mayHaveRows(again) {
+		if !w.mayHaveRows(again) {
 			t.Fatalf("%v offered again without a ledger read", again)
 		}
 	}
@@ -35,8 +35,8 @@ func TestRunRemembersWrittenTargets(t *testing.T) {
 	saved := maxWritten
 	maxWritten = n
 	t.Cleanup(func() { maxWritten = saved })
-	run.noteWritten([]postgres.LedgerWrite{{Target: "one more", Step: "pay"}})
-	if !run.mayHaveRows(fresh) || run.written != nil {
-		t.Fatalf("past maxWritten the run still skips ledger reads (or keeps %d keys)", len(run.written))
+	w.note([]postgres.LedgerWrite{{Target: "one more", Step: "pay"}})
+	if !w.mayHaveRows(fresh) || w.keys != nil {
+		t.Fatalf("past maxWritten the run still skips ledger reads (or keeps %d keys)", len(w.keys))
 	}
 }

@@ -1,0 +1,21 @@
+package batontype
+
+// Item is one unit of a run's work: a step applied to a target.
+type Item struct {
+	// Target identifies what the step acts on (an account, a page, an order). With Step it
+	// keys the ledger row and the idempotency key.
+	Target string
+	// Step names the action; empty for single-step jobs.
+	Step string
+	// Input is hashed (as JSON) into the ledger's input_hash; a changed input on a later run
+	// is flagged.
+	Input any
+	// Checkpoint is the token the run resumes after once this item commits; empty keeps the
+	// previous one.
+	Checkpoint string
+	// Shard names the checkpoint stream; empty for single-shard jobs.
+	Shard string
+	// External marks a step with an effect outside Baton's database (a payment, an email).
+	// Its intent is committed before the call, so a crash can never make the effect twice.
+	External bool
+}

@@ -1,0 +1,456 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// batch is one Process or ProcessBatch call on its way through the item sequence of
+// docs/architecture.md: read the ledger, decide, commit the intents, call, commit the results
+// and the checkpoint — in rounds while TRANSIENT failures are retried.
+type batch struct {
+	run         *Run
+	items       []bt.Item
+	parallelism int
+	fn          ItemFunc
+
+	states  []itemState          // one allocation for the batch
+	pending []*itemState         // the items the next round calls
+	decided *postgres.ItemsWrite // outcomes decided without a call, for the first result commit
+}
+
+// itemState is one item's progress through a batch.
+type itemState struct {
+	item      bt.Item
+	base      postgres.LedgerWrite
+	attempt   int
+	prevSig   string
+	prevCount int
+	// outcome of the latest call
+	err error
+	a   *Attempt
+}
+
+// results is what one round of calls leaves to commit: the result write, the job's own writes
+// and the items to call again after a backoff.
+type results struct {
+	w      *postgres.ItemsWrite
+	writes []postgres.TxFunc
+	retry  []*itemState
+}
+
+func newBatch(run *Run, items []bt.Item, parallelism int, fn ItemFunc) *batch {
+	return &batch{run: run, items: items, parallelism: parallelism, fn: fn}
+}
+
+// process takes the batch through the item sequence. It returns nil once every item's
+// outcome is committed (or, written behind, sent), success or failure; an error only when the
+// job must stop.
+func (b *batch) process(ctx context.Context) error {
+	if len(b.items) == 0 {
+		return nil
+	}
+	if err := b.run.Check(ctx); err != nil {
+		return err
+	}
+	keys, err := b.keys()
+	if err != nil {
+		return err
+	}
+	priors, err := b.readLedger(ctx, keys)
+	if err != nil {
+		return err
+	}
+	if err := b.decide(ctx, priors); err != nil {
+		return err
+	}
+	for round := 1; ; round++ {
+		res, err := b.call(ctx, round)
+		if err != nil {
+			return err
+		}
+		if err := b.commitResults(ctx, res); err != nil {
+			return err
+		}
+		b.run.stats.flush(ctx, b.run.d.Store, b.run.fence, b.run.log, false)
+		if len(res.retry) == 0 {
+			return nil
+		}
+		if err := b.backoff(ctx, round); err != nil {
+			return b.stopRetrying(ctx, res.retry, err)
+		}
+		b.pending = res.retry
+	}
+}
+
+// keys returns the ledger key of every item, refusing an item without a target and a key
+// offered twice.
+func (b *batch) keys() ([]postgres.TargetStep, error) {
+	keys := make([]postgres.TargetStep, len(b.items))
+	seen := make(map[postgres.TargetStep]bool, len(b.items))
+	for i, it := range b.items {
+		if it.Target == "" {
+			return nil, bt.Errorf(bt.CodeInvalidInput, "item %d has no target key", i)
+		}
+		k := postgres.TargetStep{Target: it.Target, Step: it.Step}
+		if seen[k] {
+			return nil, bt.Errorf(bt.CodeInvalidInput, "target %q step %q appears twice in one batch", it.Target, it.Step)
+		}
+		seen[k] = true
+		keys[i] = k
+	}
+	return keys, nil
+}
+
+// readLedger returns the ledger rows of keys in the run's generation, or none without reading
+// when the generation cannot have any (writtenKeys.mayHaveRows).
+func (b *batch) readLedger(ctx context.Context, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error) {
+	run := b.run
+	if !run.replay && !run.written.mayHaveRows(keys) {
+		return nil, nil
+	}
+	// The rows may be in a write still in flight.
+	if err := run.Sync(ctx); err != nil {
+		return nil, err
+	}
+	return run.d.Store.LedgerRows(ctx, run.started.JobName, run.started.Generation, keys)
+}
+
+// decide sorts the items by what the ledger says of them: those that need a call go to
+// pending, the others' outcomes to decided.
+func (b *batch) decide(ctx context.Context, priors map[postgres.TargetStep]postgres.LedgerRow) error {
+	b.decided = &postgres.ItemsWrite{}
+	b.pending = make([]*itemState, 0, len(b.items))
+	b.states = make([]itemState, len(b.items))
+	var changedDone []postgres.TargetStep
+	for i, it := range b.items {
+		st := &b.states[i]
+		st.item, st.base = it, ledgerWrite(&b.run.started, it)
+		prior, known := priors[postgres.TargetStep{Target: it.Target, Step: it.Step}]
+		// Read under this run's lease (or known absent from a generation that was empty):
+		// nobody else adds rows to the generation while the lease holds.
+		st.base.Fresh = !known
+		if known {
+			st.base.Prior = prior.State
+			st.base.InputChanged = prior.InputHash != "" && st.base.InputHash != "" && prior.InputHash != st.base.InputHash
+			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
+			if b.decideKnown(st, prior) {
+				if st.base.InputChanged && !prior.InputChanged && (prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped) {
+					changedDone = append(changedDone, postgres.TargetStep{Target: it.Target, Step: it.Step})
+				}
+				continue
+			}
+		} else if b.run.replay && !b.run.replayFull {
+			// Never processed in this generation: outside a partial replay's scope.
+			b.decided.Delta.Processed++
+			b.decided.Delta.Skipped++
+			b.run.d.Metrics.Items.WithLabelValues("OUT_OF_SCOPE").Inc()
+			continue
+		}
+		b.pending = append(b.pending, st)
+	}
+	return b.flagInputChanged(ctx, changedDone)
+}
+
+// decideKnown handles a target the ledger already knows. It reports true when the item needs
+// no call (skipped, left quarantined or turned ambiguous), adding its outcome to decided.
+func (b *batch) decideKnown(st *itemState, prior postgres.LedgerRow) bool {
+	w := b.decided
+	switch {
+	case prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped:
+		w.Delta.Processed++
+		w.Delta.Skipped++
+	case prior.State == bt.LedgerInFlight:
+		// A dead worker's intent: the call may have landed. Never call again.
+		l := st.base
+		msg := "found IN_FLIGHT from an earlier attempt: the effect may have happened"
+		sig := errorSignature(bt.LedgerAmbiguous, errors.New(msg))
+		l.State, l.CountInRun, l.Attempt, l.Kind = bt.LedgerAmbiguous, true, prior.Attempt, postgres.WriteQuarantine
+		l.LastError, l.ErrorSig, l.SameErrorCount, l.ErrorClass, l.ErrorMessage = &msg, &sig, 1, string(bt.LedgerAmbiguous), msg
+		w.Ledger = append(w.Ledger, l)
+		w.Delta.Processed++
+		w.Delta.Ambiguous++
+	case prior.State == bt.LedgerAmbiguous:
+		w.Delta.Processed++
+		w.Delta.Ambiguous++
+	case prior.State == bt.LedgerTransient || prior.State == bt.LedgerNotApplied:
+		return false
+	case b.run.scope[prior.State]:
+		return false
+	default:
+		// A rejected class outside the replay's scope, or BUG_SUSPECTED (the fix queue).
+		w.Delta.Processed++
+		w.Delta.Skipped++
+	}
+	b.run.d.Metrics.Items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+	return true
+}
+
+// flagInputChanged flags the done targets offered with a changed input. A done target is not
+// called again, whatever its input now is; the ledger flags the difference for the operator
+// and keeps the hash of what was applied.
+func (b *batch) flagInputChanged(ctx context.Context, changedDone []postgres.TargetStep) error {
+	if len(changedDone) == 0 {
+		return nil
+	}
+	run := b.run
+	run.log.Warn("targets already done were offered with a changed input; not called again", "targets", len(changedDone), "first", changedDone[0].Target)
+	run.d.Metrics.Items.WithLabelValues("INPUT_CHANGED").Add(float64(len(changedDone)))
+	if err := run.d.Store.FlagInputChanged(ctx, run.fence, run.started.JobName, run.started.Generation, changedDone); err != nil {
+		return run.st.fail(err)
+	}
+	return nil
+}
+
+// call makes one round: it commits the pending items' intents, calls them and sorts their
+// outcomes into results. The first round's results carry the outcomes decided without a call.
+func (b *batch) call(ctx context.Context, round int) (*results, error) {
+	last := b.items[len(b.items)-1]
+	res := &results{w: &postgres.ItemsWrite{Delta: b.decided.Delta, Ledger: slices.Grow(b.decided.Ledger, len(b.pending)), Shard: last.Shard}}
+	b.decided = &postgres.ItemsWrite{}
+	if len(b.pending) == 0 {
+		return res, nil
+	}
+	if round > 1 {
+		if err := b.run.Check(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.intents(ctx); err != nil {
+		return nil, err
+	}
+	b.calls(ctx)
+	for _, st := range b.pending {
+		if st.err == nil {
+			b.confirm(st, res)
+		} else {
+			b.settleFailure(st, round, res)
+		}
+	}
+	return res, nil
+}
+
+// intents commits IN_FLIGHT for every external pending item before any call is made.
+func (b *batch) intents(ctx context.Context) error {
+	w := &postgres.ItemsWrite{}
+	for _, st := range b.pending {
+		st.attempt++
+		if st.item.External {
+			l := st.base
+			l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, postgres.WriteIntent
+			w.Ledger = append(w.Ledger, l)
+		}
+	}
+	if len(w.Ledger) == 0 {
+		return nil
+	}
+	if err := b.run.writes.write(ctx, w, nil); err != nil {
+		return err
+	}
+	for _, st := range b.pending {
+		if st.item.External {
+			st.base.Fresh, st.base.Prior = false, bt.LedgerInFlight // the intent's row is there now
+		}
+	}
+	return nil
+}
+
+// calls runs fn for every pending item, at most parallelism at once, each with a context
+// that ends with the lease, and then stops the run at the next boundary if a stop condition
+// has tripped.
+func (b *batch) calls(ctx context.Context) {
+	run := b.run
+	left, _ := run.st.leaseLeft(run.now())
+	ictx, cancel := context.WithTimeout(ctx, left) // ends no later than the lease does
+	defer cancel()
+	one := func(st *itemState) {
+		st.a = &Attempt{IdempotencyKey: st.base.IdempotencyKey, Number: st.attempt, Target: st.item.Target, Step: st.item.Step}
+		st.err = callItem(ictx, run.log, st.item, b.fn, st.a)
+		run.stats.record(st.err, st.item.External)
+	}
+	if b.parallelism <= 1 || len(b.pending) == 1 {
+		for _, st := range b.pending {
+			one(st)
+		}
+	} else {
+		sem := make(chan struct{}, b.parallelism)
+		var wg sync.WaitGroup
+		for _, st := range b.pending {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				one(st)
+			}()
+		}
+		wg.Wait()
+	}
+	if ch, ok := run.stats.tripped(); ok {
+		run.st.requestStop(bt.StopCondition, &ch)
+		run.log.Warn("stop condition tripped; stopping at the next boundary", "condition", ch.Name, "detail", ch.Detail)
+	}
+}
+
+// callItem runs fn, turning a panic into an error.
+func callItem(ctx context.Context, log *slog.Logger, item bt.Item, fn ItemFunc, a *Attempt) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("item panicked", "target", a.Target, "panic", v)
+			err = panicError{v}
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		// A worker paused past its lease must not start a call.
+		return Transient(fmt.Errorf("lease ended before the call: %w", err))
+	}
+	err = fn(ctx, item, a)
+	if err != nil && isDeadline(ctx, err) {
+		if _, explicit := err.(*classified); !explicit {
+			err = fmt.Errorf("item deadline (lease end) reached: %w", err)
+		}
+	}
+	return err
+}
+
+// confirm adds a successful call's outcome to res: CONFIRMED with its refs, and the job's
+// own writes.
+func (b *batch) confirm(st *itemState, res *results) {
+	l := st.base
+	l.State, l.CountInRun, l.Attempt = bt.LedgerConfirmed, true, st.attempt
+	l.EffectRef, l.EvidenceRef = st.a.effectRef, st.a.evidenceRef
+	if l.EvidenceRef != nil && b.run.sensitive {
+		masked := MaskEvidence(*l.EvidenceRef)
+		l.EvidenceRef = &masked
+	}
+	res.w.Ledger = append(res.w.Ledger, l)
+	res.w.Delta.Processed++
+	res.w.Delta.Succeeded++
+	for _, w := range st.a.writes {
+		res.writes = append(res.writes, postgres.TxFunc(w))
+	}
+	b.run.d.Metrics.Items.WithLabelValues(string(bt.LedgerConfirmed)).Inc()
+}
+
+// settleFailure classifies a failed call: a TRANSIENT one with attempts left goes to retry,
+// any other becomes the target's final failure in res.
+func (b *batch) settleFailure(st *itemState, round int, res *results) {
+	run := b.run
+	state := ClassOf(st.err, st.item.External)
+	if _, ok := st.err.(panicError); ok {
+		state = bt.LedgerBugSuspected
+	}
+	sig := errorSignature(state, st.err)
+	if sig == st.prevSig {
+		st.prevCount++
+	} else {
+		st.prevSig, st.prevCount = sig, 1
+	}
+	// An unclassified failure seen the same way 3 times is likely a bug, not weather; a
+	// failure the job classified as Transient stays TRANSIENT.
+	if state == bt.LedgerTransient && !isClassified(st.err) && st.prevCount >= 3 {
+		state = bt.LedgerBugSuspected
+	}
+	if state == bt.LedgerTransient && round < run.retry.MaxAttempts && run.st.err() == nil {
+		res.retry = append(res.retry, st)
+		if st.item.External {
+			// The job says no effect happened: record that, so a crash during the backoff
+			// does not leave the target looking in doubt.
+			l := st.base
+			msg := PublicErrorText(run.log, st.err)
+			l.State, l.Attempt, l.LastError, l.ErrorSig, l.SameErrorCount = bt.LedgerTransient, st.attempt, &msg, &sig, st.prevCount
+			res.w.Ledger = append(res.w.Ledger, l)
+			st.base.Prior = bt.LedgerTransient // once that write lands, as the retry needs it to
+		}
+		return
+	}
+	l := st.base
+	setFailure(run.log, &l, &res.w.Delta, failure{state: state, cause: st.err, attempt: st.attempt, sig: sig, same: st.prevCount})
+	res.w.Ledger = append(res.w.Ledger, l)
+	res.w.Delta.Processed++
+	run.d.Metrics.Items.WithLabelValues(string(state)).Inc()
+}
+
+// commitResults commits a round's results, with the batch's checkpoint once nothing is left
+// to retry. A final commit of many items without an external effect or the job's own writes
+// is written behind (resultWriter.behind).
+func (b *batch) commitResults(ctx context.Context, res *results) error {
+	final := res.w
+	if len(res.retry) == 0 {
+		final.Checkpoint = b.checkpoint()
+	}
+	if len(final.Ledger) == 0 && final.Delta == (postgres.RunDelta{}) && final.Checkpoint == nil && len(res.writes) == 0 {
+		return nil
+	}
+	if len(res.retry) == 0 && len(res.writes) == 0 && len(b.items) > 1 && !anyExternal(b.items) {
+		return b.run.writes.behind(ctx, final)
+	}
+	return b.run.writes.write(ctx, final, res.writes)
+}
+
+// checkpoint returns the checkpoint of the batch's last item, or, when it carries none, of
+// the latest item that does.
+func (b *batch) checkpoint() *string {
+	for i := len(b.items) - 1; i >= 0; i-- {
+		if cp := checkpointOf(b.items[i]); cp != nil {
+			return cp
+		}
+	}
+	return nil
+}
+
+// backoff waits before retry round try+1, then reaches a safe point.
+func (b *batch) backoff(ctx context.Context, try int) error {
+	p := b.run.retry
+	d := p.InitialBackoff << (try - 1)
+	if d <= 0 || d > p.MaxBackoff {
+		d = p.MaxBackoff
+	}
+	d = time.Duration(rand.Int64N(int64(d)) + 1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	return b.run.Check(ctx)
+}
+
+// stopRetrying ends a batch asked to stop (err) while it waited to retry: it records the
+// failures to retry as TRANSIENT, their checkpoint staying before them so a RESUME retries
+// them, and returns err. A lost lease records nothing.
+func (b *batch) stopRetrying(ctx context.Context, retry []*itemState, err error) error {
+	if errors.Is(err, bt.ErrLeaseLost) {
+		return err
+	}
+	stop := &postgres.ItemsWrite{Shard: b.items[len(b.items)-1].Shard}
+	for _, st := range retry {
+		l := st.base
+		setFailure(b.run.log, &l, &stop.Delta, failure{state: bt.LedgerTransient, cause: st.err, attempt: st.attempt, sig: st.prevSig, same: st.prevCount})
+		stop.Ledger = append(stop.Ledger, l)
+		stop.Delta.Processed++
+	}
+	if werr := b.run.writes.write(ctx, stop, nil); werr != nil {
+		return werr
+	}
+	return err
+}
+
+func anyExternal(items []bt.Item) bool {
+	for _, it := range items {
+		if it.External {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,179 @@
+// Package pipeline runs a job's items and holds a run's execution state: the item pipeline
+// (strict, batch, write-behind), lease renewal and safe points, stop requests, call statistics
+// and stop conditions, the classification of failures, and the run's outcome.
+//
+// Package runner makes one Run per execution and wraps it in the job's handle; a Run takes
+// what it needs of the runner in Deps and Settings and never imports package runner.
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/metrics"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// Store is what a run needs of the database: fenced writes of its items and its lease, and
+// reads of its generation's ledger.
+type Store interface {
+	Activate(ctx context.Context, f postgres.Fence) (postgres.LeaseState, bt.StopReason, error)
+	Renew(ctx context.Context, f postgres.Fence) (postgres.LeaseState, bt.StopReason, error)
+	Poll(ctx context.Context, f postgres.Fence) (postgres.LeaseState, bt.StopReason, error)
+	SetTotal(ctx context.Context, f postgres.Fence, total int64) (postgres.LeaseState, bt.StopReason, error)
+	Finish(ctx context.Context, f postgres.Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error)
+	WriteItems(ctx context.Context, f postgres.Fence, w *postgres.ItemsWrite, jobWrites []postgres.TxFunc) (postgres.LeaseState, bt.StopReason, error)
+	HoldStaged(ctx context.Context, f postgres.Fence, w *postgres.ItemsWrite) (*postgres.StagedWrite, error)
+	FlagInputChanged(ctx context.Context, f postgres.Fence, job string, gen int64, keys []postgres.TargetStep) error
+	LedgerRows(ctx context.Context, job string, gen int64, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error)
+	LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error)
+	AddCallStats(ctx context.Context, f postgres.Fence, counts []postgres.CallCounts) error
+}
+
+// Locks is the Redis pre-emption lock, taken and released by compare-and-set on a token.
+type Locks interface {
+	Acquire(ctx context.Context, name, token string, ttl time.Duration) (bool, error)
+	Extend(ctx context.Context, name, token string, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, name, token string) (bool, error)
+}
+
+// Deps are what a run takes from the runner that starts it.
+type Deps struct {
+	Store   Store
+	Locks   Locks
+	Metrics *metrics.Metrics
+	// Logger is the runner's; the run tags it with the job and the run id.
+	Logger *slog.Logger
+	// NowFunc is the application clock, used only for local durations.
+	NowFunc func() time.Time
+	// PublishFunc receives the run's state after every change, final on the last one; nil
+	// publishes nothing.
+	PublishFunc func(rec bt.RunRecord, final bool)
+	// Instance names this process in the message of a run abandoned at shutdown.
+	Instance string
+}
+
+// Settings are what the run's job and start decided for it.
+type Settings struct {
+	// Token is the run's lease token, fencing every write.
+	Token string
+	// Scope is a replay's scope; empty for other runs.
+	Scope bt.ReplayScope
+	// Retry governs TRANSIENT failures within the run; its zero fields are not defaulted here.
+	Retry Retry
+	// StopConditions of the job; nil means DefaultStopConditions, empty disables them.
+	StopConditions []StopCondition
+	// SensitiveEvidence masks evidence refs at rest.
+	SensitiveEvidence bool
+}
+
+// Retry is capped exponential backoff with full jitter for TRANSIENT failures.
+type Retry struct {
+	MaxAttempts    int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
+
+// Run is one execution of a job: its lease, its stop requests, its item pipeline and its
+// outcome. Its methods are safe for concurrent use by the job's goroutines.
+type Run struct {
+	d     Deps
+	log   *slog.Logger
+	fence postgres.Fence
+	lease time.Duration
+	retry Retry
+	// sensitive masks evidence refs (Settings.SensitiveEvidence).
+	sensitive bool
+
+	// started is the run as it was handed to the worker. Its identity (job, generation,
+	// trigger, mode, start checkpoint) never changes, so it is read without a lock.
+	started bt.RunRecord
+
+	// scope holds the states a replay retries; scopeStates is scope as the store takes it:
+	// the states the transition table lets this replay's intents and results move a target
+	// out of.
+	scope              map[bt.LedgerState]bool
+	scopeStates        []bt.LedgerState
+	replay, replayFull bool
+
+	// jobCtx is the job's context, made with the run so that Abandon can end it whenever
+	// the runner's shutdown calls it.
+	jobCtx context.Context
+	cancel context.CancelFunc
+
+	st      state        // the latest known state and the stop requests
+	written writtenKeys  // the targets written while the generation held no other rows
+	writes  resultWriter // the fenced writes, and the write left in flight
+	stats   *callStats
+}
+
+// New returns the run of rec, holding the lease token in s.
+func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
+	run := &Run{
+		d: d, retry: s.Retry, sensitive: s.SensitiveEvidence,
+		log:     d.Logger.With("job", rec.JobName, "run", rec.ID),
+		fence:   postgres.Fence{RunID: rec.ID, Token: s.Token},
+		lease:   time.Duration(rec.LeaseSeconds) * time.Second,
+		started: *rec,
+		replay:  rec.Trigger == bt.TriggerReplay, replayFull: s.Scope == bt.ScopeFull,
+		written: newWrittenKeys(),
+	}
+	run.st = state{rec: *rec, leaseLost: d.Metrics.LeaseLost}
+	run.writes.run = run
+	conds := s.StopConditions
+	if conds == nil {
+		conds = DefaultStopConditions()
+	}
+	run.stats = newCallStats(d.NowFunc, conds)
+	if s.Scope != "" {
+		run.scope = map[bt.LedgerState]bool{}
+		for _, st := range s.Scope.States() {
+			run.scope[st] = true
+		}
+		run.scopeStates = s.Scope.States()
+	}
+	run.jobCtx, run.cancel = context.WithCancel(context.Background())
+	return run
+}
+
+// ID returns the run id.
+func (run *Run) ID() int64 { return run.fence.RunID }
+
+// JobName returns the job's name.
+func (run *Run) JobName() string { return run.started.JobName }
+
+// Trigger returns why the run started.
+func (run *Run) Trigger() bt.Trigger { return run.started.Trigger }
+
+// Mode returns RESUME or RESTART.
+func (run *Run) Mode() bt.Mode { return run.started.Mode }
+
+// Generation returns the ledger generation the run writes to.
+func (run *Run) Generation() int64 { return run.started.Generation }
+
+// GenerationStartedAt returns when the first run of the run's generation started, by the
+// database clock.
+func (run *Run) GenerationStartedAt() time.Time { return run.started.GenerationStartedAt }
+
+// Checkpoint returns the token the run started after.
+func (run *Run) Checkpoint() string { return run.started.StartCheckpoint }
+
+// Logger returns a logger tagged with the job and run.
+func (run *Run) Logger() *slog.Logger { return run.log }
+
+// Fence returns what fences the run's writes: its id and lease token.
+func (run *Run) Fence() postgres.Fence { return run.fence }
+
+// Snapshot returns the run's latest known state.
+func (run *Run) Snapshot() bt.RunRecord { return run.st.snapshot() }
+
+func (run *Run) now() time.Time { return run.d.NowFunc() }
+
+func (run *Run) publish(final bool) {
+	if run.d.PublishFunc == nil {
+		return
+	}
+	run.d.PublishFunc(run.Snapshot(), final)
+}
