@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Reconcile requests (table reconcile_requests): the API inserts one PENDING, a worker of any
@@ -40,7 +41,7 @@ func scanReconcile(row pgx.Row, extra ...any) (*bt.ReconcileRequest, error) {
 // it (audit.Arguments gains the request's id) in the same transaction. It fails with NOT_FOUND
 // for an unknown entry, CONFLICT for an entry not (or no longer) AMBIGUOUS_EFFECT, and
 // ALREADY_RUNNING when a reconcile of the entry is already open.
-func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit AuditRecord) (*bt.ReconcileRequest, error) {
+func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
@@ -107,24 +108,12 @@ func (s *Store) PendingReconciles(ctx context.Context, jobs []string) (int, erro
 	return n, nil
 }
 
-// ReconcileLease says how long a claim of a job's reconcile requests holds.
-type ReconcileLease struct {
-	Job   string
-	Lease time.Duration
-}
-
-// ReconcileFence identifies the lease a reconcile request's outcome must still hold.
-type ReconcileFence struct {
-	ID    int64
-	Token string
-}
-
 // ClaimReconcile takes the oldest PENDING request of one of jobs for instance under a new
 // lease (token; lease_until by the database clock). FOR UPDATE SKIP LOCKED makes concurrent
 // claimers, on any instance, take different requests: a request is claimed once. It returns
 // nil when there is none, else the request and how long its lease has left by the database
 // clock.
-func (s *Store) ClaimReconcile(ctx context.Context, jobs []ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
+func (s *Store) ClaimReconcile(ctx context.Context, jobs []store.ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
 	if len(jobs) == 0 {
 		return nil, 0, nil
 	}
@@ -155,24 +144,13 @@ func (s *Store) ClaimReconcile(ctx context.Context, jobs []ReconcileLease, insta
 	return q, time.Duration(remaining * float64(time.Second)), nil
 }
 
-// ReconcileOutcome is how a claimed reconcile request ends. Resolve set: the entry becomes
-// Resolve (CONFIRMED or NOT_APPLIED) with EffectRef and EvidenceRef and Note, and the request
-// DONE; otherwise the request is FAILED with Message and the entry is left as it is.
-type ReconcileOutcome struct {
-	Resolve     bt.LedgerState
-	EffectRef   *string
-	EvidenceRef *string
-	Note        string
-	Message     string
-}
-
 // FinishReconcile ends a claimed request as out says, fenced: only while the request is
 // RUNNING under fence's token and its lease_until is after statement_timestamp() (the moment
 // of this write, not of the transaction's start). A stale holder gets LEASE_LOST and changes
 // nothing. The entry is resolved in the same transaction, only while it is still
 // AMBIGUOUS_EFFECT; if it is not any more (resolved by hand meanwhile), the request ends
 // FAILED instead and the entry is untouched. audit (Outcome set here) is written with it.
-func (s *Store) FinishReconcile(ctx context.Context, fence ReconcileFence, out ReconcileOutcome, audit AuditRecord) (*bt.ReconcileRequest, error) {
+func (s *Store) FinishReconcile(ctx context.Context, fence store.ReconcileFence, out store.ReconcileOutcome, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("finish reconcile request %d: %w", fence.ID, err)
@@ -237,18 +215,15 @@ func (s *Store) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.R
 			lease_token = NULL, lease_until = NULL
 		WHERE status = 'RUNNING' AND lease_until <= statement_timestamp()
 		RETURNING `+reconcileColumns, maxAttempts)
+	out, err := collect(rows, err, "recover reconcile requests", func(row pgx.Row) (*bt.ReconcileRequest, error) { return scanReconcile(row) })
 	if err != nil {
-		return nil, fmt.Errorf("recover reconcile requests: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bt.ReconcileRequest, error) { return scanReconcile(r) })
-	if err != nil {
-		return nil, fmt.Errorf("recover reconcile requests: %w", err)
+		return nil, err
 	}
 	for _, q := range out {
 		if q.Status != bt.ReconcileFailed {
 			continue
 		}
-		if err := insertAudit(ctx, tx, AuditRecord{Actor: q.RequestedBy, Action: "reconcile", Target: fmt.Sprintf("ledger:%d", q.EntryID),
+		if err := insertAudit(ctx, tx, store.AuditRecord{Actor: q.RequestedBy, Action: "reconcile", Target: fmt.Sprintf("ledger:%d", q.EntryID),
 			Arguments: map[string]any{"requestId": q.ID, "message": q.Message}, Outcome: string(bt.ReconcileFailed)}); err != nil {
 			return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
 		}
