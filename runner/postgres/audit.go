@@ -12,6 +12,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// auditStore holds the audit log (audit_log).
+type auditStore struct{ *Store }
+
 func insertAudit(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, a store.AuditRecord) error {
@@ -29,12 +32,12 @@ func insertAudit(ctx context.Context, q interface {
 }
 
 // Audit inserts one audit row.
-func (s *Store) Audit(ctx context.Context, a store.AuditRecord) error {
+func (s auditStore) Audit(ctx context.Context, a store.AuditRecord) error {
 	return insertAudit(ctx, s.pool, a)
 }
 
 // AuditLog lists audit rows, newest first, before beforeID (0: from the newest).
-func (s *Store) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
+func (s auditStore) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
 	var q listQuery
 	if beforeID != 0 {
 		q.where("id < %s", beforeID)

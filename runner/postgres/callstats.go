@@ -9,6 +9,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// callStatStore holds the per-minute call statistics (job_call_stats).
+type callStatStore struct{ *Store }
+
 // addCallStatsSQL adds each count to its job's minute bucket, the minute taken by the database
 // clock at the moment of the write less the count's age. The write is fenced like every write
 // of a run (invariant 2), judged at the statement's own time: FOR SHARE holds the run row, so
@@ -31,7 +34,7 @@ SELECT count(*) FROM fence`
 
 // AddCallStats adds a run's call outcomes to its job's minute buckets, fenced on the run's
 // lease. A run that lost its lease writes nothing and gets LEASE_LOST.
-func (s *Store) AddCallStats(ctx context.Context, f store.Fence, counts []store.CallCounts) error {
+func (s callStatStore) AddCallStats(ctx context.Context, f store.Fence, counts []store.CallCounts) error {
 	if len(counts) == 0 {
 		return nil
 	}
@@ -54,7 +57,7 @@ func (s *Store) AddCallStats(ctx context.Context, f store.Fence, counts []store.
 }
 
 // CallStats sums a job's external call outcomes over the last window, by the database clock.
-func (s *Store) CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error) {
+func (s callStatStore) CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(calls), 0), COALESCE(sum(downstream_errors), 0), COALESCE(sum(rejects), 0)
 		FROM job_call_stats
 		WHERE job_name = $1 AND minute > statement_timestamp() - make_interval(secs => $2::float8) - interval '1 minute'`,

@@ -10,15 +10,18 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// clusterStore holds what the cluster shares (cluster_state) and the alarms' facts.
+type clusterStore struct{ *Store }
+
 // Now returns the database clock.
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
+func (s clusterStore) Now(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&t)
 	return t, err
 }
 
 // Maintenance reports whether the cluster is in maintenance.
-func (s *Store) Maintenance(ctx context.Context) (bool, error) {
+func (s clusterStore) Maintenance(ctx context.Context) (bool, error) {
 	var on bool
 	err := s.pool.QueryRow(ctx, `SELECT maintenance FROM cluster_state`).Scan(&on)
 	return on, err
@@ -27,7 +30,7 @@ func (s *Store) Maintenance(ctx context.Context) (bool, error) {
 // SetMaintenance turns the cluster-wide maintenance pause on or off. Turning it on asks every
 // active run to stop at its next boundary with status PAUSED; turning it off clears every
 // job's next fire so schedules restart from now rather than replaying the missed fires.
-func (s *Store) SetMaintenance(ctx context.Context, on bool, actor string) error {
+func (s clusterStore) SetMaintenance(ctx context.Context, on bool, actor string) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -54,7 +57,7 @@ func (s *Store) SetMaintenance(ctx context.Context, on bool, actor string) error
 }
 
 // AlertFacts reads what the alarms need.
-func (s *Store) AlertFacts(ctx context.Context) (*store.AlertRows, error) {
+func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) {
 	out := &store.AlertRows{Retried: map[string]int64{}, Ambiguous: map[string]int64{}, Downstream: map[string][3]int64{}}
 	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&out.Now); err != nil {
 		return nil, err

@@ -14,6 +14,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// itemStore holds the fenced item writes and the ledger reads made before them.
+type itemStore struct{ *Store }
+
 // The fenced item statements. Every insert selects FROM fence, so nothing is written unless
 // this run still holds its lease by the database clock. There are five, by two questions:
 //
@@ -289,7 +292,7 @@ func fenceArgs(w *store.ItemsWrite, f store.Fence) []any {
 // ledger state that was not so (isStaleKnowledge), and counts the redo when the write relied
 // on the caller's knowledge. An upsert, which relies on none, is made again only because a
 // row was moved under it after its snapshot: that is no error in what the caller tracks.
-func (s *Store) forgetKnowledge(w *store.ItemsWrite) {
+func (s itemStore) forgetKnowledge(w *store.ItemsWrite) {
 	knew := false
 	for i := range w.Ledger {
 		knew = knew || w.Ledger[i].Fresh || w.Ledger[i].Prior != ""
@@ -357,6 +360,11 @@ func knowledge(w *store.ItemsWrite) (fresh, known bool) {
 	return fresh, known && !fresh && len(w.Ledger) > 1
 }
 
+// RedoneWrites returns how many item writes relied on a ledger state that was not so (a row
+// taken for new that existed, a row not in the state known) and were made again as upserts.
+// Outside tests that inject it, anything but 0 points at a bug in what the runner tracks.
+func (s itemStore) RedoneWrites() int64 { return s.redone.Load() }
+
 // WriteItems commits one fenced write of one or many items. Without job writes it is one
 // autocommit statement: one round trip, one commit. With job writes it opens a transaction,
 // makes the fenced write first (nothing of the job's lands unless the lease holds, and the row
@@ -366,7 +374,7 @@ func knowledge(w *store.ItemsWrite) (fresh, known bool) {
 //
 // A write that would move a row the transition table does not let it move (transitions.go) is
 // refused whole with LEDGER_TRANSITION_REFUSED, naming the target, step and state.
-func (s *Store) WriteItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
+func (s itemStore) WriteItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
 	if err := w.CheckKinds(); err != nil {
 		return store.LeaseState{}, "", err
 	}
@@ -399,7 +407,7 @@ func isStaleKnowledge(err error) bool {
 		pgErr.Code == "BT409"
 }
 
-func (s *Store) writeItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
+func (s itemStore) writeItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
 	sql, args := writeStatement(w, f)
 	if len(jobWrites) == 0 {
 		return leaseResult(s.pool.QueryRow(ctx, sql, args...), "item write", f)
@@ -451,7 +459,7 @@ func fencedInTx(ctx context.Context, tx pgx.Tx, f store.Fence, lease time.Durati
 // FlagInputChanged marks ledger rows whose target was offered again with an input other than
 // the one applied: input_changed is set, input_hash keeps the hash of what was applied.
 // Fenced like every write of a run.
-func (s *Store) FlagInputChanged(ctx context.Context, f store.Fence, job string, gen int64, keys []store.TargetStep) error {
+func (s itemStore) FlagInputChanged(ctx context.Context, f store.Fence, job string, gen int64, keys []store.TargetStep) error {
 	targets, steps := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		targets[i], steps[i] = k.Target, k.Step
@@ -468,7 +476,7 @@ func (s *Store) FlagInputChanged(ctx context.Context, f store.Fence, job string,
 }
 
 // LedgerRows reads the ledger rows of the given targets' steps in one query.
-func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []store.TargetStep) (map[store.TargetStep]store.LedgerRow, error) {
+func (s itemStore) LedgerRows(ctx context.Context, job string, gen int64, keys []store.TargetStep) (map[store.TargetStep]store.LedgerRow, error) {
 	targets, steps := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		targets[i], steps[i] = k.Target, k.Step

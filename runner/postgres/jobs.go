@@ -13,6 +13,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// jobStore holds the job settings (job_settings).
+type jobStore struct{ *Store }
+
 const jobColumns = `name, description, cron, timezone, enabled, paused, next_scheduled_at, risk_level,
 	lease_seconds, retention_days, job_version, current_generation, version, updated_at, updated_by`
 
@@ -30,7 +33,7 @@ func scanJob(row pgx.Row) (*bt.JobSettings, error) {
 
 // EnsureJob inserts a job's settings row on first sight. An existing row keeps its
 // runtime-edited schedule; only the description, risk level and version follow the code.
-func (s *Store) EnsureJob(ctx context.Context, d store.JobDefaults) error {
+func (s jobStore) EnsureJob(ctx context.Context, d store.JobDefaults) error {
 	return s.EnsureJobs(ctx, []store.JobDefaults{d})
 }
 
@@ -41,7 +44,7 @@ const ensureJobsChunk = 1000
 // EnsureJobs is EnsureJob for many jobs: one statement per thousand jobs instead of one round
 // trip and commit per job. Names must be unique within jobs. Rows are written in name order,
 // so instances registering the same jobs at once wait for each other instead of deadlocking.
-func (s *Store) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) error {
+func (s jobStore) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) error {
 	sorted := slices.Clone(jobs)
 	slices.SortFunc(sorted, func(a, b store.JobDefaults) int { return strings.Compare(a.Name, b.Name) })
 	for chunk := range slices.Chunk(sorted, ensureJobsChunk) {
@@ -76,7 +79,7 @@ func (s *Store) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) error 
 }
 
 // Job returns one job's settings, or ErrNotFound.
-func (s *Store) Job(ctx context.Context, name string) (*bt.JobSettings, error) {
+func (s jobStore) Job(ctx context.Context, name string) (*bt.JobSettings, error) {
 	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM job_settings WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "job %q not found", name)
@@ -85,7 +88,7 @@ func (s *Store) Job(ctx context.Context, name string) (*bt.JobSettings, error) {
 }
 
 // Jobs returns the settings of the named jobs (all jobs when names is nil), ordered by name.
-func (s *Store) Jobs(ctx context.Context, names []string) ([]*bt.JobSettings, error) {
+func (s jobStore) Jobs(ctx context.Context, names []string) ([]*bt.JobSettings, error) {
 	// Two statements, not "$1 IS NULL OR name = ANY($1)": see listQuery.
 	const sel = `SELECT ` + jobColumns + ` FROM job_settings`
 	var rows pgx.Rows
@@ -100,7 +103,7 @@ func (s *Store) Jobs(ctx context.Context, names []string) ([]*bt.JobSettings, er
 
 // JobsPage returns up to limit jobs ordered by name, after the job named after ("" from the
 // first): a keyset page on the primary key.
-func (s *Store) JobsPage(ctx context.Context, after string, limit int) ([]*bt.JobSettings, error) {
+func (s jobStore) JobsPage(ctx context.Context, after string, limit int) ([]*bt.JobSettings, error) {
 	const sel = `SELECT ` + jobColumns + ` FROM job_settings`
 	var rows pgx.Rows
 	var err error
@@ -115,7 +118,7 @@ func (s *Store) JobsPage(ctx context.Context, after string, limit int) ([]*bt.Jo
 // SetPaused pauses or resumes a job. Pausing disables its schedule and asks its active run to
 // stop at the next boundary with status PAUSED; resuming clears both. The next fire is
 // recomputed from the database clock by the scheduler.
-func (s *Store) SetPaused(ctx context.Context, job string, paused bool, actor string) (*bt.JobSettings, error) {
+func (s jobStore) SetPaused(ctx context.Context, job string, paused bool, actor string) (*bt.JobSettings, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err

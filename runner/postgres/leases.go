@@ -13,6 +13,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// leaseStore holds the leases of runs: activation, renewal, the end and recovery.
+type leaseStore struct{ *Store }
+
 // leaseReturningAt is what a fenced write returns to the worker: the lease left by clock, the
 // flags and the counters.
 func leaseReturningAt(clock string) string {
@@ -48,7 +51,7 @@ func leaseResult(row pgx.Row, what string, f store.Fence) (store.LeaseState, bt.
 const fenceCond = `id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > statement_timestamp()`
 
 // Activate moves a STARTING run to RUNNING and starts its lease afresh.
-func (s *Store) Activate(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+func (s leaseStore) Activate(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
 	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET status = 'RUNNING', activated_at = statement_timestamp(), heartbeat_at = statement_timestamp(),
 			lease_until = statement_timestamp() + make_interval(secs => lease_seconds)
 		WHERE id = $1 AND lease_token = $2 AND status = 'STARTING' AND lease_until > statement_timestamp()
@@ -56,19 +59,19 @@ func (s *Store) Activate(ctx context.Context, f store.Fence) (store.LeaseState, 
 }
 
 // Renew extends the lease to a full lease from now (database clock).
-func (s *Store) Renew(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+func (s leaseStore) Renew(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
 	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET lease_until = statement_timestamp() + make_interval(secs => lease_seconds),
 			heartbeat_at = statement_timestamp()
 		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token), "renew lease", f)
 }
 
 // Poll reads the lease state without writing: how the worker learns of a cancel between items.
-func (s *Store) Poll(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+func (s leaseStore) Poll(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
 	return leaseResult(s.pool.QueryRow(ctx, `SELECT `+leaseReturning+` FROM job_runs WHERE `+fenceCond, f.RunID, f.Token), "poll", f)
 }
 
 // SetTotal records how many items the run expects.
-func (s *Store) SetTotal(ctx context.Context, f store.Fence, total int64) (store.LeaseState, bt.StopReason, error) {
+func (s leaseStore) SetTotal(ctx context.Context, f store.Fence, total int64) (store.LeaseState, bt.StopReason, error) {
 	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET total = $3, heartbeat_at = statement_timestamp()
 		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token, total), "set total", f)
 }
@@ -77,7 +80,7 @@ func (s *Store) SetTotal(ctx context.Context, f store.Fence, total int64) (store
 // intents still IN_FLIGHT into AMBIGUOUS_EFFECT (their calls may have landed; their results
 // did not). A run whose lease was lost (recovered by another instance) is not touched and
 // ErrLeaseLost comes back: the recoverer quarantines its intents once the lease has run out.
-func (s *Store) Finish(ctx context.Context, f store.Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error) {
+func (s leaseStore) Finish(ctx context.Context, f store.Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error) {
 	var stop *string
 	if reason != "" {
 		r := string(reason)
@@ -104,7 +107,7 @@ func (s *Store) Finish(ctx context.Context, f store.Fence, status bt.RunStatus, 
 	return run, nil
 }
 
-func (s *Store) finish(ctx context.Context, f store.Fence, status bt.RunStatus, stop *string, message string) (*bt.RunRecord, error) {
+func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStatus, stop *string, message string) (*bt.RunRecord, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -161,7 +164,7 @@ func syncCheckpoints(ctx context.Context, q interface {
 
 // RecoverExpired fails every active run whose lease has expired by the database clock and
 // turns its IN_FLIGHT ledger rows into AMBIGUOUS_EFFECT, all in one transaction.
-func (s *Store) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, error) {
+func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// ledgerStore holds the ledger as operators and preflight read it (job_ledger, job_ledger_counts, job_checkpoints).
+type ledgerStore struct{ *Store }
+
 const ledgerColumns = `id, job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash, input_changed,
 	external, effect_ref, evidence_ref, last_error, same_error_count, run_id, created_at, updated_at`
 
@@ -26,7 +29,7 @@ func scanLedger(row pgx.Row) (*bt.LedgerEntry, error) {
 
 // Ledger lists ledger entries matching q. Each combination of filters is its own statement
 // (see listQuery), so that each keeps a plan on the index its filters need.
-func (s *Store) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.LedgerEntry, error) {
+func (s ledgerStore) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.LedgerEntry, error) {
 	if q.Limit <= 0 {
 		q.Limit = 20
 	}
@@ -52,7 +55,7 @@ func (s *Store) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.LedgerEn
 }
 
 // LedgerEntry returns one entry, or NOT_FOUND.
-func (s *Store) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error) {
+func (s ledgerStore) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error) {
 	e, err := scanLedger(s.pool.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM job_ledger WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "ledger entry %d not found", id)
@@ -61,7 +64,7 @@ func (s *Store) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, err
 }
 
 // LedgerCounts returns the per-state counts of a generation (runID 0) or of one run.
-func (s *Store) LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error) {
+func (s ledgerStore) LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error) {
 	k := store.CountsKey{Job: job, Generation: gen, RunID: runID}
 	m, err := s.LedgerCountsOf(ctx, []store.CountsKey{k})
 	if err != nil {
@@ -87,7 +90,7 @@ func scanLedgerCount(row pgx.Row) (ledgerCount, error) {
 
 // LedgerCountsOf returns the per-state counts of each key (LedgerCounts for many keys at once).
 // Keys without rows get an empty map.
-func (s *Store) LedgerCountsOf(ctx context.Context, keys []store.CountsKey) (map[store.CountsKey]map[bt.LedgerState]int64, error) {
+func (s ledgerStore) LedgerCountsOf(ctx context.Context, keys []store.CountsKey) (map[store.CountsKey]map[bt.LedgerState]int64, error) {
 	jobs, gens, runs := make([]string, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
 	out := make(map[store.CountsKey]map[bt.LedgerState]int64, len(keys))
 	for i, k := range keys {
@@ -109,7 +112,7 @@ func (s *Store) LedgerCountsOf(ctx context.Context, keys []store.CountsKey) (map
 }
 
 // CheckpointAge reports how long ago a generation's main checkpoint last moved (nil if none).
-func (s *Store) CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error) {
+func (s ledgerStore) CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error) {
 	var secs *float64
 	err := s.pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM now() - updated_at)::float8 FROM job_checkpoints
 		WHERE job_name = $1 AND generation = $2 AND shard = ''`, job, gen).Scan(&secs)
@@ -126,7 +129,7 @@ func (s *Store) CheckpointAge(ctx context.Context, job string, gen int64) (*time
 // ResolveAmbiguous moves an AMBIGUOUS_EFFECT entry to CONFIRMED or NOT_APPLIED by
 // compare-and-set on its state, keeping the generation's counters in step, and audits it in
 // the same transaction.
-func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error) {
+func (s ledgerStore) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerStat
 
 // resolveAmbiguousIn is ResolveAmbiguous's ledger write, in tx: CONFLICT when the entry is no
 // longer AMBIGUOUS_EFFECT.
-func (s *Store) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string) (*bt.LedgerEntry, error) {
+func (s ledgerStore) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string) (*bt.LedgerEntry, error) {
 	e, err := scanLedger(tx.QueryRow(ctx, `UPDATE job_ledger SET state = $2, evidence_ref = COALESCE($3, evidence_ref),
 			last_error = $4, effect_ref = COALESCE($5, effect_ref), updated_at = now()
 		WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT' RETURNING `+ledgerColumns, id, string(to), evidenceRef, note, effectRef))

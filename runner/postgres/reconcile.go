@@ -12,6 +12,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// reconcileStore holds the reconcile requests (reconcile_requests).
+type reconcileStore struct{ *Store }
+
 // Reconcile requests (table reconcile_requests): the API inserts one PENDING, a worker of any
 // instance claims it with FOR UPDATE SKIP LOCKED under a lease, and its outcome is written
 // fenced on that lease by the database clock at the moment of the write
@@ -41,7 +44,7 @@ func scanReconcile(row pgx.Row, extra ...any) (*bt.ReconcileRequest, error) {
 // it (audit.Arguments gains the request's id) in the same transaction. It fails with NOT_FOUND
 // for an unknown entry, CONFLICT for an entry not (or no longer) AMBIGUOUS_EFFECT, and
 // ALREADY_RUNNING when a reconcile of the entry is already open.
-func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
@@ -76,7 +79,7 @@ func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy 
 	return q, tx.Commit(ctx)
 }
 
-func (s *Store) openReconcile(ctx context.Context, entryID int64) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) openReconcile(ctx context.Context, entryID int64) (*bt.ReconcileRequest, error) {
 	q, err := scanReconcile(s.pool.QueryRow(ctx, `SELECT `+reconcileColumns+` FROM reconcile_requests
 		WHERE entry_id = $1 AND status IN ('PENDING', 'RUNNING')`, entryID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -86,7 +89,7 @@ func (s *Store) openReconcile(ctx context.Context, entryID int64) (*bt.Reconcile
 }
 
 // ReconcileRequest returns one reconcile request, or NOT_FOUND.
-func (s *Store) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
 	q, err := scanReconcile(s.pool.QueryRow(ctx, `SELECT `+reconcileColumns+` FROM reconcile_requests WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "reconcile request %d not found", id)
@@ -99,7 +102,7 @@ func (s *Store) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRe
 
 // PendingReconciles counts the PENDING requests of jobs (by the partial index), so that a
 // worker takes a slot only when there is something to claim.
-func (s *Store) PendingReconciles(ctx context.Context, jobs []string) (int, error) {
+func (s reconcileStore) PendingReconciles(ctx context.Context, jobs []string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_requests WHERE status = 'PENDING' AND job_name = ANY($1)`, jobs).Scan(&n)
 	if err != nil {
@@ -113,7 +116,7 @@ func (s *Store) PendingReconciles(ctx context.Context, jobs []string) (int, erro
 // claimers, on any instance, take different requests: a request is claimed once. It returns
 // nil when there is none, else the request and how long its lease has left by the database
 // clock.
-func (s *Store) ClaimReconcile(ctx context.Context, jobs []store.ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
+func (s reconcileStore) ClaimReconcile(ctx context.Context, jobs []store.ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
 	if len(jobs) == 0 {
 		return nil, 0, nil
 	}
@@ -150,7 +153,7 @@ func (s *Store) ClaimReconcile(ctx context.Context, jobs []store.ReconcileLease,
 // nothing. The entry is resolved in the same transaction, only while it is still
 // AMBIGUOUS_EFFECT; if it is not any more (resolved by hand meanwhile), the request ends
 // FAILED instead and the entry is untouched. audit (Outcome set here) is written with it.
-func (s *Store) FinishReconcile(ctx context.Context, fence store.ReconcileFence, out store.ReconcileOutcome, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) FinishReconcile(ctx context.Context, fence store.ReconcileFence, out store.ReconcileOutcome, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("finish reconcile request %d: %w", fence.ID, err)
@@ -200,7 +203,7 @@ func (s *Store) FinishReconcile(ctx context.Context, fence store.ReconcileFence,
 // RecoverReconciles ends the leases that expired (their holder died or stalled) of RUNNING
 // requests: each goes back to PENDING for another claim, or, after maxAttempts claims, to
 // FAILED with an audit row. Judged by statement_timestamp(). It returns the requests changed.
-func (s *Store) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error) {
+func (s reconcileStore) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recover reconcile requests: %w", err)

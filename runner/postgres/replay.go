@@ -11,6 +11,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// replayStore holds the replay and restart requests (replay_requests).
+type replayStore struct{ *Store }
+
 const replayColumns = `id, job_name, source_run_id, generation, scope, status, preflight, reason, compensation_ref,
 	requested_by, decided_by, decision_note, replay_run_id, created_at, decided_at, executed_at,
 	kind, requested_by_token_id, decided_by_token_id`
@@ -37,7 +40,7 @@ func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 
 // InsertReplay records a replay request and its audit row in one transaction. An empty Kind
 // is stored as REPLAY.
-func (s *Store) InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error) {
+func (s replayStore) InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error) {
 	kind := r.Kind
 	if kind == "" {
 		kind = bt.KindReplay
@@ -75,7 +78,7 @@ func itoa(n int64) string {
 
 // DecideReplay applies d to request id and audits it, or returns CONFLICT when the request is
 // no longer in d.From.
-func (s *Store) DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error) {
+func (s replayStore) DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error) {
 	var pf []byte
 	if d.Preflight != nil {
 		var err error
@@ -115,7 +118,7 @@ func (s *Store) DecideReplay(ctx context.Context, id int64, d store.ReplayDecisi
 }
 
 // ReplayRequest returns one request, or NOT_FOUND.
-func (s *Store) ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error) {
+func (s replayStore) ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error) {
 	r, err := scanReplay(s.pool.QueryRow(ctx, `SELECT `+replayColumns+` FROM replay_requests WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "replay request %d not found", id)
@@ -124,7 +127,7 @@ func (s *Store) ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest,
 }
 
 // ReplayRequests lists requests, newest first, before beforeID (0: from the newest).
-func (s *Store) ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error) {
+func (s replayStore) ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error) {
 	var q listQuery
 	q.oneOf("status", strs(statuses))
 	if beforeID != 0 {

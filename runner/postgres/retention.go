@@ -12,6 +12,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// retentionStore holds retention's fenced deletes.
+type retentionStore struct{ *Store }
+
 // Retention deletes only what nothing still owes. Every delete is fenced on the maintenance
 // run's lease in its own transaction (invariant 2), judged at the end of the transaction, by
 // the statement's own clock: the renewer keeps the lease alive while the deletes run, and a
@@ -62,7 +65,7 @@ const prunableGenerations = `
 // its retention that nothing still owes (see prunableGenerations), one generation per fenced
 // transaction. Whole generations go, so counters never disagree with rows. It returns the
 // ledger rows deleted.
-func (s *Store) PruneLedger(ctx context.Context, f store.Fence, job string) (int64, error) {
+func (s retentionStore) PruneLedger(ctx context.Context, f store.Fence, job string) (int64, error) {
 	rows, err := s.pool.Query(ctx, prunableGenerations, job, nil)
 	gens, err := collect(rows, err, "find prunable generations of "+job, scanOne[int64])
 	if err != nil {
@@ -79,7 +82,7 @@ func (s *Store) PruneLedger(ctx context.Context, f store.Fence, job string) (int
 	return total, nil
 }
 
-func (s *Store) pruneGeneration(ctx context.Context, f store.Fence, job string, gen int64) (int64, error) {
+func (s retentionStore) pruneGeneration(ctx context.Context, f store.Fence, job string, gen int64) (int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -160,7 +163,7 @@ var pruneSQL = map[store.PruneTable]string{
 // Prune deletes up to limit rows of table older than olderThan (of job, where the table has
 // jobs) in one transaction fenced on f, and returns how many it deleted: fewer than limit
 // means nothing more is due. Ages are judged by the database clock.
-func (s *Store) Prune(ctx context.Context, f store.Fence, table store.PruneTable, job string, olderThan time.Duration, limit int) (int64, error) {
+func (s retentionStore) Prune(ctx context.Context, f store.Fence, table store.PruneTable, job string, olderThan time.Duration, limit int) (int64, error) {
 	sql, ok := pruneSQL[table]
 	if !ok {
 		return 0, bt.Errorf(bt.CodeInvalidInput, "retention does not prune table %q", table)

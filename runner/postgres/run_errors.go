@@ -18,7 +18,7 @@ func scanRunError(row pgx.Row) (bt.RunError, error) {
 }
 
 // RunErrors lists a run's error rows in insertion order after afterID.
-func (s *Store) RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error) {
+func (s runStore) RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error) {
 	var q listQuery
 	q.where("run_id = %s", runID)
 	if afterID > 0 {
@@ -31,7 +31,7 @@ func (s *Store) RunErrors(ctx context.Context, runID, afterID int64, limit int) 
 // RunErrorsOfRuns returns, for each of runIDs, its error rows after afterID in insertion order,
 // at most limit each, as RunErrors would: one index walk of (run_id, id) per run, in one
 // statement.
-func (s *Store) RunErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error) {
+func (s runStore) RunErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error) {
 	rows, err := s.pool.Query(ctx, `SELECT e.* FROM unnest($1::bigint[]) AS k(run) CROSS JOIN LATERAL (
 			SELECT `+runErrorColumns+` FROM job_run_errors
 			WHERE run_id = k.run AND id > $2 ORDER BY id LIMIT $3) e

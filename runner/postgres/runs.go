@@ -12,6 +12,9 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// runStore holds the runs and their errors (job_runs, job_run_errors).
+type runStore struct{ *Store }
+
 const runColumns = `id, job_name, status, trigger, mode, requested_by, instance, lease_seconds, lease_until, heartbeat_at,
 	cancel_requested, COALESCE(cancel_requested_by, ''), COALESCE(pause_reason, ''), generation, resumed_from, replay_request_id,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
@@ -37,7 +40,7 @@ func scanRun(row pgx.Row) (*bt.RunRecord, error) {
 // opens a new generation; RESUME keeps the job's current one and starts from its last
 // committed checkpoint. The partial unique index refuses a second active run: that comes back
 // as ALREADY_RUNNING. A second run for one fire comes back as ErrFireTaken.
-func (s *Store) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord, error) {
+func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -115,7 +118,7 @@ func (s *Store) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord, e
 }
 
 // Run returns one run, or NOT_FOUND.
-func (s *Store) Run(ctx context.Context, id int64) (*bt.RunRecord, error) {
+func (s runStore) Run(ctx context.Context, id int64) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "run %d not found", id)
@@ -125,7 +128,7 @@ func (s *Store) Run(ctx context.Context, id int64) (*bt.RunRecord, error) {
 
 // Runs lists runs matching f, newest first. Each combination of filters is its own statement
 // (see listQuery), so that each keeps a plan on the index its filters need.
-func (s *Store) Runs(ctx context.Context, f store.RunFilter) ([]*bt.RunRecord, error) {
+func (s runStore) Runs(ctx context.Context, f store.RunFilter) ([]*bt.RunRecord, error) {
 	if f.Limit <= 0 {
 		f.Limit = 20
 	}
@@ -142,7 +145,7 @@ func (s *Store) Runs(ctx context.Context, f store.RunFilter) ([]*bt.RunRecord, e
 }
 
 // RunsByIDs returns the runs with the given ids, keyed by id. Ids that do not exist are absent.
-func (s *Store) RunsByIDs(ctx context.Context, ids []int64) (map[int64]*bt.RunRecord, error) {
+func (s runStore) RunsByIDs(ctx context.Context, ids []int64) (map[int64]*bt.RunRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id = ANY($1)`, ids)
 	runs, err := collect(rows, err, "read runs by id", scanRun)
 	return keyed(runs, err, func(r *bt.RunRecord) int64 { return r.ID })
@@ -151,7 +154,7 @@ func (s *Store) RunsByIDs(ctx context.Context, ids []int64) (map[int64]*bt.RunRe
 // RunsOfJobs returns, for each of jobs, its runs newest first as Runs would list them with
 // the same filter (JobName aside): one index walk of (job_name, id DESC) per job, in one
 // statement.
-func (s *Store) RunsOfJobs(ctx context.Context, jobs []string, f store.RunFilter) (map[string][]*bt.RunRecord, error) {
+func (s runStore) RunsOfJobs(ctx context.Context, jobs []string, f store.RunFilter) (map[string][]*bt.RunRecord, error) {
 	if f.Limit <= 0 {
 		f.Limit = 20
 	}
@@ -171,7 +174,7 @@ func (s *Store) RunsOfJobs(ctx context.Context, jobs []string, f store.RunFilter
 }
 
 // ActiveRun returns the job's active run, or nil.
-func (s *Store) ActiveRun(ctx context.Context, job string) (*bt.RunRecord, error) {
+func (s runStore) ActiveRun(ctx context.Context, job string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
 		WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING')`, job))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -181,7 +184,7 @@ func (s *Store) ActiveRun(ctx context.Context, job string) (*bt.RunRecord, error
 }
 
 // ActiveRunsByJobs returns the active run of each named job that has one, keyed by job name.
-func (s *Store) ActiveRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error) {
+func (s runStore) ActiveRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs
 		WHERE job_name = ANY($1) AND status IN ('STARTING', 'RUNNING')`, jobs)
 	runs, err := collect(rows, err, "read active runs", scanRun)
@@ -189,7 +192,7 @@ func (s *Store) ActiveRunsByJobs(ctx context.Context, jobs []string) (map[string
 }
 
 // LastRun returns the job's most recent run, or nil.
-func (s *Store) LastRun(ctx context.Context, job string) (*bt.RunRecord, error) {
+func (s runStore) LastRun(ctx context.Context, job string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE job_name = $1 ORDER BY id DESC LIMIT 1`, job))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -199,7 +202,7 @@ func (s *Store) LastRun(ctx context.Context, job string) (*bt.RunRecord, error) 
 
 // LastRunsByJobs returns the most recent run of each named job that has one, keyed by job
 // name. Each job costs one index probe on (job_name, id DESC), however many runs it has.
-func (s *Store) LastRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error) {
+func (s runStore) LastRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT r.* FROM unnest($1::text[]) AS j(name)
 		CROSS JOIN LATERAL (SELECT `+runColumns+` FROM job_runs WHERE job_name = j.name ORDER BY id DESC LIMIT 1) r`, jobs)
 	runs, err := collect(rows, err, "read last runs", scanRun)
@@ -208,7 +211,7 @@ func (s *Store) LastRunsByJobs(ctx context.Context, jobs []string) (map[string]*
 
 // GenerationRun returns the newest run of a job's generation, or nil when it has none: the
 // run a RESTART request names as its source.
-func (s *Store) GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error) {
+func (s runStore) GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
 		WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`, job, gen))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -223,7 +226,7 @@ func (s *Store) GenerationRun(ctx context.Context, job string, gen int64) (*bt.R
 // LastRunsPausedBy returns the jobs whose latest run ended PAUSED for reason and that are not
 // paused themselves: the runs to resume when that pause is lifted. Each job costs one probe of
 // (job_name, id DESC), however many runs it has.
-func (s *Store) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error) {
+func (s runStore) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT js.name FROM job_settings js
 		CROSS JOIN LATERAL (SELECT status, stop_reason FROM job_runs WHERE job_name = js.name ORDER BY id DESC LIMIT 1) r
@@ -234,7 +237,7 @@ func (s *Store) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]s
 
 // RequestCancel sets the cancel flag of an active run. The worker sees it on its next fenced
 // write and stops at the item boundary.
-func (s *Store) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
+func (s runStore) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `UPDATE job_runs SET cancel_requested = true,
 			cancel_requested_by = $2, cancel_requested_at = statement_timestamp()
 		WHERE id = $1 AND status IN ('STARTING', 'RUNNING') RETURNING `+runColumns, runID, actor))

@@ -12,12 +12,15 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
+// scheduleStore holds the scheduler's reads and claims on job_settings, and the fires recorded (job_schedule_events).
+type scheduleStore struct{ *Store }
+
 // ScheduleChannel is the NOTIFY channel that wakes schedulers when a schedule changes.
 const ScheduleChannel = "baton_schedule"
 
 // UpdateSchedule applies p, recomputes the next fire (by clearing it; the scheduler fills it in
 // from the database clock) and wakes every scheduler in the cluster.
-func (s *Store) UpdateSchedule(ctx context.Context, name string, p store.SchedulePatch) (*bt.JobSettings, error) {
+func (s scheduleStore) UpdateSchedule(ctx context.Context, name string, p store.SchedulePatch) (*bt.JobSettings, error) {
 	var lease *int
 	clearLease := false
 	if p.LeaseSeconds != nil {
@@ -62,7 +65,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, p store.Schedul
 // SetNextFires sets the next fire of each job whose next fire is still NULL (first computation
 // after registration or a change) and whose cron and timezone are still the ones the time was
 // computed from, all in one statement. It returns how many it set.
-func (s *Store) SetNextFires(ctx context.Context, fires []store.NextFire) (int64, error) {
+func (s scheduleStore) SetNextFires(ctx context.Context, fires []store.NextFire) (int64, error) {
 	if len(fires) == 0 {
 		return 0, nil
 	}
@@ -82,7 +85,7 @@ func (s *Store) SetNextFires(ctx context.Context, fires []store.NextFire) (int64
 
 // ClaimFire moves a job's next fire from due to next by compare-and-set: of N schedulers
 // polling at once, exactly one sees true.
-func (s *Store) ClaimFire(ctx context.Context, name string, due, next time.Time) (bool, error) {
+func (s scheduleStore) ClaimFire(ctx context.Context, name string, due, next time.Time) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = $3
 		WHERE name = $1 AND next_scheduled_at = $2 AND enabled AND NOT paused`, name, due, next)
 	if err != nil {
@@ -95,7 +98,7 @@ func (s *Store) ClaimFire(ctx context.Context, name string, due, next time.Time)
 // jobs that are not due: the due jobs by the job_settings_next_fire index, the jobs whose next
 // fire is unset by job_settings_unscheduled, and the earliest future fire from the first entry
 // of job_settings_next_fire after now. A pass costs the same with ten jobs as with ten thousand.
-func (s *Store) ScheduleState(ctx context.Context) (*store.ScheduleState, error) {
+func (s scheduleStore) ScheduleState(ctx context.Context) (*store.ScheduleState, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT now(), cs.maintenance,
 			(SELECT min(next_scheduled_at) FROM job_settings
@@ -146,7 +149,7 @@ func scanScheduleLine(row pgx.Row) (scheduleLine, error) {
 }
 
 // RecordScheduleEvent records a fire that did not start a run.
-func (s *Store) RecordScheduleEvent(ctx context.Context, job string, at time.Time, outcome, instance, detail string) error {
+func (s scheduleStore) RecordScheduleEvent(ctx context.Context, job string, at time.Time, outcome, instance, detail string) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO job_schedule_events (job_name, scheduled_for, outcome, instance, detail)
 		VALUES ($1, $2, $3, $4, $5)`, job, at, outcome, instance, detail)
 	return err
@@ -154,14 +157,14 @@ func (s *Store) RecordScheduleEvent(ctx context.Context, job string, at time.Tim
 
 // RecordMissedFires records fires that came and went while no scheduler could claim them (all
 // instances down or frozen): one row each, so every fire either ran or is accounted for.
-func (s *Store) RecordMissedFires(ctx context.Context, job string, at []time.Time, instance, detail string) error {
+func (s scheduleStore) RecordMissedFires(ctx context.Context, job string, at []time.Time, instance, detail string) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO job_schedule_events (job_name, scheduled_for, outcome, instance, detail)
 		SELECT $1, t, 'SKIPPED_MISSED', $3, $4 FROM unnest($2::timestamptz[]) AS t`, job, at, instance, detail)
 	return err
 }
 
 // ScheduleEvents lists a job's recorded skipped fires, newest first.
-func (s *Store) ScheduleEvents(ctx context.Context, job string, limit int) ([]bt.ScheduleEvent, error) {
+func (s scheduleStore) ScheduleEvents(ctx context.Context, job string, limit int) ([]bt.ScheduleEvent, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, job_name, scheduled_for, outcome, instance, detail, created_at
 		FROM job_schedule_events WHERE job_name = $1 ORDER BY id DESC LIMIT $2`, job, limit)
 	return collect(rows, err, "list schedule events of "+job, scanScheduleEvent)

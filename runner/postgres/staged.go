@@ -35,7 +35,7 @@ SELECT * FROM fence`
 // stagedWrite is a store.StagedWrite made on a connection of its own, held from HoldStaged to
 // Commit or Abort: once held, the write needs no other connection, whatever happens to it.
 type stagedWrite struct {
-	s    *Store
+	s    itemStore
 	conn *pgxpool.Conn
 	f    store.Fence
 	w    *store.ItemsWrite
@@ -45,7 +45,7 @@ type stagedWrite struct {
 
 // HoldStaged takes a connection from the pool for a staged write of w, waiting while the pool
 // has none. w must be Stageable.
-func (s *Store) HoldStaged(ctx context.Context, f store.Fence, w *store.ItemsWrite) (*store.StagedWrite, error) {
+func (s itemStore) HoldStaged(ctx context.Context, f store.Fence, w *store.ItemsWrite) (*store.StagedWrite, error) {
 	if !w.Stageable() {
 		return nil, errors.New("stage items: only a batch of fresh rows can be staged")
 	}

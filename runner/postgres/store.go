@@ -19,23 +19,38 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
-// Store runs Baton's queries on a pgx pool.
+// Store runs Baton's queries on a pgx pool: one part per concern, each in the file named for
+// it, and each part reaching the others through the Store.
 type Store struct {
 	pool *pgxpool.Pool
 	// redone counts item writes refused for stale knowledge and made again as upserts.
 	redone atomic.Int64
+
+	jobStore
+	scheduleStore
+	runStore
+	leaseStore
+	itemStore
+	ledgerStore
+	replayStore
+	reconcileStore
+	retentionStore
+	auditStore
+	callStatStore
+	clusterStore
 }
 
 // New returns a Store on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store {
+	s := &Store{pool: pool}
+	s.jobStore, s.scheduleStore, s.runStore, s.leaseStore = jobStore{s}, scheduleStore{s}, runStore{s}, leaseStore{s}
+	s.itemStore, s.ledgerStore, s.replayStore, s.reconcileStore = itemStore{s}, ledgerStore{s}, replayStore{s}, reconcileStore{s}
+	s.retentionStore, s.auditStore, s.callStatStore, s.clusterStore = retentionStore{s}, auditStore{s}, callStatStore{s}, clusterStore{s}
+	return s
+}
 
 // Pool returns the underlying pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// RedoneWrites returns how many item writes relied on a ledger state that was not so (a row
-// taken for new that existed, a row not in the state known) and were made again as upserts.
-// Outside tests that inject it, anything but 0 points at a bug in what the runner tracks.
-func (s *Store) RedoneWrites() int64 { return s.redone.Load() }
 
 func isUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
@@ -57,4 +72,19 @@ func isDeadlock(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
-var _ store.Store = (*Store)(nil)
+// Each part implements its concern of the store.
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.Jobs       = jobStore{}
+	_ store.Schedules  = scheduleStore{}
+	_ store.Runs       = runStore{}
+	_ store.Leases     = leaseStore{}
+	_ store.Items      = itemStore{}
+	_ store.Ledger     = ledgerStore{}
+	_ store.Replays    = replayStore{}
+	_ store.Reconciles = reconcileStore{}
+	_ store.Retention  = retentionStore{}
+	_ store.Audit      = auditStore{}
+	_ store.CallStats  = callStatStore{}
+	_ store.Cluster    = clusterStore{}
+)

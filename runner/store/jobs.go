@@ -22,8 +22,6 @@ type Jobs interface {
 	// SetPaused pauses or resumes a job. Pausing disables its schedule and asks its active run
 	// to stop at the next boundary with status PAUSED; resuming clears both.
 	SetPaused(ctx context.Context, job string, paused bool, actor string) (*bt.JobSettings, error)
-	// UpdateSchedule applies p and clears the next fire, which the scheduler computes again.
-	UpdateSchedule(ctx context.Context, name string, p SchedulePatch) (*bt.JobSettings, error)
 }
 
 // JobDefaults is what a job declares about itself when registered.
@@ -48,8 +46,12 @@ type SchedulePatch struct {
 	ExpectVersion int64
 }
 
-// Schedules is the scheduler's view of the jobs: due fires, claimed by compare-and-set.
+// Schedules is the jobs' schedules: their edits, and the scheduler's view of them (due fires,
+// claimed by compare-and-set).
 type Schedules interface {
+	// UpdateSchedule applies p and clears the next fire, which the scheduler computes again,
+	// and wakes every scheduler.
+	UpdateSchedule(ctx context.Context, name string, p SchedulePatch) (*bt.JobSettings, error)
 	// ScheduleState reads what a scheduler pass needs, in one round trip, without reading the
 	// jobs that are not due.
 	ScheduleState(ctx context.Context) (*ScheduleState, error)

@@ -18,8 +18,6 @@ type Replays interface {
 	ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error)
 	// ReplayRequests lists requests, newest first, before beforeID (0: from the newest).
 	ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error)
-	// GenerationRun returns the newest run of a job's generation, or nil when it has none.
-	GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error)
 }
 
 // ReplayDecision moves a request from one status to another by compare-and-set.

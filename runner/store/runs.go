@@ -30,6 +30,8 @@ type Runs interface {
 	LastRun(ctx context.Context, job string) (*bt.RunRecord, error)
 	// LastRunsByJobs returns the most recent run of each named job that has one, by job name.
 	LastRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error)
+	// GenerationRun returns the newest run of a job's generation, or nil when it has none.
+	GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error)
 	// LastRunsPausedBy returns the jobs, not paused themselves, whose latest run ended PAUSED
 	// for reason: the runs to resume when that pause is lifted.
 	LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error)
