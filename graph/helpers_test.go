@@ -154,7 +154,7 @@ func (b *bundle) token(role model.Role) string {
 // tokenName returns the name behind a token.
 func (b *bundle) tokenName(tok string) string {
 	b.t.Helper()
-	t, err := postgres.New(b.pool).TokenByHash(context.Background(), httpapi.HashToken(tok))
+	t, err := httpapi.NewTokenStore(b.pool).TokenByHash(context.Background(), httpapi.HashToken(tok))
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -176,7 +175,7 @@ func TestFourEyesOnTokenIdentity(t *testing.T) {
 	if req == nil || len(ues) != 0 {
 		t.Fatalf("requestRestart: %+v %+v", req, ues)
 	}
-	store := postgres.New(b.pool)
+	store := httpapi.NewTokenStore(b.pool)
 	name := b.tokenName(requester)
 	if _, err := store.RevokeToken(context.Background(), name); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -311,7 +310,7 @@ func TestRevokedTokenClosesWebSockets(t *testing.T) {
 	b := setup(t)
 	slow := func(c *httpapi.Config) { c.TokenCacheTTL = time.Hour }
 	insts := []*instance{b.instance(instanceOpts{noRun: true, graph: slow}), b.instance(instanceOpts{noRun: true, graph: slow})}
-	store := postgres.New(b.pool)
+	store := httpapi.NewTokenStore(b.pool)
 	canary, victim, bystander := b.token(model.RoleViewer), b.token(model.RoleOperator), b.token(model.RoleViewer)
 
 	type conn struct {

@@ -134,7 +134,7 @@ func Serve(ctx context.Context, o Config) error {
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
 	token := ""
 	if o.AdminTokenName != "" {
-		_, _ = r.Store().RevokeToken(ctx, o.AdminTokenName)
+		_, _ = httpapi.NewTokenStore(r.Store().Pool()).RevokeToken(ctx, o.AdminTokenName)
 		t, _, err := httpapi.CreateToken(ctx, r.Store(), o.AdminTokenName, model.RoleAdmin)
 		if err != nil {
 			log.Error("mint admin token", "err", err)

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/baton-run/baton/graph/model"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -75,7 +74,7 @@ func tokenCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("token: open database: %w", err)
 	}
 	defer pool.Close()
-	store := postgres.New(pool)
+	store := httpapi.NewTokenStore(pool)
 
 	switch sub {
 	case "create":

@@ -11,14 +11,13 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
 func TestTokenCommandRoundTrip(t *testing.T) {
 	t.Parallel()
 	url := testenv.Schema(t)
-	store := postgres.New(testenv.Pool(t, url))
+	store := httpapi.NewTokenStore(testenv.Pool(t, url))
 	ctx := context.Background()
 	run := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer
@@ -87,7 +86,7 @@ func TestTokenNameNeverReissued(t *testing.T) {
 	t.Parallel()
 	url := testenv.Schema(t)
 	pool := testenv.Pool(t, url)
-	store := postgres.New(pool)
+	store := httpapi.NewTokenStore(pool)
 	ctx := context.Background()
 	first, _, err := httpapi.CreateToken(ctx, store, "alice", "OPERATOR")
 	if err != nil {
@@ -116,7 +115,7 @@ func TestTokenNameNeverReissued(t *testing.T) {
 }
 
 // TestTokenRevokeAnnounces checks that `token revoke` announces the revocation on
-// postgres.TokenRevokedChannel, which running instances listen to.
+// httpapi.TokenRevokedChannel, which running instances listen to.
 func TestTokenRevokeAnnounces(t *testing.T) {
 	t.Parallel()
 	url := testenv.Schema(t)
@@ -136,7 +135,7 @@ func TestTokenRevokeAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+postgres.TokenRevokedChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+httpapi.TokenRevokedChannel); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _, _ = conn.Exec(context.Background(), "UNLISTEN *") }()

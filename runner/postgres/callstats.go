@@ -6,16 +6,11 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
-// CallCounts are the outcomes of a run's external calls made at about the same moment. Age is
-// how long before the write they were made, as the instance measured it: a duration, which a
-// skewed instance clock measures as well as a right one, where a timestamp from that clock
-// would land in the wrong minute of the database's.
-type CallCounts struct {
-	Age                        time.Duration
-	Calls, Downstream, Rejects int64
-}
+// callStatStore holds the per-minute call statistics (job_call_stats).
+type callStatStore struct{ *Store }
 
 // addCallStatsSQL adds each count to its job's minute bucket, the minute taken by the database
 // clock at the moment of the write less the count's age. The write is fenced like every write
@@ -39,7 +34,7 @@ SELECT count(*) FROM fence`
 
 // AddCallStats adds a run's call outcomes to its job's minute buckets, fenced on the run's
 // lease. A run that lost its lease writes nothing and gets LEASE_LOST.
-func (s *Store) AddCallStats(ctx context.Context, f Fence, counts []CallCounts) error {
+func (s callStatStore) AddCallStats(ctx context.Context, f store.Fence, counts []store.CallCounts) error {
 	if len(counts) == 0 {
 		return nil
 	}
@@ -62,7 +57,7 @@ func (s *Store) AddCallStats(ctx context.Context, f Fence, counts []CallCounts) 
 }
 
 // CallStats sums a job's external call outcomes over the last window, by the database clock.
-func (s *Store) CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error) {
+func (s callStatStore) CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(calls), 0), COALESCE(sum(downstream_errors), 0), COALESCE(sum(rejects), 0)
 		FROM job_call_stats
 		WHERE job_name = $1 AND minute > statement_timestamp() - make_interval(secs => $2::float8) - interval '1 minute'`,

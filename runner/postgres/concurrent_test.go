@@ -10,6 +10,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store/storetest"
 )
 
 // TestWriteItemsMeetsAConcurrentResolution checks an item upsert that meets a row resolved
@@ -51,7 +52,8 @@ func TestWriteItemsMeetsAConcurrentResolution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, f, gen := itemsFixture(t)
+			s := postgres.New(testenv.Postgres(t))
+			f, gen := storetest.RunningRun(t, s)
 			pool := s.Pool()
 			// The target in doubt: its intent, then the quarantine of it.
 			for _, l := range []postgres.LedgerWrite{

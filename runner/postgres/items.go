@@ -11,69 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
-// LedgerWrite is one target's new ledger row in a fenced write.
-type LedgerWrite struct {
-	Target         string
-	Step           string
-	State          bt.LedgerState
-	Attempt        int
-	IdempotencyKey string
-	InputHash      string
-	InputChanged   bool
-	External       bool
-	EffectRef      *string
-	EvidenceRef    *string
-	LastError      *string
-	ErrorSig       *string
-	SameErrorCount int
-	// CountInRun adds the state to the run's own per-state counts (final results, not intents).
-	CountInRun bool
-	// ErrorClass, when non-empty, also adds a job_run_errors row with ErrorMessage.
-	ErrorClass   string
-	ErrorMessage string
-	// Fresh says the caller knows the generation has no row for this target's step yet (it
-	// read the ledger under its lease, or the generation was empty and it has not written the
-	// target since): the row is written by a plain INSERT, which costs PostgreSQL a third less
-	// than the upsert. Should the row exist after all, the write is refused by the unique key
-	// and WriteItems makes it again as an upsert; false always upserts.
-	Fresh bool
-	// Prior, when set, is the state the caller knows the row has (it read or wrote the row under
-	// its lease, like an intent it has just committed): the row is updated in place, only while
-	// still in that state, and the counters move by Prior → State without reading the row first.
-	// Should any row be in another state, the write fails whole and WriteItems makes it again as
-	// an upsert.
-	Prior bt.LedgerState
-	// Kind says what the write is (an intent, a call's result, a skip, ...): a row the target
-	// already has is moved only as the transition table allows (see transitions.go), or the
-	// write is refused whole with LEDGER_TRANSITION_REFUSED. Empty means WriteResult.
-	Kind WriteKind
-}
-
-// RunDelta is what a write adds to a run's counters.
-type RunDelta struct {
-	Processed, Succeeded, Failed, Skipped, Ambiguous int
-}
-
-// ItemsWrite is one fenced write of one or many items: their ledger rows, the run's counters,
-// the checkpoint and error rows, committed together or not at all.
-type ItemsWrite struct {
-	JobName    string
-	Generation int64
-	Delta      RunDelta
-	Ledger     []LedgerWrite
-	// Checkpoint, when non-nil, advances the shard's checkpoint.
-	Checkpoint *string
-	Shard      string
-	// Lease bounds how long the item transaction may sit idle (a worker frozen between its
-	// statements): PostgreSQL then ends the session, the transaction rolls back and its lock on
-	// the run row goes, so the recoverer can fail the run. 0 leaves the server's setting.
-	Lease time.Duration
-	// Scope is the states the run's approved replay scope names (none outside replays): the
-	// transition table lets an intent or a result move a row out of such a state.
-	Scope []bt.LedgerState
-}
+// itemStore holds the fenced item writes and the ledger reads made before them.
+type itemStore struct{ *Store }
 
 // The fenced item statements. Every insert selects FROM fence, so nothing is written unless
 // this run still holds its lease by the database clock. There are five, by two questions:
@@ -301,9 +243,9 @@ WHERE CASE WHEN NOT EXISTS (SELECT 1 FROM refused) THEN true
 }
 
 // statement returns the fenced item statement for w and its arguments.
-func (w *ItemsWrite) statement(f Fence) (string, []any) {
-	fresh, known := w.knowledge()
-	args := w.fenceArgs(f)
+func writeStatement(w *store.ItemsWrite, f store.Fence) (string, []any) {
+	fresh, known := knowledge(w)
+	args := fenceArgs(w, f)
 	if len(w.Ledger) == 1 {
 		l := &w.Ledger[0]
 		args = append(args, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
@@ -312,12 +254,12 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 		if fresh {
 			return freshItemSQL, args
 		}
-		return itemSQL, append(args, l.Fresh, string(l.kind()), w.scopeArg())
+		return itemSQL, append(args, l.Fresh, string(l.WriteKind()), scopeArg(w))
 	}
 	n := len(w.Ledger)
-	args = append(args, w.rows()...)
+	args = append(args, ledgerArrays(w)...)
 	if fresh {
-		return freshItemsSQL, append(args, w.counted(f)...)
+		return freshItemsSQL, append(args, countedArgs(w, f)...)
 	}
 	if known {
 		priors := make([]*string, n)
@@ -329,18 +271,18 @@ func (w *ItemsWrite) statement(f Fence) (string, []any) {
 				updates++
 			}
 		}
-		return knownItemsSQL, append(append(append(args, priors), w.counted(f)...), int64(updates), w.kinds())
+		return knownItemsSQL, append(append(append(args, priors), countedArgs(w, f)...), int64(updates), kindsArg(w))
 	}
 	countRun, classes, msgs, freshes := make([]bool, n), make([]string, n), make([]string, n), make([]bool, n)
 	for i, l := range w.Ledger {
 		countRun[i], classes[i], msgs[i], freshes[i] = l.CountInRun, l.ErrorClass, l.ErrorMessage, l.Fresh
 	}
-	return itemsSQL, append(args, countRun, classes, msgs, freshes, w.kinds(), w.scopeArg())
+	return itemsSQL, append(args, countRun, classes, msgs, freshes, kindsArg(w), scopeArg(w))
 }
 
 // fenceArgs returns parameters $1..$11 every item statement starts with: the fence, the run's
 // counter deltas, the checkpoint and shard, the job and generation.
-func (w *ItemsWrite) fenceArgs(f Fence) []any {
+func fenceArgs(w *store.ItemsWrite, f store.Fence) []any {
 	d := w.Delta
 	return []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
 		w.JobName, w.Generation}
@@ -350,7 +292,7 @@ func (w *ItemsWrite) fenceArgs(f Fence) []any {
 // ledger state that was not so (isStaleKnowledge), and counts the redo when the write relied
 // on the caller's knowledge. An upsert, which relies on none, is made again only because a
 // row was moved under it after its snapshot: that is no error in what the caller tracks.
-func (s *Store) forgetKnowledge(w *ItemsWrite) {
+func (s itemStore) forgetKnowledge(w *store.ItemsWrite) {
 	knew := false
 	for i := range w.Ledger {
 		knew = knew || w.Ledger[i].Fresh || w.Ledger[i].Prior != ""
@@ -361,31 +303,17 @@ func (s *Store) forgetKnowledge(w *ItemsWrite) {
 	}
 }
 
-// rows returns the ledger rows as the parallel arrays the batch statements unnest: target,
-// step, state, attempt, idempotency key, input hash, input changed, external, effect,
-// evidence, error, error signature, same-error count.
-func (w *ItemsWrite) rows() []any {
-	n := len(w.Ledger)
-	var (
-		targets, steps, states, keys, hashes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		attempts, same                       = make([]int32, n), make([]int32, n)
-		changed, ext                         = make([]bool, n), make([]bool, n)
-		effects, evidences, errs, sigs       = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	)
-	for i, l := range w.Ledger {
-		targets[i], steps[i], states[i], keys[i], hashes[i] = l.Target, l.Step, string(l.State), l.IdempotencyKey, l.InputHash
-		attempts[i], same[i] = int32(l.Attempt), int32(l.SameErrorCount)
-		changed[i], ext[i] = l.InputChanged, l.External
-		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
-	}
-	return []any{targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs, sigs, same}
+// rows runs the query built by sql with a plan made for its parameter values (see listQuery).
+func (q *listQuery) rows(ctx context.Context, pool *pgxpool.Pool, selectFrom, orderBy string, limit int) (pgx.Rows, error) {
+	sql := q.sql(selectFrom, orderBy, limit)
+	return pool.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, q.args...)...)
 }
 
 // counted returns the parameters of countedTail for a write whose rows are each fresh or known
 // in their prior state: the counters move by exactly what the rows were and become, so no row
 // is read. They are the counter deltas (run id, state, delta) and the error rows (target,
 // class, message, attempt).
-func (w *ItemsWrite) counted(f Fence) []any {
+func countedArgs(w *store.ItemsWrite, f store.Fence) []any {
 	var cr, cn []int64
 	var cs []string
 	add := func(run int64, state bt.LedgerState, d int64) {
@@ -419,7 +347,7 @@ func (w *ItemsWrite) counted(f Fence) []any {
 // in a prior state the transition table lets its write move (and at least two rows: one known
 // row goes by the single-item statement). A known row the table refuses makes the write an
 // upsert, which names the refusal.
-func (w *ItemsWrite) knowledge() (fresh, known bool) {
+func knowledge(w *store.ItemsWrite) (fresh, known bool) {
 	if len(w.Ledger) == 0 {
 		return false, false
 	}
@@ -427,13 +355,15 @@ func (w *ItemsWrite) knowledge() (fresh, known bool) {
 	for i := range w.Ledger {
 		l := &w.Ledger[i]
 		fresh = fresh && l.Fresh
-		known = known && (l.Fresh || l.Prior != "" && knows(l.Prior, l.kind(), w.Scope))
+		known = known && (l.Fresh || l.Prior != "" && knows(l.Prior, l.WriteKind(), w.Scope))
 	}
 	return fresh, known && !fresh && len(w.Ledger) > 1
 }
 
-// TxFunc is a job's own database work for an item, done inside the item's transaction.
-type TxFunc func(ctx context.Context, tx pgx.Tx) error
+// RedoneWrites returns how many item writes relied on a ledger state that was not so (a row
+// taken for new that existed, a row not in the state known) and were made again as upserts.
+// Outside tests that inject it, anything but 0 points at a bug in what the runner tracks.
+func (s itemStore) RedoneWrites() int64 { return s.redone.Load() }
 
 // WriteItems commits one fenced write of one or many items. Without job writes it is one
 // autocommit statement: one round trip, one commit. With job writes it opens a transaction,
@@ -444,9 +374,9 @@ type TxFunc func(ctx context.Context, tx pgx.Tx) error
 //
 // A write that would move a row the transition table does not let it move (transitions.go) is
 // refused whole with LEDGER_TRANSITION_REFUSED, naming the target, step and state.
-func (s *Store) WriteItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
-	if err := w.checkKinds(); err != nil {
-		return LeaseState{}, "", err
+func (s itemStore) WriteItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
+	if err := w.CheckKinds(); err != nil {
+		return store.LeaseState{}, "", err
 	}
 	ls, pause, err := s.writeItems(ctx, f, w, jobWrites)
 	for redo := 0; redo < maxRedos && err != nil && isStaleKnowledge(err); redo++ {
@@ -477,14 +407,14 @@ func isStaleKnowledge(err error) bool {
 		pgErr.Code == "BT409"
 }
 
-func (s *Store) writeItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrites []TxFunc) (LeaseState, bt.StopReason, error) {
-	sql, args := w.statement(f)
+func (s itemStore) writeItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
+	sql, args := writeStatement(w, f)
 	if len(jobWrites) == 0 {
 		return leaseResult(s.pool.QueryRow(ctx, sql, args...), "item write", f)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return LeaseState{}, "", fmt.Errorf("begin item transaction: %w", err)
+		return store.LeaseState{}, "", fmt.Errorf("begin item transaction: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	ls, pause, err := fencedInTx(ctx, tx, f, w.Lease, sql, args)
@@ -504,7 +434,7 @@ func (s *Store) writeItems(ctx context.Context, f Fence, w *ItemsWrite, jobWrite
 
 // fencedInTx bounds how long tx may sit idle (when lease > 0) and makes the fenced write, both
 // in one round trip.
-func fencedInTx(ctx context.Context, tx pgx.Tx, f Fence, lease time.Duration, sql string, args []any) (LeaseState, bt.StopReason, error) {
+func fencedInTx(ctx context.Context, tx pgx.Tx, f store.Fence, lease time.Duration, sql string, args []any) (store.LeaseState, bt.StopReason, error) {
 	if lease <= 0 {
 		return leaseResult(tx.QueryRow(ctx, sql, args...), "item write", f)
 	}
@@ -514,7 +444,7 @@ func fencedInTx(ctx context.Context, tx pgx.Tx, f Fence, lease time.Duration, sq
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return LeaseState{}, "", fmt.Errorf("bound item transaction: %w", err)
+		return store.LeaseState{}, "", fmt.Errorf("bound item transaction: %w", err)
 	}
 	ls, pause, err := leaseResult(br.QueryRow(), "item write", f)
 	if err != nil {
@@ -526,25 +456,10 @@ func fencedInTx(ctx context.Context, tx pgx.Tx, f Fence, lease time.Duration, sq
 	return ls, pause, nil
 }
 
-// LedgerRow is the part of a ledger row the runner consults before processing a target.
-type LedgerRow struct {
-	Target         string
-	Step           string
-	State          bt.LedgerState
-	Attempt        int
-	InputHash      string
-	InputChanged   bool
-	ErrorSig       string
-	SameErrorCount int
-}
-
-// TargetStep names one target's step.
-type TargetStep struct{ Target, Step string }
-
 // FlagInputChanged marks ledger rows whose target was offered again with an input other than
 // the one applied: input_changed is set, input_hash keeps the hash of what was applied.
 // Fenced like every write of a run.
-func (s *Store) FlagInputChanged(ctx context.Context, f Fence, job string, gen int64, keys []TargetStep) error {
+func (s itemStore) FlagInputChanged(ctx context.Context, f store.Fence, job string, gen int64, keys []store.TargetStep) error {
 	targets, steps := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		targets[i], steps[i] = k.Target, k.Step
@@ -561,7 +476,7 @@ func (s *Store) FlagInputChanged(ctx context.Context, f Fence, job string, gen i
 }
 
 // LedgerRows reads the ledger rows of the given targets' steps in one query.
-func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []TargetStep) (map[TargetStep]LedgerRow, error) {
+func (s itemStore) LedgerRows(ctx context.Context, job string, gen int64, keys []store.TargetStep) (map[store.TargetStep]store.LedgerRow, error) {
 	targets, steps := make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		targets[i], steps[i] = k.Target, k.Step
@@ -571,159 +486,14 @@ func (s *Store) LedgerRows(ctx context.Context, job string, gen int64, keys []Ta
 		FROM unnest($3::text[], $4::text[]) AS k(target, step) CROSS JOIN LATERAL (
 			SELECT * FROM job_ledger WHERE job_name = $1 AND generation = $2 AND target_key = k.target AND step = k.step LIMIT 1
 		) l`, job, gen, targets, steps)
-	if err != nil {
-		return nil, fmt.Errorf("read ledger of %s: %w", job, err)
-	}
-	defer rows.Close()
-	out := make(map[TargetStep]LedgerRow, len(keys))
-	for rows.Next() {
-		var r LedgerRow
-		var state string
-		if err := rows.Scan(&r.Target, &r.Step, &state, &r.Attempt, &r.InputHash, &r.InputChanged, &r.ErrorSig, &r.SameErrorCount); err != nil {
-			return nil, err
-		}
-		r.State = bt.LedgerState(state)
-		out[TargetStep{r.Target, r.Step}] = r
-	}
-	return out, rows.Err()
+	found, err := collect(rows, err, "read ledger of "+job, scanLedgerRow)
+	return keyed(found, err, func(r store.LedgerRow) store.TargetStep { return store.TargetStep{Target: r.Target, Step: r.Step} })
 }
 
-// LedgerCounts returns the per-state counts of a generation (runID 0) or of one run.
-func (s *Store) LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT state, n FROM job_ledger_counts
-		WHERE job_name = $1 AND generation = $2 AND run_id = $3 AND n <> 0`, job, gen, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[bt.LedgerState]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, err
-		}
-		out[bt.LedgerState(st)] = n
-	}
-	return out, rows.Err()
-}
-
-// A staged write is a batch write of fresh rows split in two, so that PostgreSQL can insert its
-// rows while the run's write before it is still inserting or committing — on another
-// connection, another core — instead of after it. Stage opens the write's transaction and
-// inserts its ledger rows: unfenced, but uncommitted, so no one sees them. Commit then makes
-// the fenced rest of the write (run row, counters, checkpoint, error rows) in the same
-// transaction and commits; if the lease is gone the transaction rolls back and the rows with
-// it. The caller commits its staged writes in the order it made them, so checkpoints and
-// counters land in that order.
-var (
-	stageSQL = `INSERT INTO job_ledger (` + ledgerInsertColumns + `)
-	SELECT $1, $2, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
-		i.err, i.sig, i.same, $3
-	FROM unnest($4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $10::bool[],
-		$11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[])
-		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)`
-	stagedTailSQL = `
-WITH ` + fenceCTE(`true`, wallClock) + `, ` + countedTail(12) + `
-SELECT * FROM fence`
-)
-
-// Stageable reports whether w can be staged: a batch whose rows the caller knows are all new.
-func (w *ItemsWrite) Stageable() bool {
-	fresh, _ := w.knowledge()
-	return fresh && len(w.Ledger) > 1
-}
-
-// StagedWrite is a write made on a connection of its own, held from HoldStaged to Commit or
-// Abort: once held, the write needs no other connection, whatever happens to it.
-type StagedWrite struct {
-	s    *Store
-	conn *pgxpool.Conn
-	f    Fence
-	w    *ItemsWrite
-	tx   pgx.Tx // open with the rows inserted, after a Stage that succeeded
-	err  error  // why Stage failed
-}
-
-// HoldStaged takes a connection from the pool for a staged write of w, waiting while the pool
-// has none. w must be Stageable.
-func (s *Store) HoldStaged(ctx context.Context, f Fence, w *ItemsWrite) (*StagedWrite, error) {
-	if !w.Stageable() {
-		return nil, errors.New("stage items: only a batch of fresh rows can be staged")
-	}
-	if err := w.checkKinds(); err != nil {
-		return nil, err
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("connection for staged items: %w", err)
-	}
-	return &StagedWrite{s: s, conn: conn, f: f, w: w}, nil
-}
-
-// Stage opens the write's transaction and inserts its rows, in two round trips. The
-// transaction may then sit idle for at most w.Lease while the write before it lands; past that
-// PostgreSQL ends the session and the rows go. A failure is kept for Commit.
-func (sw *StagedWrite) Stage(ctx context.Context) {
-	tx, err := sw.conn.Begin(ctx)
-	if err != nil {
-		sw.err = fmt.Errorf("begin staged items: %w", err)
-		return
-	}
-	b := &pgx.Batch{}
-	if sw.w.Lease > 0 {
-		b.Queue("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", fmt.Sprintf("%dms", sw.w.Lease.Milliseconds()))
-	}
-	b.Queue(stageSQL, append([]any{sw.w.JobName, sw.w.Generation, sw.f.RunID}, sw.w.rows()...)...)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		_ = tx.Rollback(ctx)
-		sw.err = fmt.Errorf("stage items of run %d: %w", sw.f.RunID, err)
-		return
-	}
-	sw.tx = tx
-}
-
-// Commit makes the fenced rest of the staged write and commits it, then gives the connection
-// back. On error — the lease lost (bt.CodeLeaseLost) or the database's — it rolls back:
-// nothing of the write lands. A stage refused because a row taken for new exists is made
-// again as an upsert, like WriteItems does, on the same connection.
-func (sw *StagedWrite) Commit(ctx context.Context) (LeaseState, bt.StopReason, error) {
-	defer sw.conn.Release()
-	if sw.tx == nil {
-		if sw.err == nil {
-			return LeaseState{}, "", errors.New("commit staged items: the write was never staged")
-		}
-		if !isStaleKnowledge(sw.err) {
-			return LeaseState{}, "", sw.err
-		}
-		var (
-			ls    LeaseState
-			pause bt.StopReason
-			err   = sw.err
-		)
-		for redo := 0; redo < maxRedos && isStaleKnowledge(err); redo++ {
-			sw.s.forgetKnowledge(sw.w)
-			sql, args := sw.w.statement(sw.f)
-			ls, pause, err = leaseResult(sw.conn.QueryRow(ctx, sql, args...), "item write", sw.f)
-		}
-		return ls, pause, refusal(err)
-	}
-	defer sw.tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
-	args := append(sw.w.fenceArgs(sw.f), sw.w.counted(sw.f)...)
-	ls, pause, err := leaseResult(sw.tx.QueryRow(ctx, stagedTailSQL, args...), "item write", sw.f)
-	if err != nil {
-		return ls, pause, err
-	}
-	if err := sw.tx.Commit(ctx); err != nil {
-		return ls, pause, fmt.Errorf("commit items of run %d: %w", sw.f.RunID, err)
-	}
-	return ls, pause, nil
-}
-
-// Abort rolls the staged write back and gives the connection back.
-func (sw *StagedWrite) Abort(ctx context.Context) {
-	if sw.tx != nil {
-		_ = sw.tx.Rollback(ctx)
-	}
-	sw.conn.Release()
+func scanLedgerRow(row pgx.Row) (store.LedgerRow, error) {
+	var r store.LedgerRow
+	var state string
+	err := row.Scan(&r.Target, &r.Step, &state, &r.Attempt, &r.InputHash, &r.InputChanged, &r.ErrorSig, &r.SameErrorCount)
+	r.State = bt.LedgerState(state)
+	return r, err
 }

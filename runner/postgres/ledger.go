@@ -2,16 +2,17 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
+
+// ledgerStore holds the ledger as operators and preflight read it (job_ledger, job_ledger_counts, job_checkpoints).
+type ledgerStore struct{ *Store }
 
 const ledgerColumns = `id, job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash, input_changed,
 	external, effect_ref, evidence_ref, last_error, same_error_count, run_id, created_at, updated_at`
@@ -26,20 +27,9 @@ func scanLedger(row pgx.Row) (*bt.LedgerEntry, error) {
 	return &e, err
 }
 
-// LedgerQuery selects ledger entries by keyset on id, ascending.
-type LedgerQuery struct {
-	JobName      string
-	States       []bt.LedgerState
-	RunID        int64
-	Generation   int64
-	TargetPrefix string
-	AfterID      int64
-	Limit        int
-}
-
 // Ledger lists ledger entries matching q. Each combination of filters is its own statement
 // (see listQuery), so that each keeps a plan on the index its filters need.
-func (s *Store) Ledger(ctx context.Context, q LedgerQuery) ([]*bt.LedgerEntry, error) {
+func (s ledgerStore) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.LedgerEntry, error) {
 	if q.Limit <= 0 {
 		q.Limit = 20
 	}
@@ -61,23 +51,11 @@ func (s *Store) Ledger(ctx context.Context, q LedgerQuery) ([]*bt.LedgerEntry, e
 		lq.where("id > %s", q.AfterID)
 	}
 	rows, err := lq.rows(ctx, s.pool, `SELECT `+ledgerColumns+` FROM job_ledger`, "id", q.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list ledger entries: %w", err)
-	}
-	defer rows.Close()
-	var out []*bt.LedgerEntry
-	for rows.Next() {
-		e, err := scanLedger(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, err, "list ledger entries", scanLedger)
 }
 
 // LedgerEntry returns one entry, or NOT_FOUND.
-func (s *Store) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error) {
+func (s ledgerStore) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error) {
 	e, err := scanLedger(s.pool.QueryRow(ctx, `SELECT `+ledgerColumns+` FROM job_ledger WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "ledger entry %d not found", id)
@@ -85,10 +63,73 @@ func (s *Store) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, err
 	return e, err
 }
 
+// LedgerCounts returns the per-state counts of a generation (runID 0) or of one run.
+func (s ledgerStore) LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error) {
+	k := store.CountsKey{Job: job, Generation: gen, RunID: runID}
+	m, err := s.LedgerCountsOf(ctx, []store.CountsKey{k})
+	if err != nil {
+		return nil, err
+	}
+	return m[k], nil
+}
+
+// ledgerCount is one row of job_ledger_counts.
+type ledgerCount struct {
+	key   store.CountsKey
+	state bt.LedgerState
+	n     int64
+}
+
+func scanLedgerCount(row pgx.Row) (ledgerCount, error) {
+	var c ledgerCount
+	var state string
+	err := row.Scan(&c.key.Job, &c.key.Generation, &c.key.RunID, &state, &c.n)
+	c.state = bt.LedgerState(state)
+	return c, err
+}
+
+// LedgerCountsOf returns the per-state counts of each key (LedgerCounts for many keys at once).
+// Keys without rows get an empty map.
+func (s ledgerStore) LedgerCountsOf(ctx context.Context, keys []store.CountsKey) (map[store.CountsKey]map[bt.LedgerState]int64, error) {
+	jobs, gens, runs := make([]string, len(keys)), make([]int64, len(keys)), make([]int64, len(keys))
+	out := make(map[store.CountsKey]map[bt.LedgerState]int64, len(keys))
+	for i, k := range keys {
+		jobs[i], gens[i], runs[i] = k.Job, k.Generation, k.RunID
+		out[k] = map[bt.LedgerState]int64{}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT c.job_name, c.generation, c.run_id, c.state, c.n
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(job, gen, run)
+		JOIN job_ledger_counts c ON c.job_name = k.job AND c.generation = k.gen AND c.run_id = k.run
+		WHERE c.n <> 0`, jobs, gens, runs)
+	counts, err := collect(rows, err, "read ledger counts", scanLedgerCount)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range counts {
+		out[c.key][c.state] = c.n
+	}
+	return out, nil
+}
+
+// CheckpointAge reports how long ago a generation's main checkpoint last moved (nil if none).
+func (s ledgerStore) CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error) {
+	var secs *float64
+	err := s.pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM now() - updated_at)::float8 FROM job_checkpoints
+		WHERE job_name = $1 AND generation = $2 AND shard = ''`, job, gen).Scan(&secs)
+	if errors.Is(err, pgx.ErrNoRows) || secs == nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := time.Duration(*secs * float64(time.Second))
+	return &d, nil
+}
+
 // ResolveAmbiguous moves an AMBIGUOUS_EFFECT entry to CONFIRMED or NOT_APPLIED by
 // compare-and-set on its state, keeping the generation's counters in step, and audits it in
 // the same transaction.
-func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit AuditRecord) (*bt.LedgerEntry, error) {
+func (s ledgerStore) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -106,7 +147,7 @@ func (s *Store) ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerStat
 
 // resolveAmbiguousIn is ResolveAmbiguous's ledger write, in tx: CONFLICT when the entry is no
 // longer AMBIGUOUS_EFFECT.
-func (s *Store) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string) (*bt.LedgerEntry, error) {
+func (s ledgerStore) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string) (*bt.LedgerEntry, error) {
 	e, err := scanLedger(tx.QueryRow(ctx, `UPDATE job_ledger SET state = $2, evidence_ref = COALESCE($3, evidence_ref),
 			last_error = $4, effect_ref = COALESCE($5, effect_ref), updated_at = now()
 		WHERE id = $1 AND state = 'AMBIGUOUS_EFFECT' RETURNING `+ledgerColumns, id, string(to), evidenceRef, note, effectRef))
@@ -127,63 +168,4 @@ func (s *Store) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64, to 
 		return nil, err
 	}
 	return e, nil
-}
-
-// CheckpointAge reports how long ago a generation's main checkpoint last moved (nil if none).
-func (s *Store) CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error) {
-	var secs *float64
-	err := s.pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM now() - updated_at)::float8 FROM job_checkpoints
-		WHERE job_name = $1 AND generation = $2 AND shard = ''`, job, gen).Scan(&secs)
-	if errors.Is(err, pgx.ErrNoRows) || secs == nil {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := time.Duration(*secs * float64(time.Second))
-	return &d, nil
-}
-
-// AuditRecord is an audit row to insert.
-type AuditRecord struct {
-	Actor, Action, Target string
-	Arguments             map[string]any
-	Outcome               string
-}
-
-func insertAudit(ctx context.Context, q interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, a AuditRecord) error {
-	args := a.Arguments
-	if args == nil {
-		args = map[string]any{}
-	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		return fmt.Errorf("encode audit arguments: %w", err)
-	}
-	_, err = q.Exec(ctx, `INSERT INTO audit_log (actor, action, target, arguments, outcome) VALUES ($1, $2, $3, $4, $5)`,
-		a.Actor, a.Action, a.Target, b, a.Outcome)
-	return err
-}
-
-// Audit inserts one audit row.
-func (s *Store) Audit(ctx context.Context, a AuditRecord) error { return insertAudit(ctx, s.pool, a) }
-
-// AuditLog lists audit rows, newest first, before beforeID (0: from the newest).
-func (s *Store) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
-	var q listQuery
-	if beforeID != 0 {
-		q.where("id < %s", beforeID)
-	}
-	rows, err := q.rows(ctx, s.pool, `SELECT id, actor, action, target, arguments, outcome, created_at FROM audit_log`,
-		"id DESC", limit)
-	if err != nil {
-		return nil, fmt.Errorf("list audit log: %w", err)
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (bt.AuditEntry, error) {
-		var e bt.AuditEntry
-		err := r.Scan(&e.ID, &e.Actor, &e.Action, &e.Target, &e.Arguments, &e.Outcome, &e.CreatedAt)
-		return e, err
-	})
 }

@@ -1,13 +1,11 @@
 package postgres
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // listQuery builds a list query holding only the predicates its filter uses, and runs it with a
@@ -73,10 +71,24 @@ func (q *listQuery) sql(selectFrom, orderBy string, limit int) string {
 	return b.String()
 }
 
-// rows runs the query built by sql with a plan made for its parameter values (see listQuery).
-func (q *listQuery) rows(ctx context.Context, pool *pgxpool.Pool, selectFrom, orderBy string, limit int) (pgx.Rows, error) {
-	sql := q.sql(selectFrom, orderBy, limit)
-	return pool.Query(ctx, sql, append([]any{pgx.QueryExecModeExec}, q.args...)...)
+// rows returns the ledger rows as the parallel arrays the batch statements unnest: target,
+// step, state, attempt, idempotency key, input hash, input changed, external, effect,
+// evidence, error, error signature, same-error count.
+func ledgerArrays(w *store.ItemsWrite) []any {
+	n := len(w.Ledger)
+	var (
+		targets, steps, states, keys, hashes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts, same                       = make([]int32, n), make([]int32, n)
+		changed, ext                         = make([]bool, n), make([]bool, n)
+		effects, evidences, errs, sigs       = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	)
+	for i, l := range w.Ledger {
+		targets[i], steps[i], states[i], keys[i], hashes[i] = l.Target, l.Step, string(l.State), l.IdempotencyKey, l.InputHash
+		attempts[i], same[i] = int32(l.Attempt), int32(l.SameErrorCount)
+		changed[i], ext[i] = l.InputChanged, l.External
+		effects[i], evidences[i], errs[i], sigs[i] = l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig
+	}
+	return []any{targets, steps, states, attempts, keys, hashes, changed, ext, effects, evidences, errs, sigs, same}
 }
 
 // likePrefix returns the LIKE pattern matching strings that begin with prefix.

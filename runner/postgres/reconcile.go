@@ -9,7 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
+
+// reconcileStore holds the reconcile requests (reconcile_requests).
+type reconcileStore struct{ *Store }
 
 // Reconcile requests (table reconcile_requests): the API inserts one PENDING, a worker of any
 // instance claims it with FOR UPDATE SKIP LOCKED under a lease, and its outcome is written
@@ -40,7 +44,7 @@ func scanReconcile(row pgx.Row, extra ...any) (*bt.ReconcileRequest, error) {
 // it (audit.Arguments gains the request's id) in the same transaction. It fails with NOT_FOUND
 // for an unknown entry, CONFLICT for an entry not (or no longer) AMBIGUOUS_EFFECT, and
 // ALREADY_RUNNING when a reconcile of the entry is already open.
-func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit AuditRecord) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
@@ -75,7 +79,7 @@ func (s *Store) InsertReconcile(ctx context.Context, entryID int64, requestedBy 
 	return q, tx.Commit(ctx)
 }
 
-func (s *Store) openReconcile(ctx context.Context, entryID int64) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) openReconcile(ctx context.Context, entryID int64) (*bt.ReconcileRequest, error) {
 	q, err := scanReconcile(s.pool.QueryRow(ctx, `SELECT `+reconcileColumns+` FROM reconcile_requests
 		WHERE entry_id = $1 AND status IN ('PENDING', 'RUNNING')`, entryID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -85,7 +89,7 @@ func (s *Store) openReconcile(ctx context.Context, entryID int64) (*bt.Reconcile
 }
 
 // ReconcileRequest returns one reconcile request, or NOT_FOUND.
-func (s *Store) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
 	q, err := scanReconcile(s.pool.QueryRow(ctx, `SELECT `+reconcileColumns+` FROM reconcile_requests WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "reconcile request %d not found", id)
@@ -98,7 +102,7 @@ func (s *Store) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRe
 
 // PendingReconciles counts the PENDING requests of jobs (by the partial index), so that a
 // worker takes a slot only when there is something to claim.
-func (s *Store) PendingReconciles(ctx context.Context, jobs []string) (int, error) {
+func (s reconcileStore) PendingReconciles(ctx context.Context, jobs []string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_requests WHERE status = 'PENDING' AND job_name = ANY($1)`, jobs).Scan(&n)
 	if err != nil {
@@ -107,24 +111,12 @@ func (s *Store) PendingReconciles(ctx context.Context, jobs []string) (int, erro
 	return n, nil
 }
 
-// ReconcileLease says how long a claim of a job's reconcile requests holds.
-type ReconcileLease struct {
-	Job   string
-	Lease time.Duration
-}
-
-// ReconcileFence identifies the lease a reconcile request's outcome must still hold.
-type ReconcileFence struct {
-	ID    int64
-	Token string
-}
-
 // ClaimReconcile takes the oldest PENDING request of one of jobs for instance under a new
 // lease (token; lease_until by the database clock). FOR UPDATE SKIP LOCKED makes concurrent
 // claimers, on any instance, take different requests: a request is claimed once. It returns
 // nil when there is none, else the request and how long its lease has left by the database
 // clock.
-func (s *Store) ClaimReconcile(ctx context.Context, jobs []ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
+func (s reconcileStore) ClaimReconcile(ctx context.Context, jobs []store.ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error) {
 	if len(jobs) == 0 {
 		return nil, 0, nil
 	}
@@ -155,24 +147,13 @@ func (s *Store) ClaimReconcile(ctx context.Context, jobs []ReconcileLease, insta
 	return q, time.Duration(remaining * float64(time.Second)), nil
 }
 
-// ReconcileOutcome is how a claimed reconcile request ends. Resolve set: the entry becomes
-// Resolve (CONFIRMED or NOT_APPLIED) with EffectRef and EvidenceRef and Note, and the request
-// DONE; otherwise the request is FAILED with Message and the entry is left as it is.
-type ReconcileOutcome struct {
-	Resolve     bt.LedgerState
-	EffectRef   *string
-	EvidenceRef *string
-	Note        string
-	Message     string
-}
-
 // FinishReconcile ends a claimed request as out says, fenced: only while the request is
 // RUNNING under fence's token and its lease_until is after statement_timestamp() (the moment
 // of this write, not of the transaction's start). A stale holder gets LEASE_LOST and changes
 // nothing. The entry is resolved in the same transaction, only while it is still
 // AMBIGUOUS_EFFECT; if it is not any more (resolved by hand meanwhile), the request ends
 // FAILED instead and the entry is untouched. audit (Outcome set here) is written with it.
-func (s *Store) FinishReconcile(ctx context.Context, fence ReconcileFence, out ReconcileOutcome, audit AuditRecord) (*bt.ReconcileRequest, error) {
+func (s reconcileStore) FinishReconcile(ctx context.Context, fence store.ReconcileFence, out store.ReconcileOutcome, audit store.AuditRecord) (*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("finish reconcile request %d: %w", fence.ID, err)
@@ -222,7 +203,7 @@ func (s *Store) FinishReconcile(ctx context.Context, fence ReconcileFence, out R
 // RecoverReconciles ends the leases that expired (their holder died or stalled) of RUNNING
 // requests: each goes back to PENDING for another claim, or, after maxAttempts claims, to
 // FAILED with an audit row. Judged by statement_timestamp(). It returns the requests changed.
-func (s *Store) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error) {
+func (s reconcileStore) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recover reconcile requests: %w", err)
@@ -237,18 +218,15 @@ func (s *Store) RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.R
 			lease_token = NULL, lease_until = NULL
 		WHERE status = 'RUNNING' AND lease_until <= statement_timestamp()
 		RETURNING `+reconcileColumns, maxAttempts)
+	out, err := collect(rows, err, "recover reconcile requests", func(row pgx.Row) (*bt.ReconcileRequest, error) { return scanReconcile(row) })
 	if err != nil {
-		return nil, fmt.Errorf("recover reconcile requests: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bt.ReconcileRequest, error) { return scanReconcile(r) })
-	if err != nil {
-		return nil, fmt.Errorf("recover reconcile requests: %w", err)
+		return nil, err
 	}
 	for _, q := range out {
 		if q.Status != bt.ReconcileFailed {
 			continue
 		}
-		if err := insertAudit(ctx, tx, AuditRecord{Actor: q.RequestedBy, Action: "reconcile", Target: fmt.Sprintf("ledger:%d", q.EntryID),
+		if err := insertAudit(ctx, tx, store.AuditRecord{Actor: q.RequestedBy, Action: "reconcile", Target: fmt.Sprintf("ledger:%d", q.EntryID),
 			Arguments: map[string]any{"requestId": q.ID, "message": q.Message}, Outcome: string(bt.ReconcileFailed)}); err != nil {
 			return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
 		}

@@ -9,7 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
+
+// retentionStore holds retention's fenced deletes.
+type retentionStore struct{ *Store }
 
 // Retention deletes only what nothing still owes. Every delete is fenced on the maintenance
 // run's lease in its own transaction (invariant 2), judged at the end of the transaction, by
@@ -25,7 +29,7 @@ const retentionFence = `UPDATE job_runs SET heartbeat_at = statement_timestamp()
 
 // fenceRetention checks the maintenance run's lease in tx and commits, or rolls back with
 // LEASE_LOST.
-func fenceRetention(ctx context.Context, tx pgx.Tx, f Fence, what string) error {
+func fenceRetention(ctx context.Context, tx pgx.Tx, f store.Fence, what string) error {
 	var id int64
 	err := tx.QueryRow(ctx, retentionFence, f.RunID, f.Token).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -61,14 +65,11 @@ const prunableGenerations = `
 // its retention that nothing still owes (see prunableGenerations), one generation per fenced
 // transaction. Whole generations go, so counters never disagree with rows. It returns the
 // ledger rows deleted.
-func (s *Store) PruneLedger(ctx context.Context, f Fence, job string) (int64, error) {
+func (s retentionStore) PruneLedger(ctx context.Context, f store.Fence, job string) (int64, error) {
 	rows, err := s.pool.Query(ctx, prunableGenerations, job, nil)
+	gens, err := collect(rows, err, "find prunable generations of "+job, scanOne[int64])
 	if err != nil {
-		return 0, fmt.Errorf("find prunable generations of %s: %w", job, err)
-	}
-	gens, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, fmt.Errorf("find prunable generations of %s: %w", job, err)
+		return 0, err
 	}
 	var total int64
 	for _, gen := range gens {
@@ -81,7 +82,7 @@ func (s *Store) PruneLedger(ctx context.Context, f Fence, job string) (int64, er
 	return total, nil
 }
 
-func (s *Store) pruneGeneration(ctx context.Context, f Fence, job string, gen int64) (int64, error) {
+func (s retentionStore) pruneGeneration(ctx context.Context, f store.Fence, job string, gen int64) (int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -117,30 +118,9 @@ func (s *Store) pruneGeneration(ctx context.Context, f Fence, job string, gen in
 	return tag.RowsAffected(), nil
 }
 
-// PruneTable names a table retention prunes by age.
-type PruneTable string
-
-// The tables pruned by age, besides the ledger.
-const (
-	// PruneRuns deletes ended runs (with their errors). It keeps the job's last run, the
-	// last run of the current generation and of every generation the ledger still holds (a
-	// replay is requested through it, a RESUME resumes from it), every run a replay request
-	// or a checkpoint or a schedule event refers to, and the runs a kept run resumed from.
-	PruneRuns PruneTable = "job_runs"
-	// PruneRunErrors deletes the error rows of ended runs, but not of runs a PENDING_APPROVAL
-	// or APPROVED replay refers to (the approver reads them).
-	PruneRunErrors PruneTable = "job_run_errors"
-	// PruneScheduleEvents deletes the job's skipped and missed fires.
-	PruneScheduleEvents PruneTable = "job_schedule_events"
-	// PruneCallStats deletes the job's per-minute call statistics.
-	PruneCallStats PruneTable = "job_call_stats"
-	// PruneAuditLog deletes audit rows (of every job: the job name is ignored).
-	PruneAuditLog PruneTable = "audit_log"
-)
-
 // pruneSQL is each table's delete: $1 the job, $2 the age in seconds, $3 the batch size.
-var pruneSQL = map[PruneTable]string{
-	PruneRuns: `WITH RECURSIVE cand AS (
+var pruneSQL = map[store.PruneTable]string{
+	store.PruneRuns: `WITH RECURSIVE cand AS (
 		SELECT r.id FROM job_runs r
 		WHERE r.job_name = $1 AND r.status NOT IN ('STARTING', 'RUNNING')
 			AND r.finished_at < statement_timestamp() - make_interval(secs => $2)
@@ -159,23 +139,23 @@ var pruneSQL = map[PruneTable]string{
 		SELECT r.resumed_from FROM job_runs r JOIN keep k ON r.id = k.id WHERE r.resumed_from IS NOT NULL
 	)
 	DELETE FROM job_runs WHERE id IN (SELECT id FROM cand EXCEPT SELECT id FROM keep)`,
-	PruneRunErrors: `DELETE FROM job_run_errors WHERE id IN (
+	store.PruneRunErrors: `DELETE FROM job_run_errors WHERE id IN (
 		SELECT e.id FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id
 		WHERE r.job_name = $1 AND r.status NOT IN ('STARTING', 'RUNNING')
 			AND e.created_at < statement_timestamp() - make_interval(secs => $2)
 			AND NOT EXISTS (SELECT 1 FROM replay_requests rr WHERE rr.source_run_id = r.id
 				AND rr.status IN ('PENDING_APPROVAL', 'APPROVED'))
 		ORDER BY e.id LIMIT $3)`,
-	PruneScheduleEvents: `DELETE FROM job_schedule_events WHERE id IN (
+	store.PruneScheduleEvents: `DELETE FROM job_schedule_events WHERE id IN (
 		SELECT id FROM job_schedule_events
 		WHERE job_name = $1 AND created_at < statement_timestamp() - make_interval(secs => $2)
 		ORDER BY id LIMIT $3)`,
-	PruneCallStats: `DELETE FROM job_call_stats WHERE (job_name, minute) IN (
+	store.PruneCallStats: `DELETE FROM job_call_stats WHERE (job_name, minute) IN (
 		SELECT job_name, minute FROM job_call_stats
 		WHERE job_name = $1 AND minute < statement_timestamp() - make_interval(secs => $2)
 		ORDER BY minute LIMIT $3)`,
 	// The audit log has no job: $1 is only typed, so that every delete takes the same parameters.
-	PruneAuditLog: `DELETE FROM audit_log WHERE id IN (
+	store.PruneAuditLog: `DELETE FROM audit_log WHERE id IN (
 		SELECT id FROM audit_log WHERE $1::text IS NOT NULL AND created_at < statement_timestamp() - make_interval(secs => $2)
 		ORDER BY id LIMIT $3)`,
 }
@@ -183,7 +163,7 @@ var pruneSQL = map[PruneTable]string{
 // Prune deletes up to limit rows of table older than olderThan (of job, where the table has
 // jobs) in one transaction fenced on f, and returns how many it deleted: fewer than limit
 // means nothing more is due. Ages are judged by the database clock.
-func (s *Store) Prune(ctx context.Context, f Fence, table PruneTable, job string, olderThan time.Duration, limit int) (int64, error) {
+func (s retentionStore) Prune(ctx context.Context, f store.Fence, table store.PruneTable, job string, olderThan time.Duration, limit int) (int64, error) {
 	sql, ok := pruneSQL[table]
 	if !ok {
 		return 0, bt.Errorf(bt.CodeInvalidInput, "retention does not prune table %q", table)

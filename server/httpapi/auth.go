@@ -19,7 +19,6 @@ import (
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // TokenPrefix starts every API token, so that a leaked token is easy to recognise (and to
@@ -41,10 +40,10 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CreateToken mints a token named name with role and stores its hash. The token itself is
-// returned once and never stored. A name any token ever had, even a revoked one, is a CONFLICT
-// error: names are never reissued.
-func CreateToken(ctx context.Context, s *postgres.Store, name string, role model.Role) (string, *postgres.APIToken, error) {
+// CreateToken mints a token named name with role and stores its hash in db's api_tokens. The
+// token itself is returned once and never stored. A name any token ever had, even a revoked
+// one, is a CONFLICT error: names are never reissued.
+func CreateToken(ctx context.Context, db Pooled, name string, role model.Role) (string, *APIToken, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
 		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "token name must be 1 to 100 characters", Field: "name"}
@@ -53,7 +52,7 @@ func CreateToken(ctx context.Context, s *postgres.Store, name string, role model
 		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown role %q", role), Field: "role"}
 	}
 	token, hash := NewToken()
-	t, err := s.CreateToken(ctx, name, role.Stored(), hash)
+	t, err := NewTokenStore(db.Pool()).CreateToken(ctx, name, role.Stored(), hash)
 	if err != nil {
 		return "", nil, err
 	}
@@ -74,7 +73,7 @@ func bearerToken(header string) (string, bool) {
 // not cost a query per request. A revoked token therefore stops working within ttl, or at once
 // where a revocationWatcher hears of the revocation.
 type authenticator struct {
-	store *postgres.Store
+	store *TokenStore
 	ttl   time.Duration
 	now   func() time.Time
 
@@ -90,7 +89,7 @@ type cachedCaller struct {
 // maxCachedTokens bounds the cache; it is cleared when full (tokens are few in practice).
 const maxCachedTokens = 10000
 
-func newAuthenticator(store *postgres.Store, ttl time.Duration, now func() time.Time) *authenticator {
+func newAuthenticator(store *TokenStore, ttl time.Duration, now func() time.Time) *authenticator {
 	return &authenticator{store: store, ttl: ttl, now: now, cache: map[string]cachedCaller{}}
 }
 
@@ -267,7 +266,7 @@ func (c *sessionConn) SetReadDeadline(t time.Time) error {
 // every interval, in case an announcement was missed, asks the database which of the open
 // connections' tokens are still live.
 type revocationWatcher struct {
-	store    *postgres.Store
+	store    *TokenStore
 	auth     *authenticator
 	interval time.Duration
 	log      *slog.Logger
@@ -278,7 +277,7 @@ type revocationWatcher struct {
 	wake     chan struct{}                     // of the running watcher
 }
 
-func newRevocationWatcher(store *postgres.Store, auth *authenticator, interval time.Duration, log *slog.Logger) *revocationWatcher {
+func newRevocationWatcher(store *TokenStore, auth *authenticator, interval time.Duration, log *slog.Logger) *revocationWatcher {
 	return &revocationWatcher{store: store, auth: auth, interval: interval, log: log, sessions: map[int64]map[*wsSession]struct{}{}}
 }
 

@@ -61,7 +61,7 @@ type Config struct {
 	// TokenCacheTTL is how long a looked-up token is trusted without asking the database
 	// again, and how often the tokens of open WebSockets are checked: a revoked token stops
 	// working, and its WebSockets are closed with code 4401, within it. While WebSockets are
-	// open the instance also listens for revocations (postgres.TokenRevokedChannel) and acts
+	// open the instance also listens for revocations (TokenRevokedChannel) and acts
 	// on them at once. 0 means 5s. The cache runs on GraphQL.NowFunc.
 	TokenCacheTTL time.Duration
 }
@@ -116,7 +116,7 @@ func NewHandler(cfg Config) http.Handler {
 		panic("httpapi: Config.GraphQL.Runner is required")
 	}
 	cfg.setDefaults()
-	store := cfg.GraphQL.Runner.Store()
+	store := NewTokenStore(cfg.GraphQL.Runner.Store().Pool())
 	s := &server{
 		cfg:     cfg,
 		log:     cfg.GraphQL.Logger,

@@ -1,22 +1,21 @@
-package postgres_test
+package storetest
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Retention's deletes are fenced on the maintenance run's lease: a fence with another token,
 // or one whose lease has run out, deletes nothing; the live fence then deletes what is due.
-func TestRetentionDeletesAreFenced(t *testing.T) {
+func testRetentionDeletesAreFenced(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testenv.Postgres(t)
-	s := postgres.New(pool)
+	s := open(t)
+	pool := s.Pool
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, sql, args...); err != nil {
@@ -32,7 +31,7 @@ func TestRetentionDeletesAreFenced(t *testing.T) {
 		return n
 	}
 	for _, name := range []string{"j", "maint"} {
-		if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: name, Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+		if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: name, Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,11 +42,11 @@ func TestRetentionDeletesAreFenced(t *testing.T) {
 	exec(`INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('j', 1, 0, 'CONFIRMED', 1), ('j', 1, 0, 'TRANSIENT', 1)`)
 	exec(`INSERT INTO audit_log (actor, action, target, outcome, created_at) VALUES ('ops', 'test', 'x', 'ok', now() - interval '2 years')`)
 
-	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "maint", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
+	run, err := s.InsertRun(ctx, store.NewRun{JobName: "maint", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := postgres.Fence{RunID: run.ID, Token: "tok"}
+	live := store.Fence{RunID: run.ID, Token: "tok"}
 	if _, _, err := s.Activate(ctx, live); err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +54,19 @@ func TestRetentionDeletesAreFenced(t *testing.T) {
 		return [3]int{count(`SELECT count(*) FROM job_ledger WHERE job_name = 'j'`), count(`SELECT count(*) FROM job_ledger_counts WHERE job_name = 'j'`),
 			count(`SELECT count(*) FROM audit_log`)}
 	}
-	stale := func(what string, f postgres.Fence) {
+	stale := func(what string, f store.Fence) {
 		t.Helper()
 		if n, err := s.PruneLedger(ctx, f, "j"); bt.CodeOf(err) != bt.CodeLeaseLost || n != 0 {
 			t.Fatalf("%s: PruneLedger deleted %d: %v, want 0 and LEASE_LOST", what, n, err)
 		}
-		if n, err := s.Prune(ctx, f, postgres.PruneAuditLog, "", 400*24*time.Hour, 100); bt.CodeOf(err) != bt.CodeLeaseLost || n != 0 {
+		if n, err := s.Prune(ctx, f, store.PruneAuditLog, "", 400*24*time.Hour, 100); bt.CodeOf(err) != bt.CodeLeaseLost || n != 0 {
 			t.Fatalf("%s: Prune(audit_log) deleted %d: %v, want 0 and LEASE_LOST", what, n, err)
 		}
 		if got := state(); got != [3]int{2, 2, 1} {
 			t.Fatalf("%s: ledger rows, counters, audit rows %v, want [2 2 1] untouched", what, got)
 		}
 	}
-	stale("another token", postgres.Fence{RunID: run.ID, Token: "other"})
+	stale("another token", store.Fence{RunID: run.ID, Token: "other"})
 	exec(`UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, run.ID)
 	stale("lease run out", live)
 
@@ -75,7 +74,7 @@ func TestRetentionDeletesAreFenced(t *testing.T) {
 	if n, err := s.PruneLedger(ctx, live, "j"); err != nil || n != 2 {
 		t.Fatalf("PruneLedger with the live fence: %d, %v; want 2 rows", n, err)
 	}
-	if n, err := s.Prune(ctx, live, postgres.PruneAuditLog, "", 400*24*time.Hour, 100); err != nil || n != 1 {
+	if n, err := s.Prune(ctx, live, store.PruneAuditLog, "", 400*24*time.Hour, 100); err != nil || n != 1 {
 		t.Fatalf("Prune(audit_log) with the live fence: %d, %v; want 1 row", n, err)
 	}
 	if got := state(); got != [3]int{0, 0, 0} {

@@ -1,30 +1,29 @@
-package postgres_test
+package storetest
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Call statistics land in the database's minute less their age, and only while the writing
 // run holds its lease: a stale fence writes nothing.
-func TestAddCallStatsFencedAndByDatabaseClock(t *testing.T) {
+func testAddCallStatsFencedAndByDatabaseClock(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testenv.Postgres(t)
-	s := postgres.New(pool)
-	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+	s := open(t)
+	pool := s.Pool
+	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
+	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := postgres.Fence{RunID: run.ID, Token: "tok"}
+	f := store.Fence{RunID: run.ID, Token: "tok"}
 	if _, _, err := s.Activate(ctx, f); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +36,7 @@ func TestAddCallStatsFencedAndByDatabaseClock(t *testing.T) {
 		return [3]int64{c, d, r}
 	}
 
-	if err := s.AddCallStats(ctx, f, []postgres.CallCounts{
+	if err := s.AddCallStats(ctx, f, []store.CallCounts{
 		{Age: time.Second, Calls: 4, Downstream: 1, Rejects: 1},
 		{Age: 0, Calls: 6, Downstream: 2},
 		{Age: 10 * time.Minute, Calls: 100, Downstream: 100},
@@ -52,8 +51,8 @@ func TestAddCallStatsFencedAndByDatabaseClock(t *testing.T) {
 	}
 
 	// A fence with another token, and the run's own after its lease ran out: nothing lands.
-	stale := []postgres.CallCounts{{Calls: 1000, Downstream: 1000}}
-	if err := s.AddCallStats(ctx, postgres.Fence{RunID: run.ID, Token: "other"}, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
+	stale := []store.CallCounts{{Calls: 1000, Downstream: 1000}}
+	if err := s.AddCallStats(ctx, store.Fence{RunID: run.ID, Token: "other"}, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("write with another token: %v, want LEASE_LOST", err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, run.ID); err != nil {

@@ -1,4 +1,4 @@
-package postgres_test
+package storetest
 
 import (
 	"context"
@@ -12,62 +12,51 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
-// itemsFixture is a store on a fresh schema with one RUNNING run of job "j".
-func itemsFixture(t *testing.T) (*postgres.Store, postgres.Fence, int64) {
+// itemsFixture is a fresh store with one RUNNING run of job "j".
+func itemsFixture(t *testing.T, open Open) (DB, store.Fence, int64) {
 	t.Helper()
-	ctx := context.Background()
-	s := postgres.New(testenv.Postgres(t))
-	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := postgres.Fence{RunID: run.ID, Token: "tok"}
-	if _, _, err := s.Activate(ctx, f); err != nil {
-		t.Fatal(err)
-	}
-	return s, f, run.Generation
+	s := open(t)
+	f, gen := RunningRun(t, s.Store)
+	return s, f, gen
 }
 
-func ledgerWrites(state bt.LedgerState, countInRun bool, targets ...string) []postgres.LedgerWrite {
-	out := make([]postgres.LedgerWrite, len(targets))
+func ledgerWrites(state bt.LedgerState, countInRun bool, targets ...string) []store.LedgerWrite {
+	out := make([]store.LedgerWrite, len(targets))
 	for i, tg := range targets {
-		out[i] = postgres.LedgerWrite{Target: tg, State: state, Attempt: 1, IdempotencyKey: "k" + tg, External: true, CountInRun: countInRun}
+		out[i] = store.LedgerWrite{Target: tg, State: state, Attempt: 1, IdempotencyKey: "k" + tg, External: true, CountInRun: countInRun}
 		switch state {
 		case bt.LedgerInFlight:
-			out[i].Kind = postgres.WriteIntent
+			out[i].Kind = store.WriteIntent
 		case bt.LedgerSkipped:
-			out[i].Kind = postgres.WriteSkip
+			out[i].Kind = store.WriteSkip
 		}
 	}
 	return out
 }
 
-// TestWriteItemsCounts checks that the single-item and the batch statement keep the
+// testWriteItemsCounts checks that the single-item and the batch statement keep the
 // generation's and the run's per-state counts equal to the ledger rows, also when a write
 // moves targets that already had a row (intent → result) and mixes them with new ones.
-func TestWriteItemsCounts(t *testing.T) {
+func testWriteItemsCounts(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	s, f, gen := itemsFixture(t)
-	write := func(d postgres.RunDelta, ls []postgres.LedgerWrite) {
+	s, f, gen := itemsFixture(t, open)
+	write := func(d store.RunDelta, ls []store.LedgerWrite) {
 		t.Helper()
-		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls}
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls}
 		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(postgres.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "a"))                                     // single, new
-	write(postgres.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d"))                           // batch, new
-	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, ledgerWrites(bt.LedgerConfirmed, true, "a"))           // single, update
-	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "e")) // batch, mixed
-	write(postgres.RunDelta{Processed: 1, Failed: 1}, ledgerWrites(bt.LedgerTransient, true, "d"))              // single, update
-	write(postgres.RunDelta{Processed: 1, Skipped: 1}, ledgerWrites(bt.LedgerSkipped, true, "d"))               // single, update
+	write(store.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "a"))                                     // single, new
+	write(store.RunDelta{}, ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d"))                           // batch, new
+	write(store.RunDelta{Processed: 1, Succeeded: 1}, ledgerWrites(bt.LedgerConfirmed, true, "a"))           // single, update
+	write(store.RunDelta{Processed: 3, Succeeded: 3}, ledgerWrites(bt.LedgerConfirmed, true, "b", "c", "e")) // batch, mixed
+	write(store.RunDelta{Processed: 1, Failed: 1}, ledgerWrites(bt.LedgerTransient, true, "d"))              // single, update
+	write(store.RunDelta{Processed: 1, Skipped: 1}, ledgerWrites(bt.LedgerSkipped, true, "d"))               // single, update
 
 	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerSkipped: 1},
 		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerTransient: 1, bt.LedgerSkipped: 1})
@@ -82,7 +71,7 @@ func TestWriteItemsCounts(t *testing.T) {
 
 // wantLedgerCounts checks the generation's counts against want and against the ledger rows
 // themselves, and the run's own counts against wantRun.
-func wantLedgerCounts(t *testing.T, s *postgres.Store, f postgres.Fence, gen int64, want, wantRun map[bt.LedgerState]int64) {
+func wantLedgerCounts(t *testing.T, s DB, f store.Fence, gen int64, want, wantRun map[bt.LedgerState]int64) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := s.LedgerCounts(ctx, "j", gen, 0)
@@ -92,7 +81,7 @@ func wantLedgerCounts(t *testing.T, s *postgres.Store, f postgres.Fence, gen int
 	if !maps.Equal(got, want) {
 		t.Fatalf("generation counts = %v, want %v", got, want)
 	}
-	rows, err := s.Pool().Query(ctx, `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, gen)
+	rows, err := s.Pool.Query(ctx, `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,44 +110,44 @@ func wantLedgerCounts(t *testing.T, s *postgres.Store, f postgres.Fence, gen int
 	}
 }
 
-func fresh(ls []postgres.LedgerWrite) []postgres.LedgerWrite {
+func fresh(ls []store.LedgerWrite) []store.LedgerWrite {
 	for i := range ls {
 		ls[i].Fresh = true
 	}
 	return ls
 }
 
-// TestWriteItemsKnowledge checks the statements for rows whose state the caller knows: fresh
+// testWriteItemsKnowledge checks the statements for rows whose state the caller knows: fresh
 // rows inserted (single and batch), fresh and known rows mixed (inserted and updated in place
 // by compare-and-set on the state), counters computed from the rows, error rows, named-shard
 // checkpoints — and that a write relying on a state that is not so (a row taken for new that
 // exists, a row not in its known prior state) is made again as an upsert, the counters still right.
-func TestWriteItemsKnowledge(t *testing.T) {
+func testWriteItemsKnowledge(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	s, f, gen := itemsFixture(t)
-	write := func(d postgres.RunDelta, ls []postgres.LedgerWrite, shard string) {
+	s, f, gen := itemsFixture(t, open)
+	write := func(d store.RunDelta, ls []store.LedgerWrite, shard string) {
 		t.Helper()
 		cp := "cp-" + ls[len(ls)-1].Target
 		// As a FAILED replay writes: rejected rows may be confirmed.
-		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Shard: shard, Scope: bt.ScopeFailed.States()}
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Shard: shard, Scope: bt.ScopeFailed.States()}
 		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	failed := func(ls []postgres.LedgerWrite) []postgres.LedgerWrite {
+	failed := func(ls []store.LedgerWrite) []store.LedgerWrite {
 		for i := range ls {
 			ls[i].ErrorClass, ls[i].ErrorMessage = "VALIDATION_REJECTED", "bad "+ls[i].Target
 		}
 		return ls
 	}
-	prior := func(p bt.LedgerState, ls []postgres.LedgerWrite) []postgres.LedgerWrite {
+	prior := func(p bt.LedgerState, ls []store.LedgerWrite) []store.LedgerWrite {
 		for i := range ls {
 			ls[i].Prior = p
 		}
 		return ls
 	}
-	confirmed := func(targets ...string) []postgres.LedgerWrite {
+	confirmed := func(targets ...string) []store.LedgerWrite {
 		return ledgerWrites(bt.LedgerConfirmed, true, targets...)
 	}
 	redone := func(want int64) {
@@ -167,29 +156,29 @@ func TestWriteItemsKnowledge(t *testing.T) {
 			t.Fatalf("%d writes redone as upserts, want %d", got, want)
 		}
 	}
-	write(postgres.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "a")), "")                                           // single
-	write(postgres.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d")), "")                                 // batch
-	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("e", "f")), "s1")                                       // batch, shard
-	write(postgres.RunDelta{Processed: 1, Failed: 1}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "g"))), "s2") // single, error, shard
-	write(postgres.RunDelta{Processed: 2, Failed: 2}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "h", "i"))), "")
+	write(store.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "a")), "")                                           // single
+	write(store.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d")), "")                                 // batch
+	write(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("e", "f")), "s1")                                       // batch, shard
+	write(store.RunDelta{Processed: 1, Failed: 1}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "g"))), "s2") // single, error, shard
+	write(store.RunDelta{Processed: 2, Failed: 2}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "h", "i"))), "")
 	redone(0)
 	// Known and fresh together: b and c move IN_FLIGHT → CONFIRMED in place, k is new.
-	write(postgres.RunDelta{Processed: 3, Succeeded: 3}, append(prior(bt.LedgerInFlight, confirmed("b", "c")), fresh(confirmed("k"))...), "")
+	write(store.RunDelta{Processed: 3, Succeeded: 3}, append(prior(bt.LedgerInFlight, confirmed("b", "c")), fresh(confirmed("k"))...), "")
 	redone(0)
 	// A known state that is not so: d is IN_FLIGHT, not TRANSIENT (h is as known).
-	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, append(prior(bt.LedgerTransient, confirmed("d")),
+	write(store.RunDelta{Processed: 2, Succeeded: 2}, append(prior(bt.LedgerTransient, confirmed("d")),
 		prior(bt.LedgerValidationRejected, confirmed("h"))...), "")
 	redone(1)
 	// Wrongly taken for new: a exists (single); i exists beside the new j (batch).
-	write(postgres.RunDelta{Processed: 1, Succeeded: 1}, fresh(confirmed("a")), "")
-	write(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "i")), "")
+	write(store.RunDelta{Processed: 1, Succeeded: 1}, fresh(confirmed("a")), "")
+	write(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "i")), "")
 	redone(3)
 
 	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 1},
 		map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 3})
 	var errs int
 	var shards string
-	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_run_errors WHERE run_id = $1 AND message LIKE 'bad %'),
+	if err := s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM job_run_errors WHERE run_id = $1 AND message LIKE 'bad %'),
 		(SELECT string_agg(shard || '=' || token, ',' ORDER BY shard) FROM job_checkpoints WHERE job_name = 'j')`, f.RunID).Scan(&errs, &shards); err != nil {
 		t.Fatal(err)
 	}
@@ -205,31 +194,31 @@ func TestWriteItemsKnowledge(t *testing.T) {
 	}
 	// Under a lost lease the known statement is refused by its fence like every other, not
 	// taken for a changed row.
-	stale := postgres.Fence{RunID: f.RunID, Token: "other"}
-	w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Ledger: append(prior(bt.LedgerValidationRejected, confirmed("g", "i")), fresh(confirmed("z"))...)}
+	stale := store.Fence{RunID: f.RunID, Token: "other"}
+	w := &store.ItemsWrite{JobName: "j", Generation: gen, Ledger: append(prior(bt.LedgerValidationRejected, confirmed("g", "i")), fresh(confirmed("z"))...)}
 	if _, _, err := s.WriteItems(ctx, stale, w, nil); !errors.Is(err, bt.ErrLeaseLost) {
 		t.Fatalf("stale known write returned %v, want a lost lease", err)
 	}
 	redone(3)
 }
 
-// TestWriteItemsFenced checks that a write under a wrong lease token writes nothing — neither
+// testWriteItemsFenced checks that a write under a wrong lease token writes nothing — neither
 // the ledger row nor the job's own writes — on every path, and that the job's writes land
 // with the item under a valid lease, also when the transaction is bounded by the lease.
-func TestWriteItemsFenced(t *testing.T) {
+func testWriteItemsFenced(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	s, f, gen := itemsFixture(t)
-	if _, err := s.Pool().Exec(ctx, `CREATE TABLE job_side (target text PRIMARY KEY)`); err != nil {
+	s, f, gen := itemsFixture(t, open)
+	if _, err := s.Pool.Exec(ctx, `CREATE TABLE job_side (target text PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	side := func(target string) postgres.TxFunc {
+	side := func(target string) store.TxFunc {
 		return func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO job_side VALUES ($1)`, target)
 			return err
 		}
 	}
-	stale := postgres.Fence{RunID: f.RunID, Token: "other"}
+	stale := store.Fence{RunID: f.RunID, Token: "other"}
 	for i, tc := range []struct {
 		targets []string
 		lease   time.Duration
@@ -241,19 +230,19 @@ func TestWriteItemsFenced(t *testing.T) {
 		{[]string{"l1"}, 30 * time.Second, true},
 		{[]string{"l2", "l3"}, 30 * time.Second, true},
 	} {
-		var writes []postgres.TxFunc
+		var writes []store.TxFunc
 		if tc.writes {
 			for _, tg := range tc.targets {
 				writes = append(writes, side(tg))
 			}
 		}
-		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Lease: tc.lease, Delta: postgres.RunDelta{Processed: len(tc.targets)},
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Lease: tc.lease, Delta: store.RunDelta{Processed: len(tc.targets)},
 			Ledger: ledgerWrites(bt.LedgerConfirmed, true, tc.targets...)}
 		if _, _, err := s.WriteItems(ctx, stale, w, writes); !errors.Is(err, bt.ErrLeaseLost) {
 			t.Fatalf("case %d: stale write returned %v, want a lost lease", i, err)
 		}
 		var n int
-		if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger WHERE target_key = ANY($1)) +
+		if err := s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger WHERE target_key = ANY($1)) +
 			(SELECT count(*) FROM job_side WHERE target = ANY($1))`, tc.targets).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +256,7 @@ func TestWriteItemsFenced(t *testing.T) {
 		if tc.writes {
 			want *= 2
 		}
-		if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger WHERE target_key = ANY($1)) +
+		if err := s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger WHERE target_key = ANY($1)) +
 			(SELECT count(*) FROM job_side WHERE target = ANY($1))`, tc.targets).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
@@ -276,12 +265,12 @@ func TestWriteItemsFenced(t *testing.T) {
 		}
 	}
 	// A job write that fails rolls the item back with it.
-	w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Lease: time.Minute, Ledger: ledgerWrites(bt.LedgerConfirmed, true, "x")}
+	w := &store.ItemsWrite{JobName: "j", Generation: gen, Lease: time.Minute, Ledger: ledgerWrites(bt.LedgerConfirmed, true, "x")}
 	boom := func(context.Context, pgx.Tx) error { return fmt.Errorf("boom") }
-	if _, _, err := s.WriteItems(ctx, f, w, []postgres.TxFunc{boom}); err == nil {
+	if _, _, err := s.WriteItems(ctx, f, w, []store.TxFunc{boom}); err == nil {
 		t.Fatal("a failing job write was committed")
 	}
-	rows, err := s.LedgerRows(ctx, "j", gen, []postgres.TargetStep{{Target: "x"}})
+	rows, err := s.LedgerRows(ctx, "j", gen, []store.TargetStep{{Target: "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,19 +279,19 @@ func TestWriteItemsFenced(t *testing.T) {
 	}
 }
 
-// TestStagedWrite checks the two halves of a staged write: rows inserted by Stage are seen by
+// testStagedWrite checks the two halves of a staged write: rows inserted by Stage are seen by
 // no one until Commit; Commit lands them with the counters, error rows and checkpoint; under a
 // lease lost meanwhile Commit refuses and nothing lands; a row taken for new that exists is
 // made again as an upsert on the write's own connection; Abort leaves nothing.
-func TestStagedWrite(t *testing.T) {
+func testStagedWrite(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	s, f, gen := itemsFixture(t)
-	staged := func(d postgres.RunDelta, ls []postgres.LedgerWrite) *postgres.StagedWrite {
+	s, f, gen := itemsFixture(t, open)
+	staged := func(d store.RunDelta, ls []store.LedgerWrite) *store.StagedWrite {
 		t.Helper()
 		cp := "cp-" + ls[len(ls)-1].Target
 		// As a FAILED replay writes: rejected rows may be confirmed.
-		w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute, Scope: bt.ScopeFailed.States()}
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute, Scope: bt.ScopeFailed.States()}
 		sw, err := s.HoldStaged(ctx, f, w)
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +302,7 @@ func TestStagedWrite(t *testing.T) {
 	rows := func() int {
 		t.Helper()
 		var n int
-		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM job_ledger WHERE job_name = 'j'`).Scan(&n); err != nil {
+		if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM job_ledger WHERE job_name = 'j'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -321,7 +310,7 @@ func TestStagedWrite(t *testing.T) {
 
 	rejected := fresh(ledgerWrites(bt.LedgerValidationRejected, true, "c"))
 	rejected[0].ErrorClass, rejected[0].ErrorMessage = "VALIDATION_REJECTED", "bad c"
-	sw := staged(postgres.RunDelta{Processed: 3, Succeeded: 2, Failed: 1}, append(fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), rejected...))
+	sw := staged(store.RunDelta{Processed: 3, Succeeded: 2, Failed: 1}, append(fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), rejected...))
 	if n := rows(); n != 0 {
 		t.Fatalf("%d rows seen before the staged write commits", n)
 	}
@@ -334,7 +323,7 @@ func TestStagedWrite(t *testing.T) {
 	}
 
 	// Committed without being staged: refused, nothing written.
-	unstaged, err := s.HoldStaged(ctx, f, &postgres.ItemsWrite{JobName: "j", Generation: gen, Delta: postgres.RunDelta{Processed: 2, Succeeded: 2},
+	unstaged, err := s.HoldStaged(ctx, f, &store.ItemsWrite{JobName: "j", Generation: gen, Delta: store.RunDelta{Processed: 2, Succeeded: 2},
 		Ledger: fresh(ledgerWrites(bt.LedgerConfirmed, true, "x", "y"))})
 	if err != nil {
 		t.Fatal(err)
@@ -344,13 +333,13 @@ func TestStagedWrite(t *testing.T) {
 	}
 
 	// Aborted: nothing.
-	staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "d", "e"))).Abort(ctx)
+	staged(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "d", "e"))).Abort(ctx)
 	if n := rows(); n != 3 {
 		t.Fatalf("%d rows after an abort, want 3", n)
 	}
 
 	// A row taken for new exists (c): redone as an upsert, counted as such.
-	sw = staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "f", "c")))
+	sw = staged(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "f", "c")))
 	if _, _, err := sw.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -359,8 +348,8 @@ func TestStagedWrite(t *testing.T) {
 	}
 
 	// The lease ends between the halves: refused, and the staged rows go.
-	sw = staged(postgres.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "g", "h")))
-	if _, err := s.Pool().Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, f.RunID); err != nil {
+	sw = staged(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(ledgerWrites(bt.LedgerConfirmed, true, "g", "h")))
+	if _, err := s.Pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, f.RunID); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := sw.Commit(ctx); !errors.Is(err, bt.ErrLeaseLost) {
@@ -372,31 +361,31 @@ func TestStagedWrite(t *testing.T) {
 	// c was rejected, then confirmed by this run: confirmed in the generation, both in the run's counts.
 	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 4},
 		map[bt.LedgerState]int64{bt.LedgerConfirmed: 4, bt.LedgerValidationRejected: 1})
-	if s.Pool().Stat().AcquiredConns() != 0 {
-		t.Fatalf("%d connections still held", s.Pool().Stat().AcquiredConns())
+	if s.Pool.Stat().AcquiredConns() != 0 {
+		t.Fatalf("%d connections still held", s.Pool.Stat().AcquiredConns())
 	}
 }
 
-// TestStagedCommitJudgesTheLeaseAtCommit stages a write under a short lease, lets the lease
+// testStagedCommitJudgesTheLeaseAtCommit stages a write under a short lease, lets the lease
 // run out by the database clock, and commits: the commit must be refused, judged by the moment
 // it runs, not by the moment its transaction was opened when the rows were staged.
-func TestStagedCommitJudgesTheLeaseAtCommit(t *testing.T) {
+func testStagedCommitJudgesTheLeaseAtCommit(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	s := postgres.New(testenv.Postgres(t))
-	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+	s := open(t)
+	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 1})
+	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := postgres.Fence{RunID: run.ID, Token: "tok"}
+	f := store.Fence{RunID: run.ID, Token: "tok"}
 	if _, _, err := s.Activate(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	cp := "cp-b"
-	w := &postgres.ItemsWrite{JobName: "j", Generation: run.Generation, Delta: postgres.RunDelta{Processed: 2, Succeeded: 2},
+	w := &store.ItemsWrite{JobName: "j", Generation: run.Generation, Delta: store.RunDelta{Processed: 2, Succeeded: 2},
 		Ledger: fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), Checkpoint: &cp, Lease: time.Minute}
 	sw, err := s.HoldStaged(ctx, f, w)
 	if err != nil {
@@ -405,14 +394,14 @@ func TestStagedCommitJudgesTheLeaseAtCommit(t *testing.T) {
 	sw.Stage(ctx)
 	testenv.Eventually(t, 10*time.Second, "the lease to end by the database clock", func() bool {
 		var over bool
-		err := s.Pool().QueryRow(ctx, `SELECT clock_timestamp() > lease_until FROM job_runs WHERE id = $1`, f.RunID).Scan(&over)
+		err := s.Pool.QueryRow(ctx, `SELECT clock_timestamp() > lease_until FROM job_runs WHERE id = $1`, f.RunID).Scan(&over)
 		return err == nil && over
 	})
 	if _, _, err := sw.Commit(ctx); !errors.Is(err, bt.ErrLeaseLost) {
 		t.Fatalf("commit after the lease ran out returned %v, want a lost lease", err)
 	}
 	var rows, processed int
-	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger), (SELECT processed FROM job_runs WHERE id = $1)`, f.RunID).
+	if err := s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM job_ledger), (SELECT processed FROM job_runs WHERE id = $1)`, f.RunID).
 		Scan(&rows, &processed); err != nil {
 		t.Fatal(err)
 	}

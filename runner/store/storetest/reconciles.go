@@ -1,4 +1,4 @@
-package postgres_test
+package storetest
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // ambiguousEntry inserts an AMBIGUOUS_EFFECT ledger row of job j and returns its id.
@@ -25,22 +25,22 @@ func ambiguousEntry(t *testing.T, pool *pgxpool.Pool, target string) int64 {
 	return id
 }
 
-var jLease = []postgres.ReconcileLease{{Job: "j", Lease: time.Minute}}
+var jLease = []store.ReconcileLease{{Job: "j", Lease: time.Minute}}
 
-// TestReconcileStaleLeaseCannotResolve: a holder whose lease ended (by the database clock at
+// testReconcileStaleLeaseCannotResolve: a holder whose lease ended (by the database clock at
 // the moment of its write) changes neither the request nor the entry, and a second request of
 // an entry with one open is refused.
-func TestReconcileStaleLeaseCannotResolve(t *testing.T) {
+func testReconcileStaleLeaseCannotResolve(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testenv.Postgres(t)
-	s := postgres.New(pool)
+	s := open(t)
+	pool := s.Pool
 	entry := ambiguousEntry(t, pool, "x1")
-	req, err := s.InsertReconcile(ctx, entry, "ops", postgres.AuditRecord{Actor: "ops", Action: "reconcile", Outcome: "PENDING"})
+	req, err := s.InsertReconcile(ctx, entry, "ops", store.AuditRecord{Actor: "ops", Action: "reconcile", Outcome: "PENDING"})
 	if err != nil || req.Status != bt.ReconcilePending {
 		t.Fatalf("insert: %v %+v", err, req)
 	}
-	if _, err := s.InsertReconcile(ctx, entry, "eve", postgres.AuditRecord{Actor: "eve", Action: "reconcile"}); bt.CodeOf(err) != bt.CodeAlreadyRunning {
+	if _, err := s.InsertReconcile(ctx, entry, "eve", store.AuditRecord{Actor: "eve", Action: "reconcile"}); bt.CodeOf(err) != bt.CodeAlreadyRunning {
 		t.Fatalf("a second request while one is open: %v, want ALREADY_RUNNING", err)
 	}
 	claimed, remaining, err := s.ClaimReconcile(ctx, jLease, "a", "tok-a")
@@ -51,9 +51,9 @@ func TestReconcileStaleLeaseCannotResolve(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE reconcile_requests SET lease_until = statement_timestamp() - interval '1 millisecond' WHERE id = $1`, req.ID); err != nil {
 		t.Fatal(err)
 	}
-	resolve := postgres.ReconcileOutcome{Resolve: bt.LedgerConfirmed, Note: "reconciled", Message: "reconciled"}
-	fence := postgres.ReconcileFence{ID: req.ID, Token: "tok-a"}
-	if _, err := s.FinishReconcile(ctx, fence, resolve, postgres.AuditRecord{Actor: "ops", Action: "reconcile"}); bt.CodeOf(err) != bt.CodeLeaseLost {
+	resolve := store.ReconcileOutcome{Resolve: bt.LedgerConfirmed, Note: "reconciled", Message: "reconciled"}
+	fence := store.ReconcileFence{ID: req.ID, Token: "tok-a"}
+	if _, err := s.FinishReconcile(ctx, fence, resolve, store.AuditRecord{Actor: "ops", Action: "reconcile"}); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("finish after the lease ended: %v, want LEASE_LOST", err)
 	}
 	if e, _ := s.LedgerEntry(ctx, entry); e.State != bt.LedgerAmbiguous {
@@ -67,11 +67,11 @@ func TestReconcileStaleLeaseCannotResolve(t *testing.T) {
 	if again, _, err := s.ClaimReconcile(ctx, jLease, "b", "tok-b"); err != nil || again == nil || again.Attempt != 2 {
 		t.Fatalf("claim again: %v %+v", err, again)
 	}
-	if _, err := s.FinishReconcile(ctx, fence, resolve, postgres.AuditRecord{Actor: "ops", Action: "reconcile"}); bt.CodeOf(err) != bt.CodeLeaseLost {
+	if _, err := s.FinishReconcile(ctx, fence, resolve, store.AuditRecord{Actor: "ops", Action: "reconcile"}); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("finish with the old token: %v, want LEASE_LOST", err)
 	}
-	done, err := s.FinishReconcile(ctx, postgres.ReconcileFence{ID: req.ID, Token: "tok-b"},
-		postgres.ReconcileOutcome{Resolve: bt.LedgerNotApplied, Note: "no effect", Message: "no effect"}, postgres.AuditRecord{Actor: "ops", Action: "reconcile"})
+	done, err := s.FinishReconcile(ctx, store.ReconcileFence{ID: req.ID, Token: "tok-b"},
+		store.ReconcileOutcome{Resolve: bt.LedgerNotApplied, Note: "no effect", Message: "no effect"}, store.AuditRecord{Actor: "ops", Action: "reconcile"})
 	if err != nil || done.Status != bt.ReconcileDone || done.ResultState == nil || *done.ResultState != bt.LedgerNotApplied {
 		t.Fatalf("finish by the holder: %v %+v", err, done)
 	}
@@ -80,15 +80,15 @@ func TestReconcileStaleLeaseCannotResolve(t *testing.T) {
 	}
 }
 
-// TestReconcileResolvedMeanwhile: an entry resolved by hand while its reconcile was out ends
+// testReconcileResolvedMeanwhile: an entry resolved by hand while its reconcile was out ends
 // the request FAILED and keeps the hand resolution.
-func TestReconcileResolvedMeanwhile(t *testing.T) {
+func testReconcileResolvedMeanwhile(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testenv.Postgres(t)
-	s := postgres.New(pool)
+	s := open(t)
+	pool := s.Pool
 	entry := ambiguousEntry(t, pool, "x1")
-	req, err := s.InsertReconcile(ctx, entry, "ops", postgres.AuditRecord{Actor: "ops", Action: "reconcile", Outcome: "PENDING"})
+	req, err := s.InsertReconcile(ctx, entry, "ops", store.AuditRecord{Actor: "ops", Action: "reconcile", Outcome: "PENDING"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +96,11 @@ func TestReconcileResolvedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := "stmt-1"
-	if _, err := s.ResolveAmbiguous(ctx, entry, bt.LedgerConfirmed, nil, &ev, "by hand", postgres.AuditRecord{Actor: "erin", Action: "resolveAmbiguous"}); err != nil {
+	if _, err := s.ResolveAmbiguous(ctx, entry, bt.LedgerConfirmed, nil, &ev, "by hand", store.AuditRecord{Actor: "erin", Action: "resolveAmbiguous"}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.FinishReconcile(ctx, postgres.ReconcileFence{ID: req.ID, Token: "tok"},
-		postgres.ReconcileOutcome{Resolve: bt.LedgerNotApplied, Note: "no effect"}, postgres.AuditRecord{Actor: "ops", Action: "reconcile"})
+	done, err := s.FinishReconcile(ctx, store.ReconcileFence{ID: req.ID, Token: "tok"},
+		store.ReconcileOutcome{Resolve: bt.LedgerNotApplied, Note: "no effect"}, store.AuditRecord{Actor: "ops", Action: "reconcile"})
 	if err != nil || done.Status != bt.ReconcileFailed || !testenv.Contains(done.Message, "resolved meanwhile") {
 		t.Fatalf("finish after a hand resolution: %v %+v, want FAILED saying so", err, done)
 	}
@@ -109,13 +109,13 @@ func TestReconcileResolvedMeanwhile(t *testing.T) {
 	}
 }
 
-// TestReconcileClaimedOnce: many claimers at once, one pending request: one claims it.
-func TestReconcileClaimedOnce(t *testing.T) {
+// testReconcileClaimedOnce: many claimers at once, one pending request: one claims it.
+func testReconcileClaimedOnce(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := testenv.Postgres(t)
-	s := postgres.New(pool)
-	if _, err := s.InsertReconcile(ctx, ambiguousEntry(t, pool, "x1"), "ops", postgres.AuditRecord{Actor: "ops", Action: "reconcile"}); err != nil {
+	s := open(t)
+	pool := s.Pool
+	if _, err := s.InsertReconcile(ctx, ambiguousEntry(t, pool, "x1"), "ops", store.AuditRecord{Actor: "ops", Action: "reconcile"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

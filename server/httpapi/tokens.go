@@ -1,4 +1,4 @@
-package postgres
+package httpapi
 
 import (
 	"context"
@@ -8,9 +8,29 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 )
+
+// TokenStore keeps the API tokens (table api_tokens): authentication reads them, `baton token`
+// and the admin token of a fresh install write them. Only hashes are stored, never a token.
+type TokenStore struct {
+	pool *pgxpool.Pool
+}
+
+// Pooled is anything that holds Baton's database pool: a TokenStore, or the job store
+// (runner/postgres.Store) whose database the tokens share.
+type Pooled interface {
+	Pool() *pgxpool.Pool
+}
+
+// NewTokenStore returns a TokenStore on pool.
+func NewTokenStore(pool *pgxpool.Pool) *TokenStore { return &TokenStore{pool: pool} }
+
+// Pool returns the underlying pool.
+func (s *TokenStore) Pool() *pgxpool.Pool { return s.pool }
 
 // APIToken is an API token as stored: its SHA-256 hash, never the token itself.
 type APIToken struct {
@@ -38,7 +58,7 @@ func scanToken(row pgx.Row) (*APIToken, error) {
 // back as CONFLICT: names are never reissued, so that a name recorded in runs, the audit log
 // and replay requests always means one token (migration 10 keeps every name issued). An
 // unknown role comes back as INVALID_INPUT.
-func (s *Store) CreateToken(ctx context.Context, name, role, hash string) (*APIToken, error) {
+func (s *TokenStore) CreateToken(ctx context.Context, name, role, hash string) (*APIToken, error) {
 	switch role {
 	case "viewer", "operator", "approver", "admin":
 	default:
@@ -46,7 +66,8 @@ func (s *Store) CreateToken(ctx context.Context, name, role, hash string) (*APIT
 	}
 	t, err := scanToken(s.pool.QueryRow(ctx, `INSERT INTO api_tokens (name, role, token_hash) VALUES ($1, $2, $3)
 		RETURNING `+tokenColumns, name, role, hash))
-	if isUniqueViolation(err) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return nil, &bt.Error{Code: bt.CodeConflict, Field: "name",
 			Message: fmt.Sprintf("a token named %q was issued before: token names are never reissued, even after revocation; pick another name", name)}
 	}
@@ -57,7 +78,7 @@ func (s *Store) CreateToken(ctx context.Context, name, role, hash string) (*APIT
 }
 
 // TokenByHash returns the live (not revoked) token with the given hash, or NOT_FOUND.
-func (s *Store) TokenByHash(ctx context.Context, hash string) (*APIToken, error) {
+func (s *TokenStore) TokenByHash(ctx context.Context, hash string) (*APIToken, error) {
 	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens
 		WHERE token_hash = $1 AND revoked_at IS NULL`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -68,14 +89,14 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*APIToken, error)
 
 // TouchToken records that a token was used. It writes at most once a minute per token, so a
 // busy client does not turn every request into a write.
-func (s *Store) TouchToken(ctx context.Context, id int64) error {
+func (s *TokenStore) TouchToken(ctx context.Context, id int64) error {
 	_, err := s.pool.Exec(ctx, `UPDATE api_tokens SET last_used_at = now()
 		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, id)
 	return err
 }
 
 // Tokens lists every token, live and revoked, oldest first.
-func (s *Store) Tokens(ctx context.Context) ([]*APIToken, error) {
+func (s *TokenStore) Tokens(ctx context.Context) ([]*APIToken, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+tokenColumns+` FROM api_tokens ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -90,7 +111,7 @@ const TokenRevokedChannel = "baton_token_revoked"
 
 // RevokeToken revokes the live token with the given name, or returns NOT_FOUND. The revocation
 // is announced on TokenRevokedChannel when it commits.
-func (s *Store) RevokeToken(ctx context.Context, name string) (*APIToken, error) {
+func (s *TokenStore) RevokeToken(ctx context.Context, name string) (*APIToken, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("revoke token %s: %w", name, err)
@@ -114,7 +135,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) (*APIToken, error)
 }
 
 // LiveTokenIDs returns those of ids that belong to live (not revoked) tokens.
-func (s *Store) LiveTokenIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
+func (s *TokenStore) LiveTokenIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM api_tokens WHERE id = ANY($1) AND revoked_at IS NULL`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("live tokens: %w", err)
@@ -136,7 +157,7 @@ func (s *Store) LiveTokenIDs(ctx context.Context, ids []int64) (map[int64]bool, 
 // revoked from then on, in any schema of the database (ids are only unique within one, so
 // revoked may hear of ids that are not this store's; treat each as a hint to re-check). It
 // returns when ctx ends (nil) or the connection fails.
-func (s *Store) ListenTokenRevocations(ctx context.Context, listening func(), revoked func(id int64)) error {
+func (s *TokenStore) ListenTokenRevocations(ctx context.Context, listening func(), revoked func(id int64)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

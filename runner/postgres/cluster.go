@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
+)
+
+// clusterStore holds what the cluster shares (cluster_state) and the alarms' facts.
+type clusterStore struct{ *Store }
+
+// Now returns the database clock.
+func (s clusterStore) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.pool.QueryRow(ctx, "SELECT now()").Scan(&t)
+	return t, err
+}
+
+// Maintenance reports whether the cluster is in maintenance.
+func (s clusterStore) Maintenance(ctx context.Context) (bool, error) {
+	var on bool
+	err := s.pool.QueryRow(ctx, `SELECT maintenance FROM cluster_state`).Scan(&on)
+	return on, err
+}
+
+// SetMaintenance turns the cluster-wide maintenance pause on or off. Turning it on asks every
+// active run to stop at its next boundary with status PAUSED; turning it off clears every
+// job's next fire so schedules restart from now rather than replaying the missed fires.
+func (s clusterStore) SetMaintenance(ctx context.Context, on bool, actor string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `UPDATE cluster_state SET maintenance = $1, updated_at = statement_timestamp(), updated_by = $2`, on, actor); err != nil {
+		return err
+	}
+	if on {
+		_, err = tx.Exec(ctx, `UPDATE job_runs SET pause_reason = 'MAINTENANCE' WHERE status IN ('STARTING', 'RUNNING') AND pause_reason IS NULL`)
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = NULL`)
+		if err == nil {
+			_, err = tx.Exec(ctx, `UPDATE job_runs SET pause_reason = NULL WHERE status IN ('STARTING', 'RUNNING') AND pause_reason = 'MAINTENANCE'`)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '*')`, ScheduleChannel); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// AlertFacts reads what the alarms need.
+func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) {
+	out := &store.AlertRows{Retried: map[string]int64{}, Ambiguous: map[string]int64{}, Downstream: map[string][3]int64{}}
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&out.Now); err != nil {
+		return nil, err
+	}
+	active, err := s.Runs(ctx, store.RunFilter{Statuses: []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	out.Active = active
+	rows, err := s.pool.Query(ctx, `SELECT job_name, count(*), 0, 0 FROM job_ledger
+		WHERE attempt >= 3 AND state NOT IN ('CONFIRMED', 'NOT_APPLIED', 'SKIPPED') GROUP BY job_name`)
+	retried, err := collect(rows, err, "count retried targets", scanJobCounts)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = s.pool.Query(ctx, `SELECT job_name, sum(n)::bigint, 0, 0 FROM job_ledger_counts
+		WHERE run_id = 0 AND state = 'AMBIGUOUS_EFFECT' GROUP BY job_name HAVING sum(n) > 0`)
+	ambiguous, err := collect(rows, err, "count ambiguous targets", scanJobCounts)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = s.pool.Query(ctx, `SELECT job_name, sum(calls)::bigint, sum(downstream_errors)::bigint, sum(rejects)::bigint
+		FROM job_call_stats WHERE minute > now() - interval '6 minutes' GROUP BY job_name`)
+	downstream, err := collect(rows, err, "sum call stats", scanJobCounts)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range retried {
+		out.Retried[c.job] = c.n[0]
+	}
+	for _, c := range ambiguous {
+		out.Ambiguous[c.job] = c.n[0]
+	}
+	for _, c := range downstream {
+		out.Downstream[c.job] = c.n
+	}
+	return out, nil
+}
+
+// jobCounts is a job and up to three counts of it.
+type jobCounts struct {
+	job string
+	n   [3]int64
+}
+
+func scanJobCounts(row pgx.Row) (jobCounts, error) {
+	var c jobCounts
+	err := row.Scan(&c.job, &c.n[0], &c.n[1], &c.n[2])
+	return c, err
+}

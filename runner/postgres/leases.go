@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
+)
+
+// leaseStore holds the leases of runs: activation, renewal, the end and recovery.
+type leaseStore struct{ *Store }
+
+// leaseReturningAt is what a fenced write returns to the worker: the lease left by clock, the
+// flags and the counters.
+func leaseReturningAt(clock string) string {
+	return `EXTRACT(EPOCH FROM (lease_until - ` + clock + `))::float8, cancel_requested, COALESCE(pause_reason, ''),
+	processed, succeeded, failed, skipped, ambiguous, checkpoint, total`
+}
+
+// leaseReturning is leaseReturningAt by the statement's clock.
+var leaseReturning = leaseReturningAt(stmtClock)
+
+func scanLease(row pgx.Row) (store.LeaseState, string, error) {
+	var ls store.LeaseState
+	var secs float64
+	var pause string
+	err := row.Scan(&secs, &ls.CancelRequested, &pause, &ls.Processed, &ls.Succeeded, &ls.Failed, &ls.Skipped,
+		&ls.Ambiguous, &ls.Checkpoint, &ls.Total)
+	ls.Remaining = time.Duration(secs * float64(time.Second))
+	return ls, pause, err
+}
+
+func leaseResult(row pgx.Row, what string, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+	ls, pause, err := scanLease(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ls, "", &bt.Error{Code: bt.CodeLeaseLost, Message: fmt.Sprintf("%s of run %d refused: lease lost", what, f.RunID)}
+	}
+	if err != nil {
+		return ls, "", fmt.Errorf("%s of run %d: %w", what, f.RunID, err)
+	}
+	return ls, bt.StopReason(pause), nil
+}
+
+// fenceCond is the lease check every worker write carries (invariant 2).
+const fenceCond = `id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > statement_timestamp()`
+
+// Activate moves a STARTING run to RUNNING and starts its lease afresh.
+func (s leaseStore) Activate(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET status = 'RUNNING', activated_at = statement_timestamp(), heartbeat_at = statement_timestamp(),
+			lease_until = statement_timestamp() + make_interval(secs => lease_seconds)
+		WHERE id = $1 AND lease_token = $2 AND status = 'STARTING' AND lease_until > statement_timestamp()
+		RETURNING `+leaseReturning, f.RunID, f.Token), "activate", f)
+}
+
+// Renew extends the lease to a full lease from now (database clock).
+func (s leaseStore) Renew(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET lease_until = statement_timestamp() + make_interval(secs => lease_seconds),
+			heartbeat_at = statement_timestamp()
+		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token), "renew lease", f)
+}
+
+// Poll reads the lease state without writing: how the worker learns of a cancel between items.
+func (s leaseStore) Poll(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
+	return leaseResult(s.pool.QueryRow(ctx, `SELECT `+leaseReturning+` FROM job_runs WHERE `+fenceCond, f.RunID, f.Token), "poll", f)
+}
+
+// SetTotal records how many items the run expects.
+func (s leaseStore) SetTotal(ctx context.Context, f store.Fence, total int64) (store.LeaseState, bt.StopReason, error) {
+	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET total = $3, heartbeat_at = statement_timestamp()
+		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token, total), "set total", f)
+}
+
+// Finish ends an active run with status, fenced on its lease token, and turns the run's
+// intents still IN_FLIGHT into AMBIGUOUS_EFFECT (their calls may have landed; their results
+// did not). A run whose lease was lost (recovered by another instance) is not touched and
+// ErrLeaseLost comes back: the recoverer quarantines its intents once the lease has run out.
+func (s leaseStore) Finish(ctx context.Context, f store.Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error) {
+	var stop *string
+	if reason != "" {
+		r := string(reason)
+		stop = &r
+	}
+	// One transaction: the run ends, its checkpoint becomes the generation's resume point and its
+	// intents still IN_FLIGHT become AMBIGUOUS_EFFECT together, or none of it happens. A
+	// deadlock victim has written nothing, and the end is fenced, so it is simply tried again.
+	var run *bt.RunRecord
+	var err error
+	for attempt := 1; ; attempt++ {
+		run, err = s.finish(ctx, f, status, stop, message)
+		if attempt < 3 && isDeadlock(err) {
+			continue
+		}
+		break
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &bt.Error{Code: bt.CodeLeaseLost, Message: fmt.Sprintf("finish run %d refused: lease lost", f.RunID)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish run %d: %w", f.RunID, err)
+	}
+	return run, nil
+}
+
+func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStatus, stop *string, message string) (*bt.RunRecord, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	run, err := scanRun(tx.QueryRow(ctx, `WITH fin AS (
+			UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
+				finished_at = statement_timestamp(), lease_until = LEAST(lease_until, statement_timestamp()), pause_reason = NULL
+			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > statement_timestamp()
+			RETURNING *
+		), cp AS (
+			INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
+			SELECT job_name, generation, '', checkpoint, processed, id FROM fin `+syncableCheckpoint+`
+			ON CONFLICT (job_name, generation, shard) DO UPDATE SET
+				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()
+		)
+		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
+	if err != nil {
+		return nil, err
+	}
+	// Whatever the end — success, a failed result write, cancel, pause, shutdown — an intent of
+	// this run still IN_FLIGHT had its call made, or possibly made, and its result never landed:
+	// it is quarantined with the end, under the same fence, and the ambiguous alarm sees it.
+	amb, err := markAmbiguous(ctx, tx, []int64{run.ID}, fmt.Sprintf(
+		"the run ended %s before the call's result was recorded: the effect may have happened", status))
+	if err != nil {
+		return nil, err
+	}
+	run.Ambiguous += amb[run.ID]
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return run, nil
+}
+
+// syncableCheckpoint selects ended runs whose checkpoint the next RESUME should start from.
+// Replays walk the generation from its start and do not move it.
+const syncableCheckpoint = `WHERE checkpoint <> '' AND trigger <> 'REPLAY' AND checkpoint IS DISTINCT FROM start_checkpoint`
+
+// syncCheckpoints copies the main-shard checkpoint of ended runs to job_checkpoints, where the
+// next RESUME of the generation starts from.
+func syncCheckpoints(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, runIDs []int64) error {
+	_, err := q.Exec(ctx, `INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
+		SELECT job_name, generation, '', checkpoint, processed, id FROM job_runs `+syncableCheckpoint+` AND id = ANY($1)
+		ON CONFLICT (job_name, generation, shard) DO UPDATE SET
+			token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()`, runIDs)
+	if err != nil {
+		return fmt.Errorf("sync checkpoints: %w", err)
+	}
+	return nil
+}
+
+// RecoverExpired fails every active run whose lease has expired by the database clock and
+// turns its IN_FLIGHT ledger rows into AMBIGUOUS_EFFECT, all in one transaction.
+func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	// SKIP LOCKED: a run whose row is locked by a stalled worker's open item transaction is
+	// left for a later pass (the worker's session is cut off after the lease by
+	// idle_in_transaction_session_timeout, which releases it) instead of blocking this pass
+	// and every scheduled fire behind it.
+	rows, err := tx.Query(ctx, `UPDATE job_runs SET status = 'FAILED', stop_reason = 'LEASE_EXPIRED', finished_at = statement_timestamp(),
+			message = 'lease expired at ' || to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+				|| ' on instance ' || instance || ': the worker stopped renewing it; start with RESUME to continue from checkpoint '
+				|| quote_literal(checkpoint)
+		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < statement_timestamp() FOR UPDATE SKIP LOCKED)
+		RETURNING id, job_name, lease_token, generation`)
+	expired, err := collect(rows, err, "recover expired leases", scanExpiredRun)
+	if err != nil || len(expired) == 0 {
+		return nil, err
+	}
+	ids := make([]int64, len(expired))
+	for i, e := range expired {
+		ids[i] = e.ID
+	}
+	if err := syncCheckpoints(ctx, tx, ids); err != nil {
+		return nil, err
+	}
+	amb, err := markAmbiguous(ctx, tx, ids, "the worker lost its lease while the call was in flight")
+	if err != nil {
+		return nil, err
+	}
+	for i := range expired {
+		expired[i].Ambiguous = amb[expired[i].ID]
+	}
+	return expired, tx.Commit(ctx)
+}
+
+// runCount is a count per run.
+type runCount struct{ runID, n int64 }
+
+func scanRunCount(row pgx.Row) (runCount, error) {
+	var c runCount
+	err := row.Scan(&c.runID, &c.n)
+	return c, err
+}
+
+func scanExpiredRun(row pgx.Row) (store.ExpiredRun, error) {
+	var e store.ExpiredRun
+	err := row.Scan(&e.ID, &e.JobName, &e.Token, &e.Generation)
+	return e, err
+}
+
+// markAmbiguous turns the IN_FLIGHT ledger rows of the given runs into AMBIGUOUS_EFFECT and
+// keeps the counters in step. It returns how many rows each run had.
+func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (map[int64]int64, error) {
+	rows, err := tx.Query(ctx, `
+		WITH amb AS (
+			UPDATE job_ledger l SET state = 'AMBIGUOUS_EFFECT', last_error = $2,
+				-- Settled as part of the run's end: at the moment the run ended, never after it.
+				updated_at = COALESCE(r.finished_at, statement_timestamp())
+			FROM job_runs r
+			WHERE r.id = l.run_id AND l.run_id = ANY($1) AND l.state = 'IN_FLIGHT'
+			RETURNING l.job_name, l.generation, l.run_id
+		), per_run AS (
+			SELECT job_name, generation, run_id, count(*) AS n FROM amb GROUP BY 1, 2, 3
+		), cnt AS (
+			INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+			SELECT job_name, generation, 0, 'AMBIGUOUS_EFFECT', sum(n) FROM per_run GROUP BY 1, 2
+			UNION ALL SELECT job_name, generation, 0, 'IN_FLIGHT', -sum(n) FROM per_run GROUP BY 1, 2
+			UNION ALL SELECT job_name, generation, run_id, 'AMBIGUOUS_EFFECT', n FROM per_run
+			ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+		)
+		SELECT run_id, n FROM per_run`, runIDs, why)
+	perRun, err := collect(rows, err, "mark in-flight targets ambiguous", scanRunCount)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int64, len(perRun))
+	for _, c := range perRun {
+		out[c.runID] = c.n
+	}
+	for id, n := range out {
+		if _, err := tx.Exec(ctx, `UPDATE job_runs SET ambiguous = ambiguous + $2 WHERE id = $1`, id, n); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// Runs holds the job_runs rows and their error rows.
+type Runs interface {
+	// InsertRun inserts a STARTING run holding a fresh lease. RESTART opens a new generation;
+	// RESUME keeps the job's current one and starts from its last committed checkpoint. A
+	// second active run of the job is ALREADY_RUNNING; a second run for one fire is
+	// ErrFireTaken; a paused job is JOB_PAUSED, maintenance MAINTENANCE.
+	InsertRun(ctx context.Context, n NewRun) (*bt.RunRecord, error)
+	// Run returns one run, or NOT_FOUND.
+	Run(ctx context.Context, id int64) (*bt.RunRecord, error)
+	// Runs lists runs matching f, newest first.
+	Runs(ctx context.Context, f RunFilter) ([]*bt.RunRecord, error)
+	// RunsByIDs returns the runs with the given ids, keyed by id; unknown ids are absent.
+	RunsByIDs(ctx context.Context, ids []int64) (map[int64]*bt.RunRecord, error)
+	// RunsOfJobs returns each job's runs as Runs would list them with f (JobName aside).
+	RunsOfJobs(ctx context.Context, jobs []string, f RunFilter) (map[string][]*bt.RunRecord, error)
+	// ActiveRun returns the job's active run, or nil.
+	ActiveRun(ctx context.Context, job string) (*bt.RunRecord, error)
+	// ActiveRunsByJobs returns the active run of each named job that has one, by job name.
+	ActiveRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error)
+	// LastRun returns the job's most recent run, or nil.
+	LastRun(ctx context.Context, job string) (*bt.RunRecord, error)
+	// LastRunsByJobs returns the most recent run of each named job that has one, by job name.
+	LastRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error)
+	// GenerationRun returns the newest run of a job's generation, or nil when it has none.
+	GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error)
+	// LastRunsPausedBy returns the jobs, not paused themselves, whose latest run ended PAUSED
+	// for reason: the runs to resume when that pause is lifted.
+	LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error)
+	// RequestCancel sets the cancel flag of an active run: NOT_ACTIVE for an ended one.
+	RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error)
+	// RunErrors lists a run's error rows in insertion order after afterID.
+	RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error)
+	// RunErrorsOfRuns returns each run's error rows as RunErrors would.
+	RunErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error)
+}
+
+// NewRun describes a run to insert.
+type NewRun struct {
+	JobName      string
+	Trigger      bt.Trigger
+	Mode         bt.Mode
+	Actor        string
+	Instance     string
+	Token        string
+	LeaseSeconds int
+	JobVersion   string
+	ScheduledFor *time.Time
+	// Generation, when non-zero, pins the ledger generation (replays of an older run).
+	Generation      int64
+	ReplayRequestID *int64
+	// FromStart makes a RESUME-mode run begin with no checkpoint (replays walk every target;
+	// the ledger decides per target).
+	FromStart bool
+}
+
+// RunFilter selects runs, newest first, by keyset on id.
+type RunFilter struct {
+	JobName  string
+	Statuses []bt.RunStatus
+	BeforeID int64 // 0: from the newest
+	Limit    int
+}
+
+// Leases are a run's lease and the writes that only its holder makes. Each is fenced: a run
+// whose lease is gone is refused with LEASE_LOST and nothing changes.
+type Leases interface {
+	// Activate moves a STARTING run to RUNNING and starts its lease afresh.
+	Activate(ctx context.Context, f Fence) (LeaseState, bt.StopReason, error)
+	// Renew extends the lease to a full lease from now.
+	Renew(ctx context.Context, f Fence) (LeaseState, bt.StopReason, error)
+	// Poll reads the lease state without writing.
+	Poll(ctx context.Context, f Fence) (LeaseState, bt.StopReason, error)
+	// SetTotal records how many items the run expects.
+	SetTotal(ctx context.Context, f Fence, total int64) (LeaseState, bt.StopReason, error)
+	// Finish ends an active run with status and turns its intents still IN_FLIGHT into
+	// AMBIGUOUS_EFFECT, together.
+	Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error)
+	// RecoverExpired fails every active run whose lease has run out and turns its IN_FLIGHT
+	// ledger rows into AMBIGUOUS_EFFECT.
+	RecoverExpired(ctx context.Context) ([]ExpiredRun, error)
+}
+
+// ExpiredRun is a run the recoverer failed because its lease ran out.
+type ExpiredRun struct {
+	ID         int64
+	JobName    string
+	Token      string
+	Generation int64
+	Ambiguous  int64 // IN_FLIGHT targets turned AMBIGUOUS_EFFECT
+}
