@@ -75,13 +75,13 @@ func reconcileNewer(next, prev *bt.ReconcileRequest) bool {
 // first, then events (re-reading the database on Resync and after a quiet spell), latest wins.
 func (r *Resolver) reconcileProgress(ctx context.Context, id int64) (<-chan *bt.ReconcileRequest, error) {
 	sub := r.feed.subscribe(reconcileTopic(id))
-	snap, err := r.runner.ReconcileRequest(ctx, id)
+	snap, err := r.runner.Ledger().ReconcileRequest(ctx, id)
 	if err != nil {
 		sub.Close()
 		return nil, err
 	}
 	reread := func() *bt.ReconcileRequest {
-		q, err := r.runner.ReconcileRequest(ctx, id)
+		q, err := r.runner.Ledger().ReconcileRequest(ctx, id)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.WarnContext(ctx, "graph: re-read reconcile request for subscription", "request", id, "err", err)

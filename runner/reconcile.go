@@ -11,7 +11,7 @@ import (
 	"github.com/baton-run/baton/runner/postgres"
 )
 
-// Reconciles run off the request path. ReconcileEntry (the API) checks the request and
+// Reconciles run off the request path. LedgerService.Reconcile (the API) checks the request and
 // records it PENDING; a worker of any instance with the job registered claims it from the
 // database (FOR UPDATE SKIP LOCKED: once cluster-wide), takes one of its pool slots, and calls
 // the job's hook under the request's lease, bounded by a timeout. The outcome is written
@@ -44,28 +44,6 @@ func (s *reconcileState) wakeC() chan struct{} {
 	return s.wake
 }
 
-// ReconcileEntry asks for a reconcile of an AMBIGUOUS_EFFECT entry and returns the request at
-// once, PENDING: the job's reconcile hook runs on a worker, and the outcome (DONE with the
-// entry CONFIRMED or NOT_APPLIED, or FAILED with the entry left AMBIGUOUS_EFFECT) arrives
-// through the EventSink and ReconcileRequest. Refusals, each audited: NOT_FOUND (no such
-// entry), INVALID_INPUT (the job has no reconcile hook), CONFLICT (the entry is not
-// AMBIGUOUS_EFFECT), ALREADY_RUNNING (a reconcile of the entry is already open).
-func (r *Runner) ReconcileEntry(ctx context.Context, entryID int64, actor string) (*bt.ReconcileRequest, error) {
-	target := fmt.Sprintf("ledger:%d", entryID)
-	args := map[string]any{"entryId": entryID}
-	req, err := r.requestReconcile(ctx, entryID, actor, args, target)
-	if err != nil {
-		r.audit(ctx, actor, "reconcile", target, args, err)
-		return nil, err
-	}
-	r.publishReconcile(req)
-	select {
-	case r.reconcile.wakeC() <- struct{}{}:
-	default:
-	}
-	return req, nil
-}
-
 func (r *Runner) requestReconcile(ctx context.Context, entryID int64, actor string, args map[string]any, target string) (*bt.ReconcileRequest, error) {
 	e, err := r.store.LedgerEntry(ctx, entryID)
 	if err != nil {
@@ -80,30 +58,6 @@ func (r *Runner) requestReconcile(ctx context.Context, entryID int64, actor stri
 	}
 	return r.store.InsertReconcile(ctx, entryID, actorOr(actor),
 		postgres.AuditRecord{Actor: actorOr(actor), Action: "reconcile", Target: target, Arguments: args, Outcome: string(bt.ReconcilePending)})
-}
-
-// ReconcileRequest returns one reconcile request, or NOT_FOUND.
-func (r *Runner) ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
-	return r.store.ReconcileRequest(ctx, id)
-}
-
-// AwaitReconcile waits until reconcile request id has ended (DONE or FAILED) or ctx ends,
-// reading it from the database, and returns it as it last read it. It is for Go callers (tools,
-// tests) that want the outcome without an EventSink.
-func (r *Runner) AwaitReconcile(ctx context.Context, id int64) (*bt.ReconcileRequest, error) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		q, err := r.store.ReconcileRequest(ctx, id)
-		if err != nil || !q.Status.Open() {
-			return q, err
-		}
-		select {
-		case <-ctx.Done():
-			return q, fmt.Errorf("wait for reconcile request %d: %w", id, ctx.Err())
-		case <-t.C:
-		}
-	}
 }
 
 // reconcileTimeout is the configured bound of one hook call.

@@ -259,7 +259,7 @@ func BenchmarkLedgerScale(b *testing.B) {
 		var p *bt.Preflight
 		for b.Loop() {
 			t0 := time.Now()
-			p, err = r.Preflight(ctx, id, bt.ScopeFailed)
+			p, err = r.Replays().Preflight(ctx, id, bt.ScopeFailed)
 			lat = append(lat, time.Since(t0))
 			if err != nil {
 				b.Fatal(err)

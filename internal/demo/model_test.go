@@ -618,7 +618,7 @@ func opStartRestart(m *modelSeq) (string, error) {
 	case c == bt.CodeApprovalRequired || c == bt.CodeReplayBlocked:
 		// A gated RESTART is a request: alice asks, bob approves (a BLOCKED one waits until
 		// its targets in doubt are settled).
-		req, err := in.r.RequestRestart(m.ctx, runner.RestartParams{Job: SettlementJobName, Reason: "model test",
+		req, err := in.r.Replays().RequestRestart(m.ctx, runner.RestartParams{Job: SettlementJobName, Reason: "model test",
 			CompensationRef: "refund:model-test", Actor: "alice"})
 		out, err := outcome("request restart", err)
 		if req != nil {
@@ -659,18 +659,18 @@ func opCancel(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no active run", err
 	}
-	_, err = m.inst().r.Cancel(m.ctx, id, "alice")
+	_, err = m.inst().r.Runs().Cancel(m.ctx, id, "alice")
 	out, err := outcome("cancel", err)
 	return fmt.Sprintf("run %d: %s", id, out), err
 }
 
 func opPause(m *modelSeq) (string, error) {
-	_, err := m.inst().r.PauseJob(m.ctx, SettlementJobName, "alice")
+	_, err := m.inst().r.Jobs().Pause(m.ctx, SettlementJobName, "alice")
 	return outcome("pause", err)
 }
 
 func opResume(m *modelSeq) (string, error) {
-	_, id, err := m.inst().r.ResumeJob(m.ctx, SettlementJobName, "alice")
+	_, id, err := m.inst().r.Jobs().Resume(m.ctx, SettlementJobName, "alice")
 	out, err := outcome("resume", err)
 	return fmt.Sprintf("%s, run %d", out, id), err
 }
@@ -716,7 +716,7 @@ func (m *modelSeq) replay(scope bt.ReplayScope) (*bt.ReplayRequest, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	req, err := m.inst().r.RequestReplay(m.ctx, runner.ReplayParams{RunID: src, Scope: scope, Reason: "model test",
+	req, err := m.inst().r.Replays().Request(m.ctx, runner.ReplayParams{RunID: src, Scope: scope, Reason: "model test",
 		CompensationRef: "refund:model-test", Actor: "alice"})
 	out, err := outcome("request replay", err)
 	if req != nil {
@@ -758,7 +758,7 @@ func opApprove(m *modelSeq) (string, error) {
 
 // approve approves request id as bob.
 func (m *modelSeq) approve(id int64) (string, error) {
-	req, err := m.inst().r.ApproveReplay(m.ctx, id, "bob", "checked the preflight")
+	req, err := m.inst().r.Replays().Approve(m.ctx, id, runner.Actor{Name: "bob"}, "checked the preflight")
 	out, err := outcome("approve replay", err)
 	if req != nil {
 		out = fmt.Sprintf("request %d: %s (%s)", id, req.Status, out)
@@ -771,7 +771,7 @@ func opReject(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no pending request", err
 	}
-	_, err = m.inst().r.RejectReplay(m.ctx, id, "bob", "not now")
+	_, err = m.inst().r.Replays().Reject(m.ctx, id, runner.Actor{Name: "bob"}, "not now")
 	out, err := outcome("reject replay", err)
 	return fmt.Sprintf("request %d: %s", id, out), err
 }
@@ -781,7 +781,7 @@ func opExecute(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no approved request", err
 	}
-	req, err := m.inst().r.ExecuteReplay(m.ctx, id, "bob")
+	req, err := m.inst().r.Replays().Execute(m.ctx, id, runner.Actor{Name: "bob"})
 	out, err := outcome("execute replay", err)
 	if req != nil {
 		out = fmt.Sprintf("request %d: %s (%s)", id, req.Status, out)
@@ -823,7 +823,7 @@ func opReconcile(m *modelSeq) (string, error) {
 // entry for its outcome either way, and an entry still in doubt after a few seconds is only
 // logged (it stays quarantined).
 func (m *modelSeq) reconcile(id int64) (string, error) {
-	_, err := m.inst().r.ReconcileEntry(m.ctx, id, "carol")
+	_, err := m.inst().r.Ledger().Reconcile(m.ctx, id, "carol")
 	out, err := outcome("reconcile", err)
 	if err != nil || out != "ok" {
 		return fmt.Sprintf("entry %d: %s", id, out), err
@@ -872,7 +872,7 @@ func opReplayRetryable(m *modelSeq) (string, error) {
 func (m *modelSeq) pollEntry(id int64, within time.Duration) (bt.LedgerState, error) {
 	var state bt.LedgerState
 	_, err := m.poll(within, func() (bool, error) {
-		e, err := m.insts[0].r.LedgerEntry(m.ctx, id)
+		e, err := m.insts[0].r.Ledger().Entry(m.ctx, id)
 		if err != nil {
 			return false, err
 		}
@@ -900,7 +900,7 @@ func opResolve(m *modelSeq) (string, error) {
 	default:
 		evidenceRef = evidence(effect, key)
 	}
-	_, err = m.inst().r.ResolveAmbiguous(m.ctx, id, res, evidenceRef, "checked the provider's records for the key", "dave")
+	_, err = m.inst().r.Ledger().ResolveAmbiguous(m.ctx, id, res, evidenceRef, "checked the provider's records for the key", "dave")
 	out, err := outcome("resolve", err)
 	return fmt.Sprintf("entry %d as %s: %s", id, res, out), err
 }

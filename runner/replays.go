@@ -11,85 +11,12 @@ import (
 	"github.com/baton-run/baton/runner/postgres"
 )
 
-// Reconciler is an optional interface a Job implements to ask the outside system whether an
-// AMBIGUOUS_EFFECT target's effect happened.
-type Reconciler interface {
-	Reconcile(ctx context.Context, target, step, idempotencyKey string) (Reconciliation, error)
-}
-
-// Reconciliation is what the outside system said about one idempotency key. Applied resolves
-// the target CONFIRMED with EffectRef (the outside system's id for the effect, as
-// Attempt.SetEffectRef records it on a normal call) and EvidenceRef; not applied resolves it
-// NOT_APPLIED, safe to retry with the same key.
-type Reconciliation struct {
-	Applied     bool
-	EffectRef   string
-	EvidenceRef string
-}
-
-// LedgerFilter selects ledger entries of a job, by keyset on id (ascending).
-type LedgerFilter struct {
-	JobName      string
-	States       []LedgerState
-	RunID        int64 // 0: any run
-	Generation   int64 // 0: any generation
-	TargetPrefix string
-	AfterID      int64
-	Limit        int // 1..1000; 0 means 20
-}
-
-// Ledger lists ledger entries matching f.
-func (r *Runner) Ledger(ctx context.Context, f LedgerFilter) ([]*bt.LedgerEntry, error) {
-	if f.Limit < 0 || f.Limit > 1000 {
-		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
-	}
-	return r.store.Ledger(ctx, postgres.LedgerQuery(f))
-}
-
-// LedgerEntry returns one ledger entry, or NOT_FOUND.
-func (r *Runner) LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error) {
-	return r.store.LedgerEntry(ctx, id)
-}
-
-// LedgerSummary returns per-state counts of a run (runID != 0) or of a generation, from the
-// counters kept in the item transactions (never a COUNT over the ledger).
-func (r *Runner) LedgerSummary(ctx context.Context, job string, generation, runID int64) (map[LedgerState]int64, error) {
-	return r.store.LedgerCounts(ctx, job, generation, runID)
-}
-
-// Audit records a mutation in audit_log. The runner audits its own control operations; the
-// API audits what it refuses before reaching them.
-func (r *Runner) Audit(ctx context.Context, actor, action, target string, args map[string]any, outcome string) error {
-	return r.store.Audit(context.WithoutCancel(ctx), postgres.AuditRecord{Actor: actorOr(actor), Action: action, Target: target, Arguments: args, Outcome: outcome})
-}
-
-// audit records an operation's outcome: "ok" or the error's code.
-func (r *Runner) audit(ctx context.Context, actor, action, target string, args map[string]any, err error) {
-	outcome := "ok"
-	if err != nil {
-		outcome = string(bt.CodeOf(err))
-		if outcome == "" {
-			outcome = "error"
-		}
-	}
-	if aerr := r.Audit(ctx, actor, action, target, args, outcome); aerr != nil {
-		r.log.Error("write audit row", "action", action, "err", aerr)
-	}
-}
-
-// AuditLog lists audit entries, newest first, by keyset on id.
-func (r *Runner) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
-	if limit <= 0 {
-		limit = 20
-	}
-	return r.store.AuditLog(ctx, beforeID, limit)
-}
-
 // Preflight computes what replaying scope of a run's generation would do and whether it may:
 // counts by state (from counters), the last checkpoint's age, the downstream error rate over
 // five minutes, whether the job's code changed since the run, whether approval is needed, and
 // every check with its value and verdict.
-func (r *Runner) Preflight(ctx context.Context, runID int64, scope bt.ReplayScope) (*bt.Preflight, error) {
+func (s *ReplayService) Preflight(ctx context.Context, runID int64, scope bt.ReplayScope) (*bt.Preflight, error) {
+	r := s.r
 	if !scope.Valid() {
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown replay scope %q (TRANSIENT, FAILED or FULL)", scope), Field: "scope"}
 	}
@@ -267,11 +194,12 @@ func checkRequestText(reason, compensationRef *string) error {
 	return nil
 }
 
-// RequestReplay records a replay request with its preflight. It comes back BLOCKED (with the
+// Request records a replay request with its preflight. It comes back BLOCKED (with the
 // blocking reasons; REPLAY_BLOCKED is returned beside it), PENDING_APPROVAL, or — when no
 // approval is needed — EXECUTED with the replay run started on this instance. A HIGH-risk
 // request without a compensation reference is refused with APPROVAL_REQUIRED and not recorded.
-func (r *Runner) RequestReplay(ctx context.Context, p ReplayParams) (req *bt.ReplayRequest, err error) {
+func (s *ReplayService) Request(ctx context.Context, p ReplayParams) (req *bt.ReplayRequest, err error) {
+	r := s.r
 	args := map[string]any{"runId": p.RunID, "scope": p.Scope, "reason": p.Reason, "compensationRef": p.CompensationRef}
 	defer func() {
 		if req == nil { // recorded requests are audited with their insert
@@ -281,7 +209,7 @@ func (r *Runner) RequestReplay(ctx context.Context, p ReplayParams) (req *bt.Rep
 	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
 		return nil, err
 	}
-	pf, err := r.Preflight(ctx, p.RunID, p.Scope)
+	pf, err := r.Replays().Preflight(ctx, p.RunID, p.Scope)
 	if err != nil {
 		return nil, err
 	}
@@ -344,10 +272,11 @@ type RestartParams struct {
 // (REPLAY_BLOCKED returned beside it) while targets are in doubt, PENDING_APPROVAL for a
 // HIGH-risk job (which needs a compensation reference, or APPROVAL_REQUIRED and nothing is
 // recorded), or EXECUTED at once with its RESTART run started when nothing calls for approval.
-// Once approved by another identity (ApproveReplay), the request starts a RESTART run: a new
+// Once approved by another identity (ReplayService.Approve), the request starts a RESTART run: a new
 // generation. A job that has never run is INVALID_INPUT: its RESTART repeats nothing and is
 // not gated.
-func (r *Runner) RequestRestart(ctx context.Context, p RestartParams) (req *bt.ReplayRequest, err error) {
+func (s *ReplayService) RequestRestart(ctx context.Context, p RestartParams) (req *bt.ReplayRequest, err error) {
+	r := s.r
 	args := map[string]any{"job": p.Job, "reason": p.Reason, "compensationRef": p.CompensationRef}
 	defer func() {
 		if req == nil {
@@ -357,7 +286,7 @@ func (r *Runner) RequestRestart(ctx context.Context, p RestartParams) (req *bt.R
 	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
 		return nil, err
 	}
-	pf, err := r.RestartPreflight(ctx, p.Job)
+	pf, err := r.Replays().RestartPreflight(ctx, p.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +308,8 @@ func (r *Runner) RequestRestart(ctx context.Context, p RestartParams) (req *bt.R
 // in doubt (AMBIGUOUS_EFFECT or IN_FLIGHT: they block), an active run (blocks), the stop
 // conditions over the last five minutes, and approval for a HIGH-risk job. RunID is the newest
 // run of the current generation. It returns nil and no error for a job that has never run.
-func (r *Runner) RestartPreflight(ctx context.Context, job string) (*bt.Preflight, error) {
+func (s *ReplayService) RestartPreflight(ctx context.Context, job string) (*bt.Preflight, error) {
+	r := s.r
 	settings, err := r.store.Job(ctx, job)
 	if err != nil {
 		return nil, err
@@ -525,17 +455,13 @@ func (r *Runner) restartGate(ctx context.Context, job string) error {
 	return nil
 }
 
-// ApproveReplay is ApproveReplayAs for a caller without a token, known by its name.
-func (r *Runner) ApproveReplay(ctx context.Context, requestID int64, actor, note string) (*bt.ReplayRequest, error) {
-	return r.ApproveReplayAs(ctx, requestID, Actor{Name: actor}, note)
-}
-
-// ApproveReplayAs approves a PENDING_APPROVAL request (a replay, or a RESTART) and starts its
+// Approve approves a PENDING_APPROVAL request (a replay, or a RESTART) and starts its
 // run; the request becomes EXECUTED. The approver must be another identity than the requester
 // (SELF_APPROVAL; see Actor). The preflight is computed again: a request that has become
 // blocked is marked BLOCKED instead, REPLAY_BLOCKED returned beside it. A request whose run
-// could not start stays APPROVED, the error returned: ExecuteReplayAs starts it later.
-func (r *Runner) ApproveReplayAs(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+// could not start stays APPROVED, the error returned: Execute starts it later.
+func (s *ReplayService) Approve(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+	r := s.r
 	args := map[string]any{"requestId": requestID, "note": note}
 	defer func() {
 		if err != nil {
@@ -587,9 +513,9 @@ func kindWord(req *bt.ReplayRequest) string {
 // for what that generation held.
 func (r *Runner) requestPreflight(ctx context.Context, req *bt.ReplayRequest) (*bt.Preflight, error) {
 	if req.Kind != bt.KindRestart {
-		return r.Preflight(ctx, req.SourceRunID, req.Scope)
+		return r.Replays().Preflight(ctx, req.SourceRunID, req.Scope)
 	}
-	pf, err := r.RestartPreflight(ctx, req.JobName)
+	pf, err := r.Replays().RestartPreflight(ctx, req.JobName)
 	if err != nil {
 		return nil, err
 	}
@@ -604,18 +530,14 @@ func (r *Runner) requestPreflight(ctx context.Context, req *bt.ReplayRequest) (*
 	return pf, nil
 }
 
-// ExecuteReplay is ExecuteReplayAs for a caller without a token, known by its name.
-func (r *Runner) ExecuteReplay(ctx context.Context, requestID int64, actor string) (*bt.ReplayRequest, error) {
-	return r.ExecuteReplayAs(ctx, requestID, Actor{Name: actor})
-}
-
-// ExecuteReplayAs starts the run of an APPROVED request whose run could not start when it was
+// Execute starts the run of an APPROVED request whose run could not start when it was
 // approved (no free slot, the job paused, another run active). The approval stands, so any
 // caller allowed to execute may (the API gives it to approvers), the requester too. While the
 // job has an active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise the
 // preflight is computed again, and a request that has become blocked is marked BLOCKED,
 // REPLAY_BLOCKED returned beside it.
-func (r *Runner) ExecuteReplayAs(ctx context.Context, requestID int64, by Actor) (req *bt.ReplayRequest, err error) {
+func (s *ReplayService) Execute(ctx context.Context, requestID int64, by Actor) (req *bt.ReplayRequest, err error) {
+	r := s.r
 	defer func() {
 		if err != nil && req == nil {
 			r.audit(ctx, by.Name, "executeReplay", fmt.Sprintf("replay:%d", requestID), nil, err)
@@ -674,15 +596,11 @@ func (r *Runner) executeReplay(ctx context.Context, req *bt.ReplayRequest, by Ac
 		postgres.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
 }
 
-// RejectReplay is RejectReplayAs for a caller without a token, known by its name.
-func (r *Runner) RejectReplay(ctx context.Context, requestID int64, actor, note string) (*bt.ReplayRequest, error) {
-	return r.RejectReplayAs(ctx, requestID, Actor{Name: actor}, note)
-}
-
-// RejectReplayAs rejects a PENDING_APPROVAL request. As with approval, the decider must be
+// Reject rejects a PENDING_APPROVAL request. As with approval, the decider must be
 // another identity than the requester (SELF_APPROVAL): a request is decided by a second
 // person either way.
-func (r *Runner) RejectReplayAs(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+func (s *ReplayService) Reject(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+	r := s.r
 	target := fmt.Sprintf("replay:%d", requestID)
 	defer func() {
 		if err != nil {
@@ -702,72 +620,21 @@ func (r *Runner) RejectReplayAs(ctx context.Context, requestID int64, by Actor, 
 		postgres.AuditRecord{Actor: name, Action: "rejectReplay", Arguments: map[string]any{"requestId": requestID, "note": note}, Outcome: string(bt.ReplayRejected)})
 }
 
-// ReplayRequests lists replay requests, newest first, by keyset on id.
-func (r *Runner) ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error) {
+// List lists replay requests, newest first, by keyset on id.
+func (s *ReplayService) List(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error) {
+	r := s.r
 	if limit <= 0 {
 		limit = 20
 	}
 	return r.store.ReplayRequests(ctx, statuses, beforeID, limit)
 }
 
-// ReplayRequest returns one replay request, or NOT_FOUND.
-func (r *Runner) ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error) {
+// Get returns one replay request, or NOT_FOUND.
+func (s *ReplayService) Get(ctx context.Context, id int64) (*bt.ReplayRequest, error) {
+	r := s.r
 	return r.store.ReplayRequest(ctx, id)
 }
 
-// Resolution is how an ambiguous target is resolved.
-type Resolution string
-
-// Resolutions.
-const (
-	ResolveConfirmed  Resolution = "CONFIRMED"
-	ResolveNotApplied Resolution = "NOT_APPLIED"
-)
-
-// ResolveAmbiguous resolves an AMBIGUOUS_EFFECT entry by hand. CONFIRMED needs an evidence
-// reference; both need a note. Audited.
-func (r *Runner) ResolveAmbiguous(ctx context.Context, entryID int64, res Resolution, evidenceRef, note, actor string) (*bt.LedgerEntry, error) {
-	target := fmt.Sprintf("ledger:%d", entryID)
-	evidenceRef, note = strings.TrimSpace(evidenceRef), strings.TrimSpace(note)
-	// What reaches the ledger and the audit log: masked for a job with sensitive evidence.
-	stored := evidenceRef
-	if stored != "" {
-		if e, lerr := r.store.LedgerEntry(ctx, entryID); lerr == nil {
-			if job, ok := r.Job(e.JobName); ok && job.Info().SensitiveEvidence {
-				stored = maskEvidence(stored)
-			}
-		}
-	}
-	args := map[string]any{"entryId": entryID, "resolution": res, "evidenceRef": stored, "note": note}
-	var err error
-	switch {
-	case res != ResolveConfirmed && res != ResolveNotApplied:
-		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "resolution must be CONFIRMED or NOT_APPLIED", Field: "resolution"}
-	case note == "":
-		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "say why in a note", Field: "note"}
-	case res == ResolveConfirmed && evidenceRef == "":
-		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "confirming an effect needs an evidence reference", Field: "evidenceRef"}
-	case len(note) > 2000 || len(evidenceRef) > 500:
-		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "note (2000) or evidence reference (500) too long"}
-	}
-	if err != nil {
-		r.audit(ctx, actor, "resolveAmbiguous", target, args, err)
-		return nil, err
-	}
-	var ev *string
-	if stored != "" {
-		ev = &stored
-	}
-	e, err := r.store.ResolveAmbiguous(ctx, entryID, bt.LedgerState(res), nil, ev, "resolved by hand: "+note,
-		postgres.AuditRecord{Actor: actorOr(actor), Action: "resolveAmbiguous", Target: target, Arguments: args, Outcome: string(res)})
-	if err != nil {
-		r.audit(ctx, actor, "resolveAmbiguous", target, args, err)
-	}
-	return e, err
-}
-
-// judgeDownstream adds to a preflight a check for each downstream-error-rate stop condition,
-// judged on the job's calls over the last five minutes, and blocks it when one would trip:
 // repeating calls into a failing downstream only adds load and doubt.
 func judgeDownstream(p *bt.Preflight, conds []StopCondition, calls int64) {
 	for _, c := range conds {
