@@ -95,16 +95,12 @@ func (r *mutationResolver) StartJob(ctx context.Context, input model.StartJobInp
 	if input.Mode != nil {
 		p.Mode = *input.Mode
 	}
-	id, err := r.runner.Start(ctx, p)
+	run, err := r.runner.Start(ctx, p)
 	if err != nil {
 		ue, err := userErrors(err, "name")
 		return &model.StartJobPayload{UserErrors: ue}, err
 	}
-	run, err := r.store.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	r.loaders(ctx).runByID.Prime(id, run)
+	r.loaders(ctx).runByID.Prime(run.ID, run)
 	return &model.StartJobPayload{Run: run, UserErrors: []*model.UserError{}}, nil
 }
 

@@ -129,9 +129,9 @@ func (s *JobService) Resume(ctx context.Context, job, actor string) (j *bt.JobSe
 	if err != nil || last == nil || last.Status != bt.StatusPaused {
 		return j, 0, err
 	}
-	id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
+	run, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
 	if err != nil {
 		return j, 0, fmt.Errorf("job %q resumed, but its run could not start: %w", job, err)
 	}
-	return j, id, nil
+	return j, runIDOf(run), nil
 }

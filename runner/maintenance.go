@@ -35,13 +35,13 @@ func (r *Runner) SetMaintenance(ctx context.Context, on bool, actor string) (*Ma
 		if _, ok := r.Job(job); !ok {
 			continue
 		}
-		id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
+		run, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
 		if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) {
 			res.Failed[job] = err
 			continue
 		}
-		if id != 0 {
-			res.Resumed[job] = id
+		if run != nil {
+			res.Resumed[job] = run.ID
 		}
 	}
 	return res, nil

@@ -351,9 +351,12 @@ func TestReconcileTakesAPoolSlot(t *testing.T) {
 	// A run holds the only slot: the next request waits, then is done once the slot frees.
 	var run int64
 	waitFor(t, "the slot to come back from the hook", func() bool {
-		id, err := r.Start(ctx, runner.StartParams{Job: "busy"})
-		run = id
-		return err == nil
+		rec, err := r.Start(ctx, runner.StartParams{Job: "busy"})
+		if err != nil {
+			return false
+		}
+		run = rec.ID
+		return true
 	})
 	<-busy.reached
 	req, err = r.Ledger().Reconcile(ctx, b.mustEntry("one-slot", "x2").ID, "ops")

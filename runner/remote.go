@@ -47,17 +47,18 @@ type remoteReply struct {
 func (r *Runner) startsKey() string         { return "baton:" + r.cfg.Env + ":starts" }
 func (r *Runner) replyKey(id string) string { return "baton:" + r.cfg.Env + ":start-reply:" + id }
 
-// startRemotely hands p to a worker instance and waits for its answer.
-func (r *Runner) startRemotely(ctx context.Context, p StartParams) (int64, error) {
+// startRemotely hands p to a worker instance and waits for its answer: the run it made, read
+// back from the database, or nil for a fire already taken.
+func (r *Runner) startRemotely(ctx context.Context, p StartParams) (*RunRecord, error) {
 	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode,
 		Actor: p.Actor, Due: p.Due, Next: p.Next, Generation: p.Generation, FromStart: p.FromStart,
 		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope, Missed: p.Missed}}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := r.cfg.Redis.LPush(ctx, r.startsKey(), body).Err(); err != nil {
-		return 0, fmt.Errorf("hand start of %s to a worker instance: %w", p.Job, err)
+		return nil, fmt.Errorf("hand start of %s to a worker instance: %w", p.Job, err)
 	}
 	wait := r.cfg.RemoteStartWait
 	reply, err := r.cfg.Redis.BLPop(ctx, wait, r.replyKey(req.ID)).Result()
@@ -66,21 +67,24 @@ func (r *Runner) startRemotely(ctx context.Context, p StartParams) (int64, error
 		// its answer is on the way.
 		removed, lerr := r.cfg.Redis.LRem(context.WithoutCancel(ctx), r.startsKey(), 1, body).Result()
 		if lerr == nil && removed == 1 {
-			return 0, bt.Errorf(bt.CodeCapacityExceeded, "instance %s runs no jobs and no worker instance had a free slot", r.cfg.Instance)
+			return nil, bt.Errorf(bt.CodeCapacityExceeded, "instance %s runs no jobs and no worker instance had a free slot", r.cfg.Instance)
 		}
 		reply, err = r.cfg.Redis.BLPop(ctx, 30*time.Second, r.replyKey(req.ID)).Result()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("wait for a worker to start %s: %w", p.Job, err)
+		return nil, fmt.Errorf("wait for a worker to start %s: %w", p.Job, err)
 	}
 	var rep remoteReply
 	if err := json.Unmarshal([]byte(reply[1]), &rep); err != nil {
-		return 0, fmt.Errorf("worker's answer to start %s: %w", p.Job, err)
+		return nil, fmt.Errorf("worker's answer to start %s: %w", p.Job, err)
 	}
 	if rep.Code != "" {
-		return 0, &bt.Error{Code: rep.Code, Message: rep.Message}
+		return nil, &bt.Error{Code: rep.Code, Message: rep.Message}
 	}
-	return rep.RunID, nil
+	if rep.RunID == 0 {
+		return nil, nil
+	}
+	return r.store.Run(ctx, rep.RunID)
 }
 
 // serveStarts takes start requests from instances without workers while this one has a free
@@ -118,10 +122,10 @@ func (r *Runner) serveStarts(ctx context.Context) {
 			continue
 		}
 		w := req.Params
-		id, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
+		run, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
 			Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
 			Missed: w.Missed, noAudit: true, local: true})
-		rep := remoteReply{RunID: id}
+		rep := remoteReply{RunID: runIDOf(run)}
 		if err != nil {
 			rep.Code, rep.Message = bt.CodeOf(err), err.Error()
 			if rep.Code == "" {

@@ -582,7 +582,7 @@ func (r *Runner) executeReplay(ctx context.Context, req *bt.ReplayRequest, by Ac
 		p = StartParams{Job: req.JobName, Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: actor,
 			ReplayRequestID: &id, approvedRestart: true, noAudit: true}
 	}
-	runID, err := r.Start(ctx, p)
+	run, err := r.Start(ctx, p)
 	if err != nil {
 		r.audit(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
 		var be *bt.Error
@@ -592,6 +592,7 @@ func (r *Runner) executeReplay(ctx context.Context, req *bt.ReplayRequest, by Ac
 		}
 		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
+	runID := runIDOf(run)
 	return r.store.DecideReplay(ctx, id, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},
 		postgres.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
 }

@@ -38,12 +38,12 @@ func TestConcurrentStartsRunOnce(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-release
-					id, err := runners[i%len(runners)].Start(context.Background(), runner.StartParams{Job: "collect", Actor: "test"})
+					run, err := runners[i%len(runners)].Start(context.Background(), runner.StartParams{Job: "collect", Actor: "test"})
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
 					case err == nil:
-						ids[id] = true
+						ids[run.ID] = true
 					case errors.Is(err, bt.ErrAlreadyRunning):
 						already++
 					default:

@@ -241,10 +241,11 @@ func BenchmarkLedgerScale(b *testing.B) {
 	if err := r.Register(ctx, j, organicJob); err != nil {
 		b.Fatal(err)
 	}
-	id, err := r.Start(ctx, runner.StartParams{Job: job, Mode: bt.ModeRestart})
+	started, err := r.Start(ctx, runner.StartParams{Job: job, Mode: bt.ModeRestart})
 	if err != nil {
 		b.Fatal(err)
 	}
+	id := started.ID
 	if run := f.wait(b, id); run.Status != bt.StatusSucceeded {
 		b.Fatalf("run %d %s", id, run.Status)
 	}
@@ -293,10 +294,11 @@ func BenchmarkLedgerScale(b *testing.B) {
 		var items int
 		for b.Loop() {
 			before := size()
-			oid, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
+			started, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
 			if err != nil {
 				b.Fatal(err)
 			}
+			oid := started.ID
 			if run := f.wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
 				b.Fatalf("organic run %s with %d items", run.Status, run.Processed)
 			}

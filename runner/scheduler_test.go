@@ -360,23 +360,23 @@ func TestStaleClaimDoesNotRunAFireTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := due.Add(24 * time.Hour)
-	fire := func() (int64, error) {
+	fire := func() (*runner.RunRecord, error) {
 		return r.Start(ctx, runner.StartParams{Job: "stale-claim", Trigger: bt.TriggerScheduled, Mode: bt.ModeRestart,
 			Actor: "scheduler", Due: due, Next: next})
 	}
-	id, err := fire()
-	if err != nil || id == 0 {
-		t.Fatalf("first fire: run %d, %v", id, err)
+	first, err := fire()
+	if err != nil || first == nil {
+		t.Fatalf("first fire: run %v, %v", first, err)
 	}
-	b.waitStatus(id, bt.StatusSucceeded)
+	b.waitStatus(first.ID, bt.StatusSucceeded)
 
 	// The claim is reset to the instant that already ran.
 	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = $1 WHERE name = 'stale-claim'`, due); err != nil {
 		t.Fatal(err)
 	}
 	again, err := fire()
-	if err != nil || again != 0 {
-		t.Fatalf("second fire of %s: run %d, %v; want 0 and no error", due, again, err)
+	if err != nil || again != nil {
+		t.Fatalf("second fire of %s: run %v, %v; want none and no error", due, again, err)
 	}
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'stale-claim'`); n != 1 {
 		t.Fatalf("%d runs for one fire, want 1", n)

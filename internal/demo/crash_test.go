@@ -61,11 +61,12 @@ func crashChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	id, err := r.Start(context.Background(), runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume})
+	started, err := r.Start(context.Background(), runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	id := started.ID
 	fmt.Printf("run %d\n", id)
 	select {} // until killed
 }

@@ -598,10 +598,11 @@ func outcome(what string, err error) (string, error) {
 
 func opStartResume(m *modelSeq) (string, error) {
 	in := m.inst()
-	id, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume, Actor: "alice"})
+	started, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume, Actor: "alice"})
 	if err != nil {
 		return outcome("start RESUME", err)
 	}
+	id := started.ID
 	return fmt.Sprintf("run %d on %s", id, in.name), nil
 }
 
@@ -611,10 +612,10 @@ func opStartResume(m *modelSeq) (string, error) {
 // identity. (Where the gate has an API of its own, such as a restart request, call it here.)
 func opStartRestart(m *modelSeq) (string, error) {
 	in := m.inst()
-	id, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeRestart, Actor: "alice"})
+	run, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeRestart, Actor: "alice"})
 	switch c := bt.CodeOf(err); {
 	case err == nil:
-		return fmt.Sprintf("run %d on %s", id, in.name), nil
+		return fmt.Sprintf("run %d on %s", run.ID, in.name), nil
 	case c == bt.CodeApprovalRequired || c == bt.CodeReplayBlocked:
 		// A gated RESTART is a request: alice asks, bob approves (a BLOCKED one waits until
 		// its targets in doubt are settled).
@@ -1127,10 +1128,10 @@ func modelChild() int {
 		fmt.Printf("error runner: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 2
 	}
-	id, err := r.Start(ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.Mode(os.Getenv("BATON_MODEL_MODE")), Actor: "alice"})
+	run, err := r.Start(ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.Mode(os.Getenv("BATON_MODEL_MODE")), Actor: "alice"})
 	switch c := bt.CodeOf(err); {
 	case err == nil:
-		fmt.Printf("run %d\n", id)
+		fmt.Printf("run %d\n", run.ID)
 	case c != "" && c != bt.CodeInvalidInput:
 		fmt.Printf("refused %s\n", c)
 		return 0
