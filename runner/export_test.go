@@ -4,4 +4,4 @@ package runner
 func (r *Runner) Wake() { r.signalWake() }
 
 // SlotWanted reports whether the scheduler is waiting for a free slot for a due fire.
-func (r *Runner) SlotWanted() bool { return r.slotWanted.Load() }
+func (r *Runner) SlotWanted() bool { return r.sched.SlotWanted() }

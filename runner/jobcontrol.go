@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 )
 
@@ -60,7 +61,7 @@ func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleU
 	if u.Timezone != nil {
 		tz = *u.Timezone
 	}
-	if _, err := loadLocation(tz); err != nil {
+	if _, err := schedule.LoadLocation(tz); err != nil {
 		return nil, err
 	}
 	if spec != "" {

@@ -16,6 +16,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/metrics"
+	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/redislock"
 )
@@ -123,10 +124,7 @@ type Runner struct {
 	// startMu orders Shutdown after starts in flight: Start holds it shared from its draining
 	// check until its worker is counted in workers, Shutdown takes it to set draining.
 	startMu sync.RWMutex
-	wake    chan struct{}
-	// slotWanted is set when a due fire found every slot busy: the next slot freed wakes the
-	// scheduler, so the fire starts then rather than at the job's next fire.
-	slotWanted atomic.Bool
+	sched   *schedule.Scheduler
 
 	activeMu sync.Mutex
 	active   map[int64]*Run
@@ -177,7 +175,7 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{
+	r := &Runner{
 		cfg:     cfg,
 		store:   store,
 		locks:   redislock.New(cfg.Redis, cfg.Env),
@@ -185,9 +183,11 @@ func New(cfg Config) (*Runner, error) {
 		metrics: m,
 		jobs:    map[string]Job{},
 		slots:   make(chan struct{}, cfg.PoolSize),
-		wake:    make(chan struct{}, 1),
 		active:  map[int64]*Run{},
-	}, nil
+	}
+	r.sched = schedule.New(schedule.Config{Store: store, DB: cfg.DB, Logger: r.log, PollInterval: cfg.PollInterval,
+		HasJobsFunc: r.hasJobs, ModeFunc: r.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recover})
+	return r, nil
 }
 
 // Store returns the runner's store, for read paths such as the API.
@@ -216,7 +216,7 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 			if _, err := ParseSchedule(info.Cron, info.Timezone); err != nil {
 				return fmt.Errorf("job %q: %w", info.Name, err)
 			}
-		} else if _, err := loadLocation(info.Timezone); err != nil {
+		} else if _, err := schedule.LoadLocation(info.Timezone); err != nil {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
 	}
@@ -300,17 +300,11 @@ func (r *Runner) JobNames() []string {
 // freeSlot gives a worker slot back, and wakes the scheduler if a due fire is waiting for one.
 func (r *Runner) freeSlot() {
 	<-r.slots
-	if r.slotWanted.CompareAndSwap(true, false) {
-		r.signalWake()
-	}
+	r.sched.SlotFreed()
 }
 
-func (r *Runner) signalWake() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+// signalWake makes the scheduler pass at once.
+func (r *Runner) signalWake() { r.sched.Wake() }
 
 // Run runs the scheduler (if configured) until ctx is done, then shuts down gracefully: it
 // stops taking work, asks running jobs to stop at their next boundary, waits up to
@@ -335,8 +329,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.startReconciles(ctx, &wg)
 	if r.cfg.Scheduler {
 		wg.Add(2)
-		go func() { defer wg.Done(); r.schedule(ctx) }()
-		go func() { defer wg.Done(); r.listen(ctx) }()
+		go func() { defer wg.Done(); r.sched.Run(ctx) }()
+		go func() { defer wg.Done(); r.sched.Listen(ctx) }()
 	}
 	<-ctx.Done()
 	wg.Wait()
