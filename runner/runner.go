@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/maintenance"
 	"github.com/baton-run/baton/runner/internal/metrics"
 	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
@@ -123,8 +124,9 @@ type Runner struct {
 	draining atomic.Bool
 	// startMu orders Shutdown after starts in flight: Start holds it shared from its draining
 	// check until its worker is counted in workers, Shutdown takes it to set draining.
-	startMu sync.RWMutex
-	sched   *schedule.Scheduler
+	startMu   sync.RWMutex
+	sched     *schedule.Scheduler
+	recoverer *maintenance.Recoverer
 
 	activeMu sync.Mutex
 	active   map[int64]*Run
@@ -169,7 +171,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.RemoteStartWait == 0 {
 		cfg.RemoteStartWait = DefaultRemoteStartWait
 	}
-	cfg.Retention = cfg.Retention.withDefaults()
+	cfg.Retention = cfg.Retention.WithDefaults()
 	store := postgres.New(cfg.DB)
 	m, err := metrics.New(cfg.Registerer, store.RedoneWrites)
 	if err != nil {
@@ -185,8 +187,12 @@ func New(cfg Config) (*Runner, error) {
 		slots:   make(chan struct{}, cfg.PoolSize),
 		active:  map[int64]*Run{},
 	}
+	r.recoverer = &maintenance.Recoverer{Store: store, Locks: r.locks, Metrics: m, Logger: r.log}
+	if cfg.Events != nil {
+		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
+	}
 	r.sched = schedule.New(schedule.Config{Store: store, DB: cfg.DB, Logger: r.log, PollInterval: cfg.PollInterval,
-		HasJobsFunc: r.hasJobs, ModeFunc: r.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recover})
+		HasJobsFunc: r.hasJobs, ModeFunc: r.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
 	return r, nil
 }
 

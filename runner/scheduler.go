@@ -26,29 +26,5 @@ func (r *Runner) scheduledMode(name string) (Mode, bool) {
 	return bt.ModeRestart, true
 }
 
-// recover fails runs whose lease expired (their worker died or stalled), turns their
-// in-flight targets ambiguous and releases their Redis locks.
-func (r *Runner) recover(ctx context.Context) {
-	expired, err := r.store.RecoverExpired(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Error("recover expired leases", "err", err)
-		}
-		return
-	}
-	for _, e := range expired {
-		r.metrics.Recovered.Inc()
-		r.log.Warn("run failed: lease expired", "job", e.JobName, "run", e.ID, "ambiguous", e.Ambiguous)
-		if _, err := r.locks.Release(ctx, e.JobName, e.Token); err != nil {
-			r.log.Warn("release expired lock", "job", e.JobName, "err", err)
-		}
-		if r.cfg.Events != nil {
-			if rec, err := r.store.Run(ctx, e.ID); err == nil {
-				r.cfg.Events.RunChanged(RunEvent{Run: *rec, Final: true})
-			}
-		}
-	}
-}
-
 // RecoverExpired runs one recovery pass now (the scheduler does it every PollInterval).
-func (r *Runner) RecoverExpired(ctx context.Context) { r.recover(ctx) }
+func (r *Runner) RecoverExpired(ctx context.Context) { r.recoverer.Recover(ctx) }
