@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/replay"
 	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 )
@@ -87,12 +88,8 @@ func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleU
 	return j, err
 }
 
-func actorOr(a string) string {
-	if a == "" {
-		return "system"
-	}
-	return a
-}
+// actorOr returns a, or "system" for no one.
+func actorOr(a string) string { return replay.NameOr(a) }
 
 // NextFires returns the next n fire times of spec in tz after the database's now.
 func (s *JobService) NextFires(ctx context.Context, spec, tz string, n int) ([]time.Time, error) {

@@ -17,6 +17,7 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/maintenance"
 	"github.com/baton-run/baton/runner/internal/metrics"
+	"github.com/baton-run/baton/runner/internal/replay"
 	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/redislock"
@@ -132,7 +133,8 @@ type Runner struct {
 	active   map[int64]*Run
 	workers  sync.WaitGroup
 
-	reconcile reconcileState
+	replays    *replay.Service
+	reconciles *replay.Reconciles
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -193,6 +195,11 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.sched = schedule.New(schedule.Config{Store: store, DB: cfg.DB, Logger: r.log, PollInterval: cfg.PollInterval,
 		HasJobsFunc: r.hasJobs, ModeFunc: r.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
+	r.replays = replay.New(replay.Config{Store: store, Logger: r.log, JobFunc: r.replayJob, StartFunc: r.startReplay,
+		AuditFunc: r.audit, MaskFunc: maskEvidence})
+	r.reconciles = replay.NewReconciles(replay.ReconcileConfig{Store: store, Logger: r.log, Instance: cfg.Instance,
+		PollInterval: cfg.PollInterval, Timeout: r.reconcileTimeout(), JobFunc: r.replayJob, LeasesFunc: r.reconcileLeases,
+		Slots: reconcileSlots{r}, TokenFunc: newToken, AuditFunc: r.audit, PublishFunc: r.publishReconcile, MaskFunc: maskEvidence})
 	return r, nil
 }
 

@@ -93,7 +93,7 @@ func (r *Runner) checkStart(ctx context.Context, p *StartParams) (Job, error) {
 	// needs a request and a second person's approval (RequestRestart). Scheduled fires and
 	// RESUME are not gated; a start handed over by another instance passed its gate there.
 	if p.Trigger == bt.TriggerManual && p.Mode == bt.ModeRestart && !p.approvedRestart && !p.local {
-		if err := r.restartGate(ctx, p.Job); err != nil {
+		if err := r.replays.Gate(ctx, p.Job); err != nil {
 			return nil, err
 		}
 	}
