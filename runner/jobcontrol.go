@@ -83,7 +83,7 @@ func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleU
 	}
 	j, err = r.store.UpdateSchedule(ctx, job, p)
 	if err == nil {
-		r.signalWake()
+		r.sched.Wake()
 	}
 	return j, err
 }

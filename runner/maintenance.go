@@ -22,7 +22,7 @@ func (r *Runner) SetMaintenance(ctx context.Context, on bool, actor string) (*Ma
 	if err != nil {
 		return nil, err
 	}
-	r.signalWake()
+	r.sched.Wake()
 	res := &MaintenanceResult{Resumed: map[string]int64{}, Failed: map[string]error{}}
 	if on {
 		return res, nil

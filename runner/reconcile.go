@@ -1,12 +1,9 @@
 package runner
 
 import (
-	"context"
-	"sync"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // Reconciles run off the request path (runner/internal/replay): LedgerService.Reconcile
@@ -22,37 +19,6 @@ const DefaultReconcileTimeout = 30 * time.Second
 // recorded, claimed, retried, ended. The runner checks Config.Events for it.
 type ReconcileSink interface {
 	ReconcileChanged(req bt.ReconcileRequest)
-}
-
-// reconcileTimeout is the configured bound of one hook call.
-func (r *Runner) reconcileTimeout() time.Duration {
-	if r.cfg.ReconcileTimeout > 0 {
-		return r.cfg.ReconcileTimeout
-	}
-	return DefaultReconcileTimeout
-}
-
-// startReconciles runs the reconcile worker loop beside Run's other loops, on instances with
-// worker slots (an API-only instance leaves its requests to the others).
-func (r *Runner) startReconciles(ctx context.Context, wg *sync.WaitGroup) {
-	if cap(r.slots) == 0 {
-		return
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); r.reconciles.Serve(ctx) }()
-}
-
-// reconcileLeases lists the registered jobs with a reconcile hook and each one's lease.
-func (r *Runner) reconcileLeases() []postgres.ReconcileLease {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []postgres.ReconcileLease
-	for name, j := range r.jobs {
-		if _, ok := j.(Reconciler); ok {
-			out = append(out, postgres.ReconcileLease{Job: name, Lease: leaseOf(j, r.cfg.DefaultLease)})
-		}
-	}
-	return out
 }
 
 // reconcileSlots lends the worker pool to reconciles.
@@ -77,10 +43,3 @@ func (s reconcileSlots) Take() bool {
 
 func (s reconcileSlots) Free() { s.r.freeSlot() }
 func (s reconcileSlots) Done() { s.r.workers.Done() }
-
-// publishReconcile sends a reconcile request's state to the EventSink, if it takes them.
-func (r *Runner) publishReconcile(q bt.ReconcileRequest) {
-	if s, ok := r.cfg.Events.(ReconcileSink); ok {
-		s.ReconcileChanged(q)
-	}
-}

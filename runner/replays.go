@@ -104,27 +104,3 @@ func (r *Runner) startReplay(ctx context.Context, q replay.StartRequest) (*RunRe
 	}
 	return r.Start(ctx, p)
 }
-
-// replayJob is what the replay workflow knows of a job: for one not registered here, only the
-// default downstream limits.
-func (r *Runner) replayJob(name string) (replay.Job, bool) {
-	j, ok := r.Job(name)
-	conds := DefaultStopConditions()
-	var v replay.Job
-	if ok {
-		info := j.Info()
-		if info.StopConditions != nil {
-			conds = info.StopConditions
-		}
-		v = replay.Job{Version: info.Version, SensitiveEvidence: info.SensitiveEvidence, Lease: leaseOf(j, r.cfg.DefaultLease)}
-		if hook, isRec := j.(Reconciler); isRec {
-			v.Hook = hook
-		}
-	}
-	for _, c := range conds {
-		if c = c.withDefaults(); c.Metric == DownstreamErrorRate {
-			v.Downstream = append(v.Downstream, replay.DownstreamLimit{Name: c.Name, Threshold: c.Threshold, MinCalls: c.MinCalls})
-		}
-	}
-	return v, ok
-}

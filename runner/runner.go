@@ -118,8 +118,8 @@ type Runner struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 
-	mu   sync.RWMutex
-	jobs map[string]Job
+	reg      *registry
+	handover handover
 
 	slots    chan struct{}
 	draining atomic.Bool
@@ -170,6 +170,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
+	if cfg.ReconcileTimeout <= 0 {
+		cfg.ReconcileTimeout = DefaultReconcileTimeout
+	}
 	if cfg.RemoteStartWait == 0 {
 		cfg.RemoteStartWait = DefaultRemoteStartWait
 	}
@@ -185,21 +188,26 @@ func New(cfg Config) (*Runner, error) {
 		locks:   redislock.New(cfg.Redis, cfg.Env),
 		log:     cfg.Logger.With("instance", cfg.Instance),
 		metrics: m,
-		jobs:    map[string]Job{},
+		reg:     &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
 		slots:   make(chan struct{}, cfg.PoolSize),
 		active:  map[int64]*Run{},
 	}
+	r.handover = handover{r}
 	r.recoverer = &maintenance.Recoverer{Store: store, Locks: r.locks, Metrics: m, Logger: r.log}
 	if cfg.Events != nil {
 		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
 	}
 	r.sched = schedule.New(schedule.Config{Store: store, DB: cfg.DB, Logger: r.log, PollInterval: cfg.PollInterval,
-		HasJobsFunc: r.hasJobs, ModeFunc: r.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
-	r.replays = replay.New(replay.Config{Store: store, Logger: r.log, JobFunc: r.replayJob, StartFunc: r.startReplay,
+		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
+	r.replays = replay.New(replay.Config{Store: store, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
 		AuditFunc: r.audit, MaskFunc: maskEvidence})
-	r.reconciles = replay.NewReconciles(replay.ReconcileConfig{Store: store, Logger: r.log, Instance: cfg.Instance,
-		PollInterval: cfg.PollInterval, Timeout: r.reconcileTimeout(), JobFunc: r.replayJob, LeasesFunc: r.reconcileLeases,
-		Slots: reconcileSlots{r}, TokenFunc: newToken, AuditFunc: r.audit, PublishFunc: r.publishReconcile, MaskFunc: maskEvidence})
+	rc := replay.ReconcileConfig{Store: store, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
+		Timeout: cfg.ReconcileTimeout, JobFunc: r.reg.replayJob, LeasesFunc: r.reg.reconcileLeases, Slots: reconcileSlots{r},
+		TokenFunc: newToken, AuditFunc: r.audit, MaskFunc: maskEvidence}
+	if sink, ok := cfg.Events.(ReconcileSink); ok {
+		rc.PublishFunc = sink.ReconcileChanged
+	}
+	r.reconciles = replay.NewReconciles(rc)
 	return r, nil
 }
 
@@ -213,15 +221,15 @@ func (r *Runner) Instance() string { return r.cfg.Instance }
 // runtime-edited schedule). A name registered twice, an invalid name, cron or timezone fails
 // with a coded error and registers nothing of that call.
 func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.reg.mu.Lock()
+	defer r.reg.mu.Unlock()
 	seen := map[string]bool{}
 	for _, j := range jobs {
 		info := j.Info()
 		if err := validateName(info.Name); err != nil {
 			return err
 		}
-		if _, dup := r.jobs[info.Name]; dup || seen[info.Name] {
+		if _, dup := r.reg.jobs[info.Name]; dup || seen[info.Name] {
 			return bt.Errorf(bt.CodeDuplicateJob, "job %q is already registered", info.Name)
 		}
 		seen[info.Name] = true
@@ -255,9 +263,9 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		return err
 	}
 	for _, j := range jobs {
-		r.jobs[j.Info().Name] = j
+		r.reg.jobs[j.Info().Name] = j
 	}
-	r.signalWake()
+	r.sched.Wake()
 	return nil
 }
 
@@ -285,39 +293,16 @@ func validateName(name string) error {
 }
 
 // Job returns a registered job by name.
-func (r *Runner) Job(name string) (Job, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	j, ok := r.jobs[name]
-	return j, ok
-}
-
-// hasJobs reports whether any job is registered.
-func (r *Runner) hasJobs() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.jobs) > 0
-}
+func (r *Runner) Job(name string) (Job, bool) { return r.reg.get(name) }
 
 // JobNames lists registered job names.
-func (r *Runner) JobNames() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.jobs))
-	for n := range r.jobs {
-		names = append(names, n)
-	}
-	return names
-}
+func (r *Runner) JobNames() []string { return r.reg.names() }
 
 // freeSlot gives a worker slot back, and wakes the scheduler if a due fire is waiting for one.
 func (r *Runner) freeSlot() {
 	<-r.slots
 	r.sched.SlotFreed()
 }
-
-// signalWake makes the scheduler pass at once.
-func (r *Runner) signalWake() { r.sched.Wake() }
 
 // Run runs the scheduler (if configured) until ctx is done, then shuts down gracefully: it
 // stops taking work, asks running jobs to stop at their next boundary, waits up to
@@ -335,11 +320,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
-	if cap(r.slots) > 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.serveStarts(ctx) }()
+	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts and reconciles to the others
+		wg.Add(2)
+		go func() { defer wg.Done(); r.handover.serve(ctx) }()
+		go func() { defer wg.Done(); r.reconciles.Serve(ctx) }()
 	}
-	r.startReconciles(ctx, &wg)
 	if r.cfg.Scheduler {
 		wg.Add(2)
 		go func() { defer wg.Done(); r.sched.Run(ctx) }()

@@ -14,17 +14,5 @@ func (r *Runner) startFire(ctx context.Context, f schedule.Fire) error {
 	return err
 }
 
-// scheduledMode returns the mode of a scheduled fire of a job registered here.
-func (r *Runner) scheduledMode(name string) (Mode, bool) {
-	j, ok := r.Job(name)
-	if !ok {
-		return "", false
-	}
-	if m := j.Info().ScheduledMode; m != "" {
-		return m, true
-	}
-	return bt.ModeRestart, true
-}
-
 // RecoverExpired runs one recovery pass now (the scheduler does it every PollInterval).
 func (r *Runner) RecoverExpired(ctx context.Context) { r.recoverer.Recover(ctx) }

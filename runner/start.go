@@ -46,20 +46,19 @@ type StartParams struct {
 // A SCHEDULED start whose fire is no longer due (another instance claimed it) returns nil and
 // no error.
 func (r *Runner) Start(ctx context.Context, p StartParams) (run *RunRecord, err error) {
+	a := &startAttempt{r: r, p: p, t0: time.Now()}
 	if (p.Trigger == "" || p.Trigger == bt.TriggerManual) && !p.noAudit {
 		defer func() {
-			r.audit(ctx, p.Actor, "startJob", "job:"+p.Job, map[string]any{"mode": p.Mode, "runId": runIDOf(run)}, err)
+			r.audit(ctx, a.p.Actor, "startJob", "job:"+a.p.Job, map[string]any{"mode": a.p.Mode, "runId": runIDOf(run)}, err)
 		}()
 	}
-	t0 := time.Now()
-	job, err := r.checkStart(ctx, &p)
-	if err != nil {
+	if err := a.check(ctx); err != nil {
 		return nil, err
 	}
-	if cap(r.slots) == 0 && !p.local && r.cfg.RemoteStartWait > 0 {
-		return r.startRemotely(ctx, p)
+	if cap(r.slots) == 0 && !a.p.local && r.cfg.RemoteStartWait > 0 {
+		return r.handover.start(ctx, a.p)
 	}
-	return r.startLocally(ctx, p, job, t0)
+	return a.startLocally(ctx)
 }
 
 func runIDOf(run *RunRecord) int64 {
@@ -69,13 +68,27 @@ func runIDOf(run *RunRecord) int64 {
 	return run.ID
 }
 
-// checkStart looks the job up, fills p's defaults and refuses what may not start: an invalid
-// mode, a RESTART the gate holds, an instance shutting down.
-func (r *Runner) checkStart(ctx context.Context, p *StartParams) (Job, error) {
+// startAttempt is one start as its steps fill it in.
+type startAttempt struct {
+	r            *Runner
+	p            StartParams
+	job          Job
+	t0           time.Time
+	scheduledFor *time.Time // the claimed fire of a SCHEDULED start
+	token        string     // the run's lease token, and the Redis lock's
+	lease        time.Duration
+	locked       bool // the Redis lock is held
+}
+
+// check looks the job up, fills the start's defaults and refuses what may not start: an
+// invalid mode, a RESTART the gate holds, an instance shutting down.
+func (a *startAttempt) check(ctx context.Context) error {
+	r, p := a.r, &a.p
 	job, ok := r.Job(p.Job)
 	if !ok {
-		return nil, bt.Errorf(bt.CodeNotFound, "job %q is not registered", p.Job)
+		return bt.Errorf(bt.CodeNotFound, "job %q is not registered", p.Job)
 	}
+	a.job, a.lease = job, leaseOf(job, r.cfg.DefaultLease)
 	if p.Trigger == "" {
 		p.Trigger = bt.TriggerManual
 	}
@@ -83,7 +96,7 @@ func (r *Runner) checkStart(ctx context.Context, p *StartParams) (Job, error) {
 		p.Mode = bt.ModeResume
 	}
 	if p.Mode != bt.ModeResume && p.Mode != bt.ModeRestart {
-		return nil, bt.Errorf(bt.CodeInvalidInput, "mode must be RESUME or RESTART, not %q", p.Mode)
+		return bt.Errorf(bt.CodeInvalidInput, "mode must be RESUME or RESTART, not %q", p.Mode)
 	}
 	if p.Actor == "" {
 		p.Actor = "system"
@@ -94,32 +107,22 @@ func (r *Runner) checkStart(ctx context.Context, p *StartParams) (Job, error) {
 	// RESUME are not gated; a start handed over by another instance passed its gate there.
 	if p.Trigger == bt.TriggerManual && p.Mode == bt.ModeRestart && !p.approvedRestart && !p.local {
 		if err := r.replays.Gate(ctx, p.Job); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if r.draining.Load() {
-		return nil, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
+		return bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
 	}
-	return job, nil
-}
-
-// startAttempt is one start as its steps fill it in.
-type startAttempt struct {
-	p            StartParams
-	job          Job
-	t0           time.Time
-	scheduledFor *time.Time // the claimed fire of a SCHEDULED start
-	token        string     // the run's lease token, and the Redis lock's
-	lease        time.Duration
-	locked       bool // the Redis lock is held
+	return nil
 }
 
 // startLocally takes a slot, claims the fire of a SCHEDULED start, takes the lock, inserts the
 // run and hands it to a worker goroutine on the slot.
-func (r *Runner) startLocally(ctx context.Context, p StartParams, job Job, t0 time.Time) (*RunRecord, error) {
+func (a *startAttempt) startLocally(ctx context.Context) (*RunRecord, error) {
+	r := a.r
 	r.startMu.RLock()
 	defer r.startMu.RUnlock()
-	if err := r.takeSlot(); err != nil {
+	if err := a.takeSlot(); err != nil {
 		return nil, err
 	}
 	handedOff := false
@@ -137,25 +140,26 @@ func (r *Runner) startLocally(ctx context.Context, p StartParams, job Job, t0 ti
 	ctx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancelStart()
 
-	a := &startAttempt{p: p, job: job, t0: t0, token: newToken(), lease: leaseOf(job, r.cfg.DefaultLease)}
-	if claimed, err := r.claimFire(ctx, callerCtx, a); err != nil || !claimed {
+	a.token = newToken()
+	if claimed, err := a.claimFire(ctx, callerCtx); err != nil || !claimed {
 		return nil, err
 	}
-	if err := r.lock(ctx, a); err != nil {
+	if err := a.lock(ctx); err != nil {
 		return nil, err
 	}
-	run, err := r.insertRun(ctx, a)
+	run, err := a.insertRun(ctx)
 	if err != nil || run == nil {
 		return nil, err
 	}
 	handedOff = true
-	r.handOff(ctx, a, run)
+	a.handOff(ctx, run)
 	return run, nil
 }
 
 // takeSlot takes a free worker slot, or refuses with SHUTTING_DOWN or CAPACITY_EXCEEDED. The
 // caller holds startMu shared, so that Shutdown waits for the worker it starts.
-func (r *Runner) takeSlot() error {
+func (a *startAttempt) takeSlot() error {
+	r := a.r
 	if r.draining.Load() {
 		return bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
 	}
@@ -171,8 +175,8 @@ func (r *Runner) takeSlot() error {
 // claimFire claims the due fire of a SCHEDULED start by compare-and-set, recording the fires it
 // missed, and reports whether it holds the fire. A fire another instance claimed is not
 // claimed, without error. Other triggers have no fire to claim.
-func (r *Runner) claimFire(ctx, callerCtx context.Context, a *startAttempt) (bool, error) {
-	p := a.p
+func (a *startAttempt) claimFire(ctx, callerCtx context.Context) (bool, error) {
+	r, p := a.r, a.p
 	if p.Trigger != bt.TriggerScheduled {
 		return true, nil
 	}
@@ -200,7 +204,8 @@ func (r *Runner) claimFire(ctx, callerCtx context.Context, a *startAttempt) (boo
 // lock takes the job's Redis lock for the lease. Redis is the fast path, not the guard: the
 // database index still refuses a second active run, so a Redis outage does not stop every job
 // (the start goes on unlocked). A lock held elsewhere is ALREADY_RUNNING.
-func (r *Runner) lock(ctx context.Context, a *startAttempt) error {
+func (a *startAttempt) lock(ctx context.Context) error {
+	r := a.r
 	lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(a.lease))
 	locked, err := r.locks.Acquire(lockCtx, a.p.Job, a.token, a.lease)
 	cancelLock()
@@ -210,7 +215,7 @@ func (r *Runner) lock(ctx context.Context, a *startAttempt) error {
 		r.log.Warn("redis lock unavailable; relying on the database guard", "job", a.p.Job, "err", err)
 	case !locked:
 		r.metrics.LockContention.Inc()
-		r.recordSkip(ctx, a.p, a.scheduledFor, "SKIPPED_RUNNING", "lock held in Redis")
+		a.recordSkip(ctx, "SKIPPED_RUNNING", "lock held in Redis")
 		return bt.Errorf(bt.CodeAlreadyRunning, "job %q is already running (lock held)", a.p.Job)
 	}
 	a.locked = locked
@@ -219,8 +224,8 @@ func (r *Runner) lock(ctx context.Context, a *startAttempt) error {
 
 // insertRun inserts the STARTING run. On failure it gives the lock back and records a scheduled
 // fire as skipped; a fire that already started a run returns nil and no error.
-func (r *Runner) insertRun(ctx context.Context, a *startAttempt) (*RunRecord, error) {
-	p := a.p
+func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
+	r, p := a.r, a.p
 	run, err := onConnect(ctx, func() (*bt.RunRecord, error) {
 		return r.store.InsertRun(ctx, postgres.NewRun{
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
@@ -242,9 +247,9 @@ func (r *Runner) insertRun(ctx context.Context, a *startAttempt) (*RunRecord, er
 	}
 	if errors.Is(err, bt.ErrAlreadyRunning) {
 		r.metrics.LockContention.Inc()
-		r.recordSkip(ctx, p, a.scheduledFor, "SKIPPED_RUNNING", "active run in database")
+		a.recordSkip(ctx, "SKIPPED_RUNNING", "active run in database")
 	} else if p.Trigger == bt.TriggerScheduled {
-		r.recordSkip(ctx, p, a.scheduledFor, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
+		a.recordSkip(ctx, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
 	}
 	return nil, err
 }
@@ -252,7 +257,8 @@ func (r *Runner) insertRun(ctx context.Context, a *startAttempt) (*RunRecord, er
 // handOff gives the inserted run to a worker goroutine on the slot taken for it. When the
 // operator's lease override replaced the job's lease, the Redis lock is extended to it first:
 // the run, its renewals and the lock hold that one from here on.
-func (r *Runner) handOff(ctx context.Context, a *startAttempt, run *RunRecord) {
+func (a *startAttempt) handOff(ctx context.Context, run *RunRecord) {
+	r := a.r
 	if got := time.Duration(run.LeaseSeconds) * time.Second; got != a.lease && a.locked {
 		lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(got))
 		if _, err := r.locks.Extend(lockCtx, a.p.Job, a.token, got); err != nil {
@@ -272,15 +278,9 @@ func (r *Runner) handOff(ctx context.Context, a *startAttempt, run *RunRecord) {
 	}
 }
 
-// leaseOf returns a job's lease, or def when it declares none.
-func leaseOf(job Job, def time.Duration) time.Duration {
-	if l := job.Info().Lease; l > 0 {
-		return l
-	}
-	return def
-}
-
-func (r *Runner) recordSkip(ctx context.Context, p StartParams, at *time.Time, outcome, detail string) {
+// recordSkip records a scheduled fire that did not start a run.
+func (a *startAttempt) recordSkip(ctx context.Context, outcome, detail string) {
+	r, p, at := a.r, a.p, a.scheduledFor
 	if at == nil {
 		return
 	}
