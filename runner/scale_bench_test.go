@@ -190,7 +190,7 @@ func BenchmarkFireLateness(b *testing.B) {
 // with BATON_BENCH_SCALE=full; INSERT ... SELECT generate_series, rows shaped as the runner
 // writes them: ~98 % CONFIRMED, the rest failed in each class or ambiguous), the matching
 // per-state counters and a finished run, then:
-//   - preflight: Runner.Preflight of the run (scope FAILED) — p50/p99 ms. Preflight reads
+//   - preflight: ReplayService.Preflight of the run (scope FAILED) — p50/p99 ms. Preflight reads
 //     counters, never the ledger, so it must not grow with N.
 //   - bytes: pg_total_relation_size of job_ledger (heap, TOAST, indexes) plus job_ledger_counts,
 //     per million items (MB of 10^6 bytes: bytes per item = MB per million items); and the same
