@@ -266,7 +266,8 @@ func (a *startAttempt) handOff(ctx context.Context, run *RunRecord) {
 		}
 		cancelLock()
 	}
-	w := r.newRun(a.job, run, a.token, a.p.ReplayScope)
+	own := *run // the worker's; the caller keeps the record Start returns
+	w := r.newRun(a.job, &own, a.token, a.p.ReplayScope)
 	r.workers.Add(1)
 	go r.work(w)
 	r.metrics.RunsStarted.WithLabelValues(string(a.p.Trigger)).Inc()
