@@ -24,7 +24,7 @@ func (r *queryResolver) AuditLog(ctx context.Context, first *int, after *string)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.runner.AuditLog(ctx, p.after, p.first+1)
+	rows, err := r.runner.Audit().Log(ctx, p.after, p.first+1)
 	if err != nil {
 		return nil, err
 	}

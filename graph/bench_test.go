@@ -224,10 +224,11 @@ func BenchmarkGraphStartJob(b *testing.B) {
 		start func(b *testing.B) int64
 	}{
 		{"runner", func(b *testing.B) int64 {
-			id, err := in.r.Start(ctx, runner.StartParams{Job: "noop", Actor: "bench"})
+			started, err := in.r.Start(ctx, runner.StartParams{Job: "noop", Actor: "bench"})
 			if err != nil {
 				b.Fatal(err)
 			}
+			id := started.ID
 			return id
 		}},
 		{"http", func(b *testing.B) int64 {
@@ -515,10 +516,11 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 		return nil
 	})
 	in := newBenchInstance(b, job)
-	id, err := in.r.Start(ctx, runner.StartParams{Job: "busy", Mode: bt.ModeRestart})
+	started, err := in.r.Start(ctx, runner.StartParams{Job: "busy", Mode: bt.ModeRestart})
 	if err != nil {
 		b.Fatal(err)
 	}
+	id := started.ID
 	in.sink.track(id)
 	b.Cleanup(func() { stop.Store(true); closeOnce(gate) })
 	rssBefore, _ := procMemory(b, os.Getpid())

@@ -163,7 +163,7 @@ func (d *directives) hasRole(ctx context.Context, _ any, next graphql.Resolver, 
 // is logged, and does not change the answer: the refusal stands either way.
 func (d *directives) auditRefusal(ctx context.Context, v *Caller, fc *graphql.FieldContext, outcome string) {
 	action, target, args := describeMutation(fc)
-	if err := d.runner.Audit(context.WithoutCancel(ctx), v.Name, action, target, args, outcome); err != nil {
+	if err := d.runner.Audit().Record(context.WithoutCancel(ctx), v.Name, action, target, args, outcome); err != nil {
 		d.log.ErrorContext(ctx, "graph: audit refused mutation", "action", action, "actor", v.Name, "outcome", outcome, "err", err)
 	}
 }

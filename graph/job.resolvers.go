@@ -94,16 +94,12 @@ func (r *mutationResolver) StartJob(ctx context.Context, input model.StartJobInp
 	if input.Mode != nil {
 		p.Mode = *input.Mode
 	}
-	id, err := r.runner.Start(ctx, p)
+	run, err := r.runner.Start(ctx, p)
 	if err != nil {
 		ue, err := userErrors(err, "name")
 		return &model.StartJobPayload{UserErrors: ue}, err
 	}
-	run, err := r.runner.Runs().Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	r.loaders(ctx).runByID.Prime(id, run)
+	r.loaders(ctx).runByID.Prime(run.ID, run)
 	return &model.StartJobPayload{Run: run, UserErrors: []*model.UserError{}}, nil
 }
 
@@ -115,14 +111,14 @@ func (r *mutationResolver) UpdateJobSchedule(ctx context.Context, input model.Up
 	if input.LeaseSeconds != nil {
 		if secs := *input.LeaseSeconds; secs < 0 || secs > 86400 {
 			// Refused here, before time.Duration could overflow; audited like the runner's refusals.
-			_ = r.runner.Audit(ctx, actor(ctx), "updateJobSchedule", "job:"+input.Name, map[string]any{"leaseSeconds": secs}, string(model.UserErrorCodeInvalidInput))
+			_ = r.runner.Audit().Record(ctx, actor(ctx), "updateJobSchedule", "job:"+input.Name, map[string]any{"leaseSeconds": secs}, string(model.UserErrorCodeInvalidInput))
 			return &model.UpdateJobSchedulePayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "leaseSeconds",
 				"leaseSeconds must be between 1 and 86400 (0 clears the override), not %d", secs)}, nil
 		}
 		lease := time.Duration(*input.LeaseSeconds) * time.Second
 		u.Lease = &lease
 	}
-	job, err := r.runner.UpdateSchedule(ctx, input.Name, u)
+	job, err := r.runner.Jobs().UpdateSchedule(ctx, input.Name, u)
 	if err != nil {
 		ue, err := userErrors(err, "name")
 		return &model.UpdateJobSchedulePayload{UserErrors: ue}, err
@@ -135,7 +131,7 @@ func (r *mutationResolver) UpdateJobSchedule(ctx context.Context, input model.Up
 func (r *mutationResolver) PauseJob(ctx context.Context, input model.PauseJobInput) (*model.PauseJobPayload, error) {
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
-	job, err := r.runner.PauseJob(ctx, input.Name, actor(ctx))
+	job, err := r.runner.Jobs().Pause(ctx, input.Name, actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "name")
 		return &model.PauseJobPayload{UserErrors: ue}, err
@@ -148,7 +144,7 @@ func (r *mutationResolver) PauseJob(ctx context.Context, input model.PauseJobInp
 func (r *mutationResolver) ResumeJob(ctx context.Context, input model.ResumeJobInput) (*model.ResumeJobPayload, error) {
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
-	job, id, err := r.runner.ResumeJob(ctx, input.Name, actor(ctx))
+	job, id, err := r.runner.Jobs().Resume(ctx, input.Name, actor(ctx))
 	out := &model.ResumeJobPayload{Job: job, UserErrors: []*model.UserError{}}
 	if err != nil {
 		// The job may be resumed even though its RESUME run could not start: then the job
@@ -203,7 +199,7 @@ func (r *queryResolver) CronPreview(ctx context.Context, cron string, timezone *
 	if timezone != nil {
 		tz = *timezone
 	}
-	fires, err := r.runner.NextFires(ctx, cron, tz, count)
+	fires, err := r.runner.Jobs().NextFires(ctx, cron, tz, count)
 	if err != nil {
 		ue, err := userErrors(err, "cron")
 		return &model.CronPreview{NextFireTimes: []*time.Time{}, UserErrors: ue}, err

@@ -34,7 +34,7 @@ func (r *mutationResolver) ResolveAmbiguous(ctx context.Context, input model.Res
 		r.auditInvalid(ctx, "resolveAmbiguous", map[string]any{"entryId": input.EntryID})
 		return &model.ResolveAmbiguousPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "entryId", "entryId is not a LedgerEntry id")}, nil
 	}
-	entry, err := r.runner.ResolveAmbiguous(ctx, id, runner.Resolution(input.Resolution), deref(input.EvidenceRef), deref(input.Note), actor(ctx))
+	entry, err := r.runner.Ledger().ResolveAmbiguous(ctx, id, runner.Resolution(input.Resolution), deref(input.EvidenceRef), deref(input.Note), actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "entryId")
 		return &model.ResolveAmbiguousPayload{UserErrors: ue}, err
@@ -51,7 +51,7 @@ func (r *mutationResolver) ReconcileEntry(ctx context.Context, input model.Recon
 		r.auditInvalid(ctx, "reconcile", map[string]any{"entryId": input.EntryID})
 		return &model.ReconcileEntryPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "entryId", "entryId is not a LedgerEntry id")}, nil
 	}
-	req, err := r.runner.ReconcileEntry(ctx, id, actor(ctx))
+	req, err := r.runner.Ledger().Reconcile(ctx, id, actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "entryId")
 		return &model.ReconcileEntryPayload{UserErrors: ue}, err
@@ -83,7 +83,7 @@ func (r *queryResolver) Ledger(ctx context.Context, jobName string, state []bato
 		}
 		f.TargetPrefix = *targetPrefix
 	}
-	rows, err := r.runner.Ledger(ctx, f)
+	rows, err := r.runner.Ledger().Entries(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (r *reconcileRequestResolver) ID(ctx context.Context, obj *batontype.Reconc
 
 // Entry is the resolver for the entry field.
 func (r *reconcileRequestResolver) Entry(ctx context.Context, obj *batontype.ReconcileRequest) (*batontype.LedgerEntry, error) {
-	return r.runner.LedgerEntry(ctx, obj.EntryID)
+	return r.runner.Ledger().Entry(ctx, obj.EntryID)
 }
 
 // ReconcileRequest is the resolver for the reconcileRequest field.

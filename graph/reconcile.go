@@ -17,6 +17,6 @@ const typeReconcileRequest = "ReconcileRequest"
 // first, then events (re-reading the database on Resync and after a quiet spell), latest wins.
 func (r *Resolver) reconcileProgress(ctx context.Context, id int64) (<-chan *bt.ReconcileRequest, error) {
 	return r.live.ReconcileProgress(ctx, id, func(ctx context.Context) (*bt.ReconcileRequest, error) {
-		return r.runner.ReconcileRequest(ctx, id)
+		return r.runner.Ledger().ReconcileRequest(ctx, id)
 	})
 }

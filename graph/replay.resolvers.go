@@ -24,7 +24,7 @@ func (r *mutationResolver) RequestReplay(ctx context.Context, input model.Reques
 		return &model.RequestReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "runId", "runId is not a Run id")}, nil
 	}
 	by := identity(ctx)
-	req, err := r.runner.RequestReplay(ctx, runner.ReplayParams{
+	req, err := r.runner.Replays().Request(ctx, runner.ReplayParams{
 		RunID: id, Scope: input.Scope, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: by.Name, ActorTokenID: by.TokenID,
 	})
 	if err != nil {
@@ -40,7 +40,7 @@ func (r *mutationResolver) RequestRestart(ctx context.Context, input model.Reque
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
 	by := identity(ctx)
-	req, err := r.runner.RequestRestart(ctx, runner.RestartParams{
+	req, err := r.runner.Replays().RequestRestart(ctx, runner.RestartParams{
 		Job: input.Name, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: by.Name, ActorTokenID: by.TokenID,
 	})
 	out := &model.RequestRestartPayload{ReplayRequest: req, UserErrors: []*model.UserError{}}
@@ -67,7 +67,7 @@ func (r *mutationResolver) ApproveReplay(ctx context.Context, input model.Approv
 		r.auditInvalid(ctx, "approveReplay", map[string]any{"requestId": input.RequestID})
 		return &model.ApproveReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "requestId", "requestId is not a ReplayRequest id")}, nil
 	}
-	req, err := r.runner.ApproveReplayAs(ctx, id, identity(ctx), deref(input.Note))
+	req, err := r.runner.Replays().Approve(ctx, id, identity(ctx), deref(input.Note))
 	if err != nil {
 		// A request found blocked on approval comes back with the refusal.
 		ue, err := userErrors(err, "requestId")
@@ -91,7 +91,7 @@ func (r *mutationResolver) ExecuteReplay(ctx context.Context, input model.Execut
 		r.auditInvalid(ctx, "executeReplay", map[string]any{"requestId": input.RequestID})
 		return &model.ExecuteReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "requestId", "requestId is not a ReplayRequest id")}, nil
 	}
-	req, err := r.runner.ExecuteReplayAs(ctx, id, identity(ctx))
+	req, err := r.runner.Replays().Execute(ctx, id, identity(ctx))
 	out := &model.ExecuteReplayPayload{ReplayRequest: req, UserErrors: []*model.UserError{}}
 	if err != nil {
 		// A request that could not start again, or was found blocked, comes back with the refusal.
@@ -116,7 +116,7 @@ func (r *mutationResolver) RejectReplay(ctx context.Context, input model.RejectR
 		r.auditInvalid(ctx, "rejectReplay", map[string]any{"requestId": input.RequestID})
 		return &model.RejectReplayPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "requestId", "requestId is not a ReplayRequest id")}, nil
 	}
-	req, err := r.runner.RejectReplayAs(ctx, id, identity(ctx), deref(input.Note))
+	req, err := r.runner.Replays().Reject(ctx, id, identity(ctx), deref(input.Note))
 	if err != nil {
 		ue, err := userErrors(err, "requestId")
 		return &model.RejectReplayPayload{UserErrors: ue}, err
@@ -130,7 +130,7 @@ func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope
 	if err != nil {
 		return nil, err
 	}
-	pf, err := r.runner.Preflight(ctx, id, scope)
+	pf, err := r.runner.Replays().Preflight(ctx, id, scope)
 	if pf != nil && pf.Kind == "" {
 		pf.Kind = batontype.KindReplay
 	}
@@ -139,7 +139,7 @@ func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope
 
 // RestartPreflight is the resolver for the restartPreflight field.
 func (r *queryResolver) RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error) {
-	return r.runner.RestartPreflight(ctx, name)
+	return r.runner.Replays().RestartPreflight(ctx, name)
 }
 
 // ReplayRequests is the resolver for the replayRequests field.
@@ -148,7 +148,7 @@ func (r *queryResolver) ReplayRequests(ctx context.Context, status []batontype.R
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.runner.ReplayRequests(ctx, status, p.after, p.first+1)
+	items, err := r.runner.Replays().List(ctx, status, p.after, p.first+1)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func mutationContext(ctx context.Context) (context.Context, context.CancelFunc) 
 // auditInvalid records a mutation this layer refused for its input before reaching the
 // runner (a malformed id).
 func (r *Resolver) auditInvalid(ctx context.Context, action string, args map[string]any) {
-	if err := r.runner.Audit(ctx, actor(ctx), action, auditTarget(action, args), args, string(model.UserErrorCodeInvalidInput)); err != nil {
+	if err := r.runner.Audit().Record(ctx, actor(ctx), action, auditTarget(action, args), args, string(model.UserErrorCodeInvalidInput)); err != nil {
 		r.log.ErrorContext(ctx, "graph: audit refused mutation", "action", action, "err", err)
 	}
 }

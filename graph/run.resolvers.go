@@ -24,7 +24,7 @@ func (r *mutationResolver) CancelRun(ctx context.Context, input model.CancelRunI
 		r.auditInvalid(ctx, "cancelRun", map[string]any{"runId": input.RunID})
 		return &model.CancelRunPayload{UserErrors: userError(model.UserErrorCodeInvalidInput, "runId", "runId is not a Run id")}, nil
 	}
-	run, err := r.runner.Cancel(ctx, id, actor(ctx))
+	run, err := r.runner.Runs().Cancel(ctx, id, actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "runId")
 		return &model.CancelRunPayload{UserErrors: ue}, err

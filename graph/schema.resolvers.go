@@ -80,11 +80,11 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 		}
 		return run, nil
 	case typeLedgerEntry:
-		return nilIfNotFound(r.runner.LedgerEntry(ctx, n))
+		return nilIfNotFound(r.runner.Ledger().Entry(ctx, n))
 	case typeReplayRequest:
-		return nilIfNotFound(r.runner.ReplayRequest(ctx, n))
+		return nilIfNotFound(r.runner.Replays().Get(ctx, n))
 	case typeReconcileRequest:
-		return nilIfNotFound(r.runner.ReconcileRequest(ctx, n))
+		return nilIfNotFound(r.runner.Ledger().ReconcileRequest(ctx, n))
 	case typeAuditEntry:
 		// The audit log is for operators, whichever way it is reached.
 		if v := CallerFrom(ctx); v == nil || !v.Role.AtLeast(model.RoleOperator) {
@@ -93,7 +93,7 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 		if n <= 0 || n == math.MaxInt64 {
 			return nil, nil // no audit entry has that id; n+1 below must not overflow
 		}
-		entries, err := r.runner.AuditLog(ctx, n+1, 1)
+		entries, err := r.runner.Audit().Log(ctx, n+1, 1)
 		if err != nil {
 			return nil, err
 		}

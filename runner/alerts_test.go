@@ -174,7 +174,7 @@ func TestLedgerAlarms(t *testing.T) {
 
 	// Each alarm ends with its signal: the doubt is resolved, the target confirmed, the
 	// downstream window moves on.
-	if _, err := r.ResolveAmbiguous(ctx, b.mustEntry("doubt", "amb").ID, runner.ResolveNotApplied, "", "provider has no record", "ops"); err != nil {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, b.mustEntry("doubt", "amb").ID, runner.ResolveNotApplied, "", "provider has no record", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	wantAlarms(t, r, "TARGET_RETRIED retry", "DOWNSTREAM_ERRORS flaky-api")

@@ -77,11 +77,12 @@ func BenchmarkStart(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		id, err := r.Start(context.Background(), runner.StartParams{Job: "noop"})
+		started, err := r.Start(context.Background(), runner.StartParams{Job: "noop"})
 		lat = append(lat, time.Since(t0))
 		if err != nil {
 			b.Fatal(err)
 		}
+		id := started.ID
 		b.StopTimer()
 		f.wait(b, id)
 		for r.Active(id) { // the slot and lock are freed just after the final event
@@ -123,10 +124,11 @@ func itemsBench(b *testing.B, n int, external bool, batch, parallelism int) {
 	var total time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		id, err := r.Start(context.Background(), runner.StartParams{Job: "items", Mode: bt.ModeRestart})
+		started, err := r.Start(context.Background(), runner.StartParams{Job: "items", Mode: bt.ModeRestart})
 		if err != nil {
 			b.Fatal(err)
 		}
+		id := started.ID
 		run := f.wait(b, id)
 		total += time.Since(t0)
 		for r.Active(id) {

@@ -192,14 +192,14 @@ func code(err error) bt.Code { return bt.CodeOf(err) }
 
 func mustStart(t *testing.T, r *runner.Runner, p runner.StartParams) int64 {
 	t.Helper()
-	id, err := r.Start(context.Background(), p)
+	run, err := r.Start(context.Background(), p)
 	if err != nil {
 		t.Fatalf("start %s: %v", p.Job, err)
 	}
-	if id == 0 {
+	if run == nil {
 		t.Fatalf("start %s: no run", p.Job)
 	}
-	return id
+	return run.ID
 }
 
 var errBoom = errors.New("boom")

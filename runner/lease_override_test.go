@@ -36,7 +36,7 @@ func TestLeaseOverrideHoldsThroughRenewals(t *testing.T) {
 	r := b.runner(func(c *runner.Config) { c.NowFunc = now }, job)
 	ctx := context.Background()
 	override := 20 * time.Second
-	if _, err := r.UpdateSchedule(ctx, "renewed", runner.ScheduleUpdate{Lease: &override, Actor: "ops"}); err != nil {
+	if _, err := r.Jobs().UpdateSchedule(ctx, "renewed", runner.ScheduleUpdate{Lease: &override, Actor: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	id := mustStart(t, r, runner.StartParams{Job: "renewed"})

@@ -311,7 +311,7 @@ func (b *bundle) checkCounts(r *runner.Runner, job string, gen int64, runs ...in
 	b.t.Helper()
 	ctx := context.Background()
 	want := b.stateCounts(`SELECT state, count(*) FROM job_ledger WHERE job_name = $1 AND generation = $2 GROUP BY state`, job, gen)
-	got, err := r.LedgerSummary(ctx, job, gen, 0)
+	got, err := r.Ledger().Summary(ctx, job, gen, 0)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func (b *bundle) checkCounts(r *runner.Runner, job string, gen int64, runs ...in
 	}
 	for _, id := range runs {
 		want := b.stateCounts(`SELECT state, count(*) FROM job_ledger WHERE run_id = $1 GROUP BY state`, id)
-		got, err := r.LedgerSummary(ctx, job, gen, id)
+		got, err := r.Ledger().Summary(ctx, job, gen, id)
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -348,7 +348,7 @@ func sameCounts(a, b map[bt.LedgerState]int64) bool {
 // replayNow requests a replay that needs no approval and waits for its REPLAY run to end.
 func (b *bundle) replayNow(r *runner.Runner, runID int64, scope bt.ReplayScope) *bt.RunRecord {
 	b.t.Helper()
-	req, err := r.RequestReplay(context.Background(), runner.ReplayParams{RunID: runID, Scope: scope, Reason: "retry " + string(scope), Actor: "ops"})
+	req, err := r.Replays().Request(context.Background(), runner.ReplayParams{RunID: runID, Scope: scope, Reason: "retry " + string(scope), Actor: "ops"})
 	if err != nil {
 		b.t.Fatalf("replay %s of run %d: %v", scope, runID, err)
 	}

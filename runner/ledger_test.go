@@ -335,7 +335,7 @@ func TestFailureClassesEndToEnd(t *testing.T) {
 	}
 
 	// Nothing is left in a partial scope: the request is recorded BLOCKED, no run starts.
-	req, err := r.RequestReplay(context.Background(), runner.ReplayParams{RunID: first.ID, Scope: bt.ScopeTransient, Reason: "again", Actor: "ops"})
+	req, err := r.Replays().Request(context.Background(), runner.ReplayParams{RunID: first.ID, Scope: bt.ScopeTransient, Reason: "again", Actor: "ops"})
 	if code(err) != bt.CodeReplayBlocked || req == nil || req.Status != bt.ReplayBlocked {
 		t.Fatalf("replay with nothing in scope: %v %+v, want REPLAY_BLOCKED", err, req)
 	}
@@ -457,7 +457,7 @@ func TestSameFailureAcrossRunsIsBugSuspected(t *testing.T) {
 		t.Fatalf("fine called %d times, want 1: CONFIRMED is skipped on RESUME", n)
 	}
 	b.wantCounters(fourth, counters{processed: 2, skipped: 2})
-	pf, err := r.Preflight(context.Background(), fourth.ID, bt.ScopeFailed)
+	pf, err := r.Replays().Preflight(context.Background(), fourth.ID, bt.ScopeFailed)
 	if err != nil {
 		t.Fatal(err)
 	}

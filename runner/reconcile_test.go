@@ -30,7 +30,7 @@ func ambiguousJob(name string, hook func(ctx context.Context, target, step, key 
 // resolved, or an error (the refusal, or the request's FAILED message).
 func (b *bundle) reconcile(r *runner.Runner, id int64, actor string) (*bt.LedgerEntry, error) {
 	b.t.Helper()
-	req, err := r.ReconcileEntry(context.Background(), id, actor)
+	req, err := r.Ledger().Reconcile(context.Background(), id, actor)
 	if err != nil {
 		return nil, err
 	}
@@ -38,14 +38,14 @@ func (b *bundle) reconcile(r *runner.Runner, id int64, actor string) (*bt.Ledger
 	if done.Status != bt.ReconcileDone {
 		return nil, fmt.Errorf("reconcile request %d %s: %s", done.ID, done.Status, done.Message)
 	}
-	return r.LedgerEntry(context.Background(), id)
+	return r.Ledger().Entry(context.Background(), id)
 }
 
 func (b *bundle) awaitReconcile(r *runner.Runner, id int64) *bt.ReconcileRequest {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	q, err := r.AwaitReconcile(ctx, id)
+	q, err := r.Ledger().AwaitReconcile(ctx, id)
 	if err != nil {
 		b.t.Fatalf("reconcile request %d did not end: %v (%+v)", id, err, q)
 	}
@@ -74,7 +74,7 @@ func TestReconcileReturnsBeforeTheHook(t *testing.T) {
 
 	returned := make(chan *bt.ReconcileRequest, 1)
 	go func() {
-		req, err := r.ReconcileEntry(ctx, e.ID, "ops")
+		req, err := r.Ledger().Reconcile(ctx, e.ID, "ops")
 		if err != nil {
 			t.Errorf("reconcile request: %v", err)
 		}
@@ -97,7 +97,7 @@ func TestReconcileReturnsBeforeTheHook(t *testing.T) {
 	if st := b.mustEntry("slow-hook", "x1").State; st != bt.LedgerAmbiguous {
 		t.Fatalf("entry is %s while the hook is out, want AMBIGUOUS_EFFECT", st)
 	}
-	if q, err := r.ReconcileRequest(ctx, req.ID); err != nil || q.Status != bt.ReconcileRunning {
+	if q, err := r.Ledger().ReconcileRequest(ctx, req.ID); err != nil || q.Status != bt.ReconcileRunning {
 		t.Fatalf("request while the hook is out: %v %+v, want RUNNING", err, q)
 	}
 	close(answer)
@@ -126,7 +126,7 @@ func TestReconcileTimeout(t *testing.T) {
 	r := b.runner(func(c *runner.Config) { c.ReconcileTimeout = 300 * time.Millisecond }, job)
 	b.succeed(r, runner.StartParams{Job: "stuck-hook"})
 	e := b.mustEntry("stuck-hook", "x1")
-	req, err := r.ReconcileEntry(context.Background(), e.ID, "ops")
+	req, err := r.Ledger().Reconcile(context.Background(), e.ID, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestReconcileStaleHolder(t *testing.T) {
 	}, job)
 	b.succeed(r, runner.StartParams{Job: "stale-hook"})
 	e := b.mustEntry("stale-hook", "x1")
-	req, err := r.ReconcileEntry(context.Background(), e.ID, "ops")
+	req, err := r.Ledger().Reconcile(context.Background(), e.ID, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestReconcileStaleHolder(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the stale holder's answer was not refused")
 	}
-	q, err := r.ReconcileRequest(context.Background(), req.ID)
+	q, err := r.Ledger().ReconcileRequest(context.Background(), req.ID)
 	if err != nil || q.Status != bt.ReconcileDone || *q.ResultState != bt.LedgerNotApplied {
 		t.Fatalf("request after the stale answer: %v %+v", err, q)
 	}
@@ -237,7 +237,7 @@ func TestReconcileOnceAcrossInstances(t *testing.T) {
 	b.succeed(a, runner.StartParams{Job: "twice"})
 	var reqs []int64
 	for _, target := range targets {
-		req, err := api.ReconcileEntry(context.Background(), b.mustEntry("twice", target).ID, "ops")
+		req, err := api.Ledger().Reconcile(context.Background(), b.mustEntry("twice", target).ID, "ops")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,10 +281,10 @@ func TestReconcileRefusals(t *testing.T) {
 	b.succeed(r, runner.StartParams{Job: "refusals"})
 	b.succeed(r, runner.StartParams{Job: "plain"})
 	e, settled := b.mustEntry("refusals", "x1"), b.mustEntry("refusals", "x2")
-	if _, err := r.ResolveAmbiguous(ctx, settled.ID, runner.ResolveNotApplied, "", "checked the provider", "erin"); err != nil {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, settled.ID, runner.ResolveNotApplied, "", "checked the provider", "erin"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ReconcileEntry(ctx, e.ID, "ops"); err != nil {
+	if _, err := r.Ledger().Reconcile(ctx, e.ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -297,7 +297,7 @@ func TestReconcileRefusals(t *testing.T) {
 		{"job without a hook", b.mustEntry("plain", "amb").ID, bt.CodeInvalidInput},
 		{"entry not in doubt", settled.ID, bt.CodeConflict},
 	} {
-		if _, err := r.ReconcileEntry(ctx, c.id, "ops"); code(err) != c.want {
+		if _, err := r.Ledger().Reconcile(ctx, c.id, "ops"); code(err) != c.want {
 			t.Errorf("%s: %v, want %s", c.name, err, c.want)
 		}
 	}
@@ -331,7 +331,7 @@ func TestReconcileTakesAPoolSlot(t *testing.T) {
 	b.succeed(r, runner.StartParams{Job: "one-slot"})
 
 	// The hook holds the only slot: no run may start.
-	req, err := r.ReconcileEntry(ctx, b.mustEntry("one-slot", "x1").ID, "ops")
+	req, err := r.Ledger().Reconcile(ctx, b.mustEntry("one-slot", "x1").ID, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,16 +351,19 @@ func TestReconcileTakesAPoolSlot(t *testing.T) {
 	// A run holds the only slot: the next request waits, then is done once the slot frees.
 	var run int64
 	waitFor(t, "the slot to come back from the hook", func() bool {
-		id, err := r.Start(ctx, runner.StartParams{Job: "busy"})
-		run = id
-		return err == nil
+		rec, err := r.Start(ctx, runner.StartParams{Job: "busy"})
+		if err != nil {
+			return false
+		}
+		run = rec.ID
+		return true
 	})
 	<-busy.reached
-	req, err = r.ReconcileEntry(ctx, b.mustEntry("one-slot", "x2").ID, "ops")
+	req, err = r.Ledger().Reconcile(ctx, b.mustEntry("one-slot", "x2").ID, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, err := r.ReconcileRequest(ctx, req.ID); err != nil || q.Status != bt.ReconcilePending {
+	if q, err := r.Ledger().ReconcileRequest(ctx, req.ID); err != nil || q.Status != bt.ReconcilePending {
 		t.Fatalf("request while the run holds the only slot: %v %+v, want PENDING", err, q)
 	}
 	close(gate)

@@ -44,48 +44,57 @@ type remoteReply struct {
 	Message string  `json:"message,omitempty"`
 }
 
-func (r *Runner) startsKey() string         { return "baton:" + r.cfg.Env + ":starts" }
-func (r *Runner) replyKey(id string) string { return "baton:" + r.cfg.Env + ":start-reply:" + id }
+// handover hands starts between instances through Redis.
+type handover struct{ r *Runner }
 
-// startRemotely hands p to a worker instance and waits for its answer.
-func (r *Runner) startRemotely(ctx context.Context, p StartParams) (int64, error) {
+func (h handover) startsKey() string         { return "baton:" + h.r.cfg.Env + ":starts" }
+func (h handover) replyKey(id string) string { return "baton:" + h.r.cfg.Env + ":start-reply:" + id }
+
+// start hands p to a worker instance and waits for its answer: the run it made, read
+// back from the database, or nil for a fire already taken.
+func (h handover) start(ctx context.Context, p StartParams) (*RunRecord, error) {
+	r := h.r
 	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode,
 		Actor: p.Actor, Due: p.Due, Next: p.Next, Generation: p.Generation, FromStart: p.FromStart,
 		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope, Missed: p.Missed}}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if err := r.cfg.Redis.LPush(ctx, r.startsKey(), body).Err(); err != nil {
-		return 0, fmt.Errorf("hand start of %s to a worker instance: %w", p.Job, err)
+	if err := r.cfg.Redis.LPush(ctx, h.startsKey(), body).Err(); err != nil {
+		return nil, fmt.Errorf("hand start of %s to a worker instance: %w", p.Job, err)
 	}
 	wait := r.cfg.RemoteStartWait
-	reply, err := r.cfg.Redis.BLPop(ctx, wait, r.replyKey(req.ID)).Result()
+	reply, err := r.cfg.Redis.BLPop(ctx, wait, h.replyKey(req.ID)).Result()
 	if errors.Is(err, redis.Nil) {
 		// Nobody answered in time. Withdraw the request; if it is gone, a worker has it and
 		// its answer is on the way.
-		removed, lerr := r.cfg.Redis.LRem(context.WithoutCancel(ctx), r.startsKey(), 1, body).Result()
+		removed, lerr := r.cfg.Redis.LRem(context.WithoutCancel(ctx), h.startsKey(), 1, body).Result()
 		if lerr == nil && removed == 1 {
-			return 0, bt.Errorf(bt.CodeCapacityExceeded, "instance %s runs no jobs and no worker instance had a free slot", r.cfg.Instance)
+			return nil, bt.Errorf(bt.CodeCapacityExceeded, "instance %s runs no jobs and no worker instance had a free slot", r.cfg.Instance)
 		}
-		reply, err = r.cfg.Redis.BLPop(ctx, 30*time.Second, r.replyKey(req.ID)).Result()
+		reply, err = r.cfg.Redis.BLPop(ctx, 30*time.Second, h.replyKey(req.ID)).Result()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("wait for a worker to start %s: %w", p.Job, err)
+		return nil, fmt.Errorf("wait for a worker to start %s: %w", p.Job, err)
 	}
 	var rep remoteReply
 	if err := json.Unmarshal([]byte(reply[1]), &rep); err != nil {
-		return 0, fmt.Errorf("worker's answer to start %s: %w", p.Job, err)
+		return nil, fmt.Errorf("worker's answer to start %s: %w", p.Job, err)
 	}
 	if rep.Code != "" {
-		return 0, &bt.Error{Code: rep.Code, Message: rep.Message}
+		return nil, &bt.Error{Code: rep.Code, Message: rep.Message}
 	}
-	return rep.RunID, nil
+	if rep.RunID == 0 {
+		return nil, nil
+	}
+	return r.store.Run(ctx, rep.RunID)
 }
 
-// serveStarts takes start requests from instances without workers while this one has a free
+// serve takes start requests from instances without workers while this one has a free
 // slot.
-func (r *Runner) serveStarts(ctx context.Context) {
+func (h handover) serve(ctx context.Context) {
+	r := h.r
 	for ctx.Err() == nil {
 		if len(r.slots) == cap(r.slots) || r.draining.Load() {
 			t := time.NewTimer(50 * time.Millisecond)
@@ -97,7 +106,7 @@ func (r *Runner) serveStarts(ctx context.Context) {
 			}
 			continue
 		}
-		res, err := r.cfg.Redis.BRPop(ctx, time.Second, r.startsKey()).Result()
+		res, err := r.cfg.Redis.BRPop(ctx, time.Second, h.startsKey()).Result()
 		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
 			continue
 		}
@@ -118,10 +127,10 @@ func (r *Runner) serveStarts(ctx context.Context) {
 			continue
 		}
 		w := req.Params
-		id, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
+		run, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
 			Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
 			Missed: w.Missed, noAudit: true, local: true})
-		rep := remoteReply{RunID: id}
+		rep := remoteReply{RunID: runIDOf(run)}
 		if err != nil {
 			rep.Code, rep.Message = bt.CodeOf(err), err.Error()
 			if rep.Code == "" {
@@ -131,8 +140,8 @@ func (r *Runner) serveStarts(ctx context.Context) {
 		}
 		body, _ := json.Marshal(rep)
 		pipe := r.cfg.Redis.TxPipeline()
-		pipe.LPush(ctx, r.replyKey(req.ID), body)
-		pipe.Expire(ctx, r.replyKey(req.ID), time.Minute)
+		pipe.LPush(ctx, h.replyKey(req.ID), body)
+		pipe.Expire(ctx, h.replyKey(req.ID), time.Minute)
 		if _, err := pipe.Exec(context.WithoutCancel(ctx)); err != nil {
 			r.log.Error("answer start request", "job", w.Job, "err", err)
 		}

@@ -27,10 +27,11 @@ func TestAPIOnlyInstanceHandsStartsToWorkers(t *testing.T) {
 	}
 
 	b.runner(func(c *runner.Config) { c.PoolSize = 2; c.Instance = "worker-1" }, job)
-	id, err := api.Start(context.Background(), runner.StartParams{Job: "handed", Actor: "ops"})
-	if err != nil || id == 0 {
-		t.Fatalf("start through the API-only instance: %d, %v", id, err)
+	run, err := api.Start(context.Background(), runner.StartParams{Job: "handed", Actor: "ops"})
+	if err != nil || run == nil {
+		t.Fatalf("start through the API-only instance: %v, %v", run, err)
 	}
+	id := run.ID
 	b.waitStatus(id, bt.StatusSucceeded)
 	var instance, actor string
 	if err := b.pool.QueryRow(context.Background(), `SELECT instance, requested_by FROM job_runs WHERE id = $1`, id).Scan(&instance, &actor); err != nil {
@@ -49,7 +50,7 @@ func TestAPIOnlyInstanceHandsStartsToWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.waitStatus(first, bt.StatusRunning)
+	b.waitStatus(first.ID, bt.StatusRunning)
 	if _, err := api.Start(context.Background(), runner.StartParams{Job: "handed"}); !errors.Is(err, bt.ErrAlreadyRunning) {
 		t.Fatalf("second start through the API-only instance: %v, want ALREADY_RUNNING", err)
 	}

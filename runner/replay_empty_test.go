@@ -23,7 +23,7 @@ func TestReplayOfEmptiedGenerationBlocked(t *testing.T) {
 		}
 	}
 	for _, scope := range []bt.ReplayScope{bt.ScopeFull, bt.ScopeFailed} {
-		pf, err := r.Preflight(ctx, run.ID, scope)
+		pf, err := r.Replays().Preflight(ctx, run.ID, scope)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestReplayOfEmptiedGenerationBlocked(t *testing.T) {
 			t.Fatalf("%s preflight of an emptied generation: blocked %v, checks %+v; want blocked by \"ledger rows\"", scope, pf.Blocked, pf.Checks)
 		}
 	}
-	req, err := r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeFull, Reason: "redo", Actor: "ops"})
+	req, err := r.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeFull, Reason: "redo", Actor: "ops"})
 	if code(err) != bt.CodeReplayBlocked {
 		t.Fatalf("FULL replay of an emptied generation: %v (request %+v), want REPLAY_BLOCKED", err, req)
 	}

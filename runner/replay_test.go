@@ -54,7 +54,7 @@ func TestPreflightNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pf, err := r1.Preflight(ctx, run.ID, bt.ScopeFailed)
+	pf, err := r1.Replays().Preflight(ctx, run.ID, bt.ScopeFailed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,18 +89,18 @@ func TestPreflightNumbers(t *testing.T) {
 		}
 	}
 
-	pf, err = r1.Preflight(ctx, run.ID, bt.ScopeTransient)
+	pf, err = r1.Replays().Preflight(ctx, run.ID, bt.ScopeTransient)
 	if err != nil || pf.TargetsInScope != 2 || pf.Blocked {
 		t.Fatalf("TRANSIENT preflight: %v, in scope %d blocked %v; want 2, not blocked", err, pf.TargetsInScope, pf.Blocked)
 	}
-	pf, err = r1.Preflight(ctx, run.ID, bt.ScopeFull)
+	pf, err = r1.Replays().Preflight(ctx, run.ID, bt.ScopeFull)
 	if err != nil || !pf.Blocked || !hasCheck(pf, "ambiguous effects", bt.VerdictBlock) {
 		t.Fatalf("FULL preflight with a target in doubt: %v blocked %v checks %+v; want blocked by the ambiguous effect", err, pf.Blocked, pf.Checks)
 	}
-	if _, err := r1.Preflight(ctx, run.ID, "EVERYTHING"); code(err) != bt.CodeInvalidInput {
+	if _, err := r1.Replays().Preflight(ctx, run.ID, "EVERYTHING"); code(err) != bt.CodeInvalidInput {
 		t.Fatalf("unknown scope: %v, want INVALID_INPUT", err)
 	}
-	if _, err := r1.Preflight(ctx, 999999, bt.ScopeFailed); code(err) != bt.CodeNotFound {
+	if _, err := r1.Replays().Preflight(ctx, 999999, bt.ScopeFailed); code(err) != bt.CodeNotFound {
 		t.Fatalf("unknown run: %v, want NOT_FOUND", err)
 	}
 
@@ -108,7 +108,7 @@ func TestPreflightNumbers(t *testing.T) {
 	// needs approval, and the downstream rate now blocks.
 	r2 := b.runner(nil, versioned{Job: job, version: "2",
 		stop: []runner.StopCondition{{Name: "downstream errors", Metric: runner.DownstreamErrorRate, Threshold: 0.2, MinCalls: 5}}})
-	pf, err = r2.Preflight(ctx, run.ID, bt.ScopeFailed)
+	pf, err = r2.Replays().Preflight(ctx, run.ID, bt.ScopeFailed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,27 +131,27 @@ func TestReplayApprovalRules(t *testing.T) {
 	requests := func() int { return b.count(`SELECT count(*) FROM replay_requests`) }
 
 	// HIGH risk without a compensation reference: refused, nothing recorded but the audit row.
-	_, err := r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "provider was down", Actor: "alice"})
+	_, err := r.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "provider was down", Actor: "alice"})
 	if code(err) != bt.CodeApprovalRequired || requests() != 0 {
 		t.Fatalf("HIGH risk without compensation: %v with %d requests, want APPROVAL_REQUIRED and none", err, requests())
 	}
 	b.wantAudit("alice", "requestReplay", runTarget(run.ID), string(bt.CodeApprovalRequired))
-	if _, err := r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, CompensationRef: "x", Actor: "alice"}); code(err) != bt.CodeInvalidInput || requests() != 0 {
+	if _, err := r.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, CompensationRef: "x", Actor: "alice"}); code(err) != bt.CodeInvalidInput || requests() != 0 {
 		t.Fatalf("replay without a reason: %v, want INVALID_INPUT", err)
 	}
 
 	// With one: waits for a second person. The ambiguous target does not block a TRANSIENT scope.
-	req, err := r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "provider was down",
+	req, err := r.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "provider was down",
 		CompensationRef: "REFUND-7", Actor: "alice"})
 	if err != nil || req.Status != bt.ReplayPendingApproval || !req.Preflight.RequiresApproval || req.Preflight.Ambiguous != 1 || req.RequestedBy != "alice" {
 		t.Fatalf("HIGH risk with compensation: %v %+v, want PENDING_APPROVAL requested by alice", err, req)
 	}
 	b.wantAudit("alice", "requestReplay", replayTarget(req.ID), string(bt.ReplayPendingApproval))
 
-	if _, err := r.ApproveReplay(ctx, req.ID, "alice", "lgtm"); code(err) != bt.CodeSelfApproval {
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "alice"}, "lgtm"); code(err) != bt.CodeSelfApproval {
 		t.Fatalf("self-approval: %v, want SELF_APPROVAL", err)
 	}
-	if cur, _ := r.ReplayRequest(ctx, req.ID); cur.Status != bt.ReplayPendingApproval {
+	if cur, _ := r.Replays().Get(ctx, req.ID); cur.Status != bt.ReplayPendingApproval {
 		t.Fatalf("after a refused self-approval the request is %s", cur.Status)
 	}
 	b.wantAudit("alice", "approveReplay", replayTarget(req.ID), string(bt.CodeSelfApproval))
@@ -159,7 +159,7 @@ func TestReplayApprovalRules(t *testing.T) {
 		t.Fatalf("%d replay runs before approval", n)
 	}
 
-	done, err := r.ApproveReplay(ctx, req.ID, "bob", "checked the refund ticket")
+	done, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "bob"}, "checked the refund ticket")
 	if err != nil || done.Status != bt.ReplayExecuted || done.ReplayRunID == nil || deref(done.DecidedBy) != "bob" {
 		t.Fatalf("approval by bob: %v %+v, want EXECUTED with a run, decided by bob", err, done)
 	}
@@ -176,21 +176,21 @@ func TestReplayApprovalRules(t *testing.T) {
 	}
 	b.wantStates("payout", map[string]bt.LedgerState{"tr1": bt.LedgerConfirmed, "tr2": bt.LedgerConfirmed,
 		"rej": bt.LedgerValidationRejected, "amb": bt.LedgerAmbiguous})
-	if _, err := r.ApproveReplay(ctx, req.ID, "carol", ""); code(err) != bt.CodeConflict {
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "carol"}, ""); code(err) != bt.CodeConflict {
 		t.Fatalf("approving an executed request: %v, want CONFLICT", err)
 	}
 
 	// A rejected request never runs.
-	req, err = r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeFailed, Reason: "fix iban", CompensationRef: "REFUND-8", Actor: "alice"})
+	req, err = r.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeFailed, Reason: "fix iban", CompensationRef: "REFUND-8", Actor: "alice"})
 	if err != nil || req.Status != bt.ReplayPendingApproval {
 		t.Fatalf("FAILED scope request: %v %+v", err, req)
 	}
-	rej, err := r.RejectReplay(ctx, req.ID, "bob", "iban not fixed yet")
+	rej, err := r.Replays().Reject(ctx, req.ID, runner.Actor{Name: "bob"}, "iban not fixed yet")
 	if err != nil || rej.Status != bt.ReplayRejected || deref(rej.DecidedBy) != "bob" {
 		t.Fatalf("reject: %v %+v", err, rej)
 	}
 	b.wantAudit("bob", "rejectReplay", replayTarget(req.ID), string(bt.ReplayRejected))
-	if _, err := r.ApproveReplay(ctx, req.ID, "carol", ""); code(err) != bt.CodeConflict {
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "carol"}, ""); code(err) != bt.CodeConflict {
 		t.Fatalf("approving a rejected request: %v, want CONFLICT", err)
 	}
 	if job.callsOf("rej") != 1 {
@@ -198,7 +198,7 @@ func TestReplayApprovalRules(t *testing.T) {
 	}
 
 	// A target in doubt blocks a FULL replay: recorded BLOCKED, REPLAY_BLOCKED returned.
-	req, err = r.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeFull, Reason: "everything", CompensationRef: "REFUND-9", Actor: "alice"})
+	req, err = r.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeFull, Reason: "everything", CompensationRef: "REFUND-9", Actor: "alice"})
 	if code(err) != bt.CodeReplayBlocked || req == nil || req.Status != bt.ReplayBlocked || !req.Preflight.Blocked {
 		t.Fatalf("FULL with an ambiguous target: %v %+v, want BLOCKED and REPLAY_BLOCKED", err, req)
 	}
@@ -221,14 +221,14 @@ func TestReplayAcrossVersionsNeedsApproval(t *testing.T) {
 	phase.Store(2)
 	r2 := b.runner(nil, versioned{Job: job, version: "2"})
 
-	req, err := r2.RequestReplay(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "retry", Actor: "carol"})
+	req, err := r2.Replays().Request(ctx, runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient, Reason: "retry", Actor: "carol"})
 	if err != nil || req.Status != bt.ReplayPendingApproval || !req.Preflight.JobVersionChanged || len(req.Preflight.ApprovalReasons) != 1 {
 		t.Fatalf("LOW risk across versions: %v %+v, want PENDING_APPROVAL for the version change", err, req)
 	}
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE trigger = 'REPLAY'`); n != 0 {
 		t.Fatalf("a replay needing approval started a run")
 	}
-	done, err := r2.ApproveReplay(ctx, req.ID, "dave", "reviewed the diff")
+	done, err := r2.Replays().Approve(ctx, req.ID, runner.Actor{Name: "dave"}, "reviewed the diff")
 	if err != nil || done.Status != bt.ReplayExecuted {
 		t.Fatalf("approve: %v %+v", err, done)
 	}
@@ -312,21 +312,21 @@ func TestReconcileAndResolveAmbiguous(t *testing.T) {
 		res            runner.Resolution
 		evidence, note string
 	}{{runner.ResolveConfirmed, "", "seen in the bank statement"}, {runner.ResolveNotApplied, "", "  "}, {"MAYBE", "e", "n"}} {
-		if _, err := r.ResolveAmbiguous(ctx, x3.ID, c.res, c.evidence, c.note, "erin"); code(err) != bt.CodeInvalidInput {
+		if _, err := r.Ledger().ResolveAmbiguous(ctx, x3.ID, c.res, c.evidence, c.note, "erin"); code(err) != bt.CodeInvalidInput {
 			t.Fatalf("resolve %+v: %v, want INVALID_INPUT", c, err)
 		}
 	}
 	if e := b.mustEntry("transfer", "x3"); e.State != bt.LedgerAmbiguous {
 		t.Fatalf("a refused resolution changed x3 to %s", e.State)
 	}
-	got, err = r.ResolveAmbiguous(ctx, x3.ID, runner.ResolveConfirmed, "stmt-2024-07-line-12", "seen in the bank statement", "erin")
+	got, err = r.Ledger().ResolveAmbiguous(ctx, x3.ID, runner.ResolveConfirmed, "stmt-2024-07-line-12", "seen in the bank statement", "erin")
 	if err != nil || got.State != bt.LedgerConfirmed || deref(got.EvidenceRef) != "stmt-2024-07-line-12" || !strings.Contains(deref(got.LastError), "bank statement") {
 		t.Fatalf("resolve by hand: %v %+v, want CONFIRMED with evidence and the note", err, got)
 	}
-	if _, err := r.ResolveAmbiguous(ctx, x3.ID, runner.ResolveNotApplied, "", "changed my mind", "erin"); code(err) != bt.CodeConflict {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, x3.ID, runner.ResolveNotApplied, "", "changed my mind", "erin"); code(err) != bt.CodeConflict {
 		t.Fatalf("resolving a resolved entry: %v, want CONFLICT", err)
 	}
-	if _, err := r.ResolveAmbiguous(ctx, x4.ID, runner.ResolveNotApplied, "", "why not", "erin"); code(err) != bt.CodeConflict {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, x4.ID, runner.ResolveNotApplied, "", "why not", "erin"); code(err) != bt.CodeConflict {
 		t.Fatalf("resolving a confirmed entry: %v, want CONFLICT", err)
 	}
 	b.wantAudit("erin", "resolveAmbiguous", "ledger:"+itoa(x3.ID), string(bt.CodeInvalidInput))
@@ -374,10 +374,10 @@ func TestSensitiveEvidenceMaskedAtRest(t *testing.T) {
 	if _, err := b.reconcile(r, b.mustEntry("cards", "c2").ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ResolveAmbiguous(ctx, b.mustEntry("cards", "c3").ID, runner.ResolveConfirmed, byHand, "", "ops"); code(err) != bt.CodeInvalidInput {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, b.mustEntry("cards", "c3").ID, runner.ResolveConfirmed, byHand, "", "ops"); code(err) != bt.CodeInvalidInput {
 		t.Fatalf("resolution without a note: %v, want INVALID_INPUT", err)
 	}
-	if _, err := r.ResolveAmbiguous(ctx, b.mustEntry("cards", "c3").ID, runner.ResolveConfirmed, byHand, "matched by amount", "ops"); err != nil {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, b.mustEntry("cards", "c3").ID, runner.ResolveConfirmed, byHand, "matched by amount", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	for target, raw := range map[string]string{"c1": paid, "c2": reconciled, "c3": byHand} {

@@ -14,12 +14,12 @@ import (
 func (b *bundle) restartApproved(r *runner.Runner, job string) int64 {
 	b.t.Helper()
 	ctx := context.Background()
-	req, err := r.RequestRestart(ctx, runner.RestartParams{Job: job, Reason: "test restart", CompensationRef: "TEST-1", Actor: "requester"})
+	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: job, Reason: "test restart", CompensationRef: "TEST-1", Actor: "requester"})
 	if err != nil {
 		b.t.Fatalf("request a RESTART of %s: %v", job, err)
 	}
 	if req.Status == bt.ReplayPendingApproval {
-		if req, err = r.ApproveReplay(ctx, req.ID, "approver", "test"); err != nil {
+		if req, err = r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "approver"}, "test"); err != nil {
 			b.t.Fatalf("approve the RESTART of %s: %v", job, err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestRestartWithTargetInDoubtIsBlocked(t *testing.T) {
 
 	// Settled by hand, the job restarts at once.
 	e := b.mustEntry("mail", "amb")
-	if _, err := r.ResolveAmbiguous(ctx, e.ID, runner.ResolveNotApplied, "", "provider has no such mail", "bob"); err != nil {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, e.ID, runner.ResolveNotApplied, "", "provider has no such mail", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	run := b.succeed(r, runner.StartParams{Job: "mail", Mode: bt.ModeRestart, Actor: "alice"})
@@ -111,14 +111,14 @@ func TestRejectReplayRefusesTheRequester(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	r, _, req := pendingRefundReplay(t, b)
-	if _, err := r.RejectReplay(ctx, req.ID, "alice", "never mind"); code(err) != bt.CodeSelfApproval {
+	if _, err := r.Replays().Reject(ctx, req.ID, runner.Actor{Name: "alice"}, "never mind"); code(err) != bt.CodeSelfApproval {
 		t.Fatalf("self-rejection: %v, want SELF_APPROVAL", err)
 	}
-	if cur, _ := r.ReplayRequest(ctx, req.ID); cur.Status != bt.ReplayPendingApproval {
+	if cur, _ := r.Replays().Get(ctx, req.ID); cur.Status != bt.ReplayPendingApproval {
 		t.Fatalf("after a refused self-rejection the request is %s", cur.Status)
 	}
 	b.wantAudit("alice", "rejectReplay", replayTarget(req.ID), string(bt.CodeSelfApproval))
-	if rej, err := r.RejectReplay(ctx, req.ID, "bob", "not now"); err != nil || rej.Status != bt.ReplayRejected {
+	if rej, err := r.Replays().Reject(ctx, req.ID, runner.Actor{Name: "bob"}, "not now"); err != nil || rej.Status != bt.ReplayRejected {
 		t.Fatalf("rejection by bob: %v %+v", err, rej)
 	}
 }
@@ -137,16 +137,16 @@ func TestRestartRequestLifecycle(t *testing.T) {
 	phase.Store(2)
 	alice := runner.Actor{Name: "alice", TokenID: 7}
 
-	if _, err := r.RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "new business date", Actor: alice.Name, ActorTokenID: alice.TokenID}); code(err) != bt.CodeApprovalRequired {
+	if _, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "new business date", Actor: alice.Name, ActorTokenID: alice.TokenID}); code(err) != bt.CodeApprovalRequired {
 		t.Fatalf("HIGH-risk RESTART request without compensation: %v, want APPROVAL_REQUIRED", err)
 	}
-	if _, err := r.RequestRestart(ctx, runner.RestartParams{Job: "nope", Reason: "x", Actor: "alice"}); code(err) != bt.CodeNotFound {
+	if _, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "nope", Reason: "x", Actor: "alice"}); code(err) != bt.CodeNotFound {
 		t.Fatalf("RESTART request of an unknown job: %v, want NOT_FOUND", err)
 	}
 	if n := b.count(`SELECT count(*) FROM replay_requests`); n != 0 {
 		t.Fatalf("%d requests recorded by refusals", n)
 	}
-	req, err := r.RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "new business date", CompensationRef: "REFUND-3",
+	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "new business date", CompensationRef: "REFUND-3",
 		Actor: alice.Name, ActorTokenID: alice.TokenID})
 	if err != nil || req.Status != bt.ReplayPendingApproval || req.Kind != bt.KindRestart || req.Scope != bt.ScopeFull ||
 		req.SourceRunID != first.ID || req.Generation != first.Generation || req.RequestedByTokenID == nil || *req.RequestedByTokenID != 7 ||
@@ -154,26 +154,26 @@ func TestRestartRequestLifecycle(t *testing.T) {
 		t.Fatalf("RESTART request: %v %+v; want a PENDING_APPROVAL RESTART of run %d by token 7 with 2 confirmed", err, req, first.ID)
 	}
 	b.wantAudit("alice", "requestRestart", replayTarget(req.ID), string(bt.ReplayPendingApproval))
-	again, err := r.RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "same, twice", CompensationRef: "REFUND-3", Actor: "carol"})
+	again, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "same, twice", CompensationRef: "REFUND-3", Actor: "carol"})
 	if err != nil || again.Status != bt.ReplayPendingApproval {
 		t.Fatalf("second RESTART request: %v %+v", err, again)
 	}
 
 	// The same token under another name is still alice; code naming itself alice is too.
-	if _, err := r.ApproveReplayAs(ctx, req.ID, runner.Actor{Name: "alice-laptop", TokenID: 7}, "ok"); code(err) != bt.CodeSelfApproval {
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "alice-laptop", TokenID: 7}, "ok"); code(err) != bt.CodeSelfApproval {
 		t.Fatalf("approval by the requester's token under another name: %v, want SELF_APPROVAL", err)
 	}
-	if _, err := r.ApproveReplay(ctx, req.ID, "alice", "ok"); code(err) != bt.CodeSelfApproval {
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "alice"}, "ok"); code(err) != bt.CodeSelfApproval {
 		t.Fatalf("approval by code named as the requester: %v, want SELF_APPROVAL", err)
 	}
-	if _, err := r.RejectReplayAs(ctx, req.ID, runner.Actor{Name: "alice-laptop", TokenID: 7}, "no"); code(err) != bt.CodeSelfApproval {
+	if _, err := r.Replays().Reject(ctx, req.ID, runner.Actor{Name: "alice-laptop", TokenID: 7}, "no"); code(err) != bt.CodeSelfApproval {
 		t.Fatalf("rejection by the requester's token: %v, want SELF_APPROVAL", err)
 	}
 	if b.currentGeneration("payout") != int(first.Generation) {
 		t.Fatalf("the job moved on before approval")
 	}
 
-	done, err := r.ApproveReplayAs(ctx, req.ID, runner.Actor{Name: "bob", TokenID: 8}, "business date confirmed")
+	done, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "bob", TokenID: 8}, "business date confirmed")
 	if err != nil || done.Status != bt.ReplayExecuted || done.ReplayRunID == nil || done.DecidedByTokenID == nil || *done.DecidedByTokenID != 8 {
 		t.Fatalf("approval by bob: %v %+v; want EXECUTED with a run, decided by token 8", err, done)
 	}
@@ -188,7 +188,7 @@ func TestRestartRequestLifecycle(t *testing.T) {
 	b.wantAudit("bob", "executeReplay", replayTarget(req.ID), string(bt.ReplayExecuted))
 
 	// The second request was made for the generation the first one closed.
-	stale, err := r.ApproveReplay(ctx, again.ID, "dave", "ok")
+	stale, err := r.Replays().Approve(ctx, again.ID, runner.Actor{Name: "dave"}, "ok")
 	if code(err) != bt.CodeReplayBlocked || stale == nil || stale.Status != bt.ReplayBlocked || !strings.Contains(err.Error(), "request the RESTART again") {
 		t.Fatalf("approving a RESTART request of a past generation: %v %+v, want BLOCKED", err, stale)
 	}
@@ -206,7 +206,7 @@ func TestRestartRequestBlockedByDoubt(t *testing.T) {
 	r := b.runner(nil, job)
 	b.succeed(r, runner.StartParams{Job: "mail"})
 	phase.Store(2)
-	req, err := r.RequestRestart(ctx, runner.RestartParams{Job: "mail", Reason: "resend", Actor: "alice"})
+	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "mail", Reason: "resend", Actor: "alice"})
 	if code(err) != bt.CodeReplayBlocked || req == nil || req.Status != bt.ReplayBlocked || !hasCheck(&req.Preflight, "ambiguous effects", bt.VerdictBlock) {
 		t.Fatalf("RESTART request with a target in doubt: %v %+v, want BLOCKED", err, req)
 	}
@@ -214,10 +214,10 @@ func TestRestartRequestBlockedByDoubt(t *testing.T) {
 		t.Fatalf("amb called %d times", job.callsOf("amb"))
 	}
 	e := b.mustEntry("mail", "amb")
-	if _, err := r.ResolveAmbiguous(ctx, e.ID, runner.ResolveConfirmed, "MSG-1", "provider log shows it sent", "bob"); err != nil {
+	if _, err := r.Ledger().ResolveAmbiguous(ctx, e.ID, runner.ResolveConfirmed, "MSG-1", "provider log shows it sent", "bob"); err != nil {
 		t.Fatal(err)
 	}
-	req, err = r.RequestRestart(ctx, runner.RestartParams{Job: "mail", Reason: "resend", Actor: "alice"})
+	req, err = r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "mail", Reason: "resend", Actor: "alice"})
 	if err != nil || req.Status != bt.ReplayExecuted || req.ReplayRunID == nil {
 		t.Fatalf("RESTART request of a settled LOW-risk job: %v %+v, want EXECUTED at once", err, req)
 	}
@@ -232,30 +232,30 @@ func TestExecuteApprovedRequestWhoseStartFailed(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	r, job, req := pendingRefundReplay(t, b)
-	if _, err := r.PauseJob(ctx, "refund", "ops"); err != nil {
+	if _, err := r.Jobs().Pause(ctx, "refund", "ops"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.ApproveReplay(ctx, req.ID, "bob", "ok")
+	got, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "bob"}, "ok")
 	if code(err) != bt.CodeJobPaused || got == nil || got.Status != bt.ReplayApproved {
 		t.Fatalf("approval of a paused job's replay: %v %+v, want JOB_PAUSED and the request APPROVED", err, got)
 	}
-	if _, err := r.ExecuteReplayAs(ctx, req.ID, runner.Actor{Name: "carol", TokenID: 9}); code(err) != bt.CodeJobPaused {
+	if _, err := r.Replays().Execute(ctx, req.ID, runner.Actor{Name: "carol", TokenID: 9}); code(err) != bt.CodeJobPaused {
 		t.Fatalf("execute while paused: %v, want JOB_PAUSED", err)
 	}
-	if cur, _ := r.ReplayRequest(ctx, req.ID); cur.Status != bt.ReplayApproved {
+	if cur, _ := r.Replays().Get(ctx, req.ID); cur.Status != bt.ReplayApproved {
 		t.Fatalf("after a failed execute the request is %s", cur.Status)
 	}
-	if _, _, err := r.ResumeJob(ctx, "refund", "ops"); err != nil {
+	if _, _, err := r.Jobs().Resume(ctx, "refund", "ops"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := r.ExecuteReplayAs(ctx, req.ID, runner.Actor{Name: "carol", TokenID: 9})
+	done, err := r.Replays().Execute(ctx, req.ID, runner.Actor{Name: "carol", TokenID: 9})
 	if err != nil || done.Status != bt.ReplayExecuted || done.ReplayRunID == nil {
 		t.Fatalf("execute after resume: %v %+v, want EXECUTED", err, done)
 	}
 	if rep := b.finish(r, *done.ReplayRunID); rep.Trigger != bt.TriggerReplay || rep.Status != bt.StatusSucceeded || job.callsOf("tr1") != 2 {
 		t.Fatalf("replay run %+v, tr1 called %d times", rep, job.callsOf("tr1"))
 	}
-	if _, err := r.ExecuteReplay(ctx, req.ID, "carol"); code(err) != bt.CodeConflict {
+	if _, err := r.Replays().Execute(ctx, req.ID, runner.Actor{Name: "carol"}); code(err) != bt.CodeConflict {
 		t.Fatalf("executing an executed request: %v, want CONFLICT", err)
 	}
 }
@@ -305,7 +305,7 @@ func pendingRefundReplay(t *testing.T, b *bundle) (*runner.Runner, *ledgerJob, *
 	r := b.runner(nil, job)
 	run := b.succeed(r, runner.StartParams{Job: "refund"})
 	phase.Store(2)
-	req, err := r.RequestReplay(context.Background(), runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient,
+	req, err := r.Replays().Request(context.Background(), runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient,
 		Reason: "retry", CompensationRef: "REFUND-1", Actor: "alice"})
 	if err != nil || req.Status != bt.ReplayPendingApproval {
 		t.Fatalf("request: %v %+v", err, req)

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/maintenance"
 	"github.com/baton-run/baton/runner/internal/metrics"
+	"github.com/baton-run/baton/runner/internal/replay"
+	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/redislock"
 )
@@ -117,24 +118,23 @@ type Runner struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 
-	mu   sync.RWMutex
-	jobs map[string]Job
+	reg      *registry
+	handover handover
 
 	slots    chan struct{}
 	draining atomic.Bool
 	// startMu orders Shutdown after starts in flight: Start holds it shared from its draining
 	// check until its worker is counted in workers, Shutdown takes it to set draining.
-	startMu sync.RWMutex
-	wake    chan struct{}
-	// slotWanted is set when a due fire found every slot busy: the next slot freed wakes the
-	// scheduler, so the fire starts then rather than at the job's next fire.
-	slotWanted atomic.Bool
+	startMu   sync.RWMutex
+	sched     *schedule.Scheduler
+	recoverer *maintenance.Recoverer
 
 	activeMu sync.Mutex
 	active   map[int64]*Run
 	workers  sync.WaitGroup
 
-	reconcile reconcileState
+	replays    *replay.Service
+	reconciles *replay.Reconciles
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -170,26 +170,45 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
+	if cfg.ReconcileTimeout <= 0 {
+		cfg.ReconcileTimeout = DefaultReconcileTimeout
+	}
 	if cfg.RemoteStartWait == 0 {
 		cfg.RemoteStartWait = DefaultRemoteStartWait
 	}
-	cfg.Retention = cfg.Retention.withDefaults()
+	cfg.Retention = cfg.Retention.WithDefaults()
 	store := postgres.New(cfg.DB)
 	m, err := metrics.New(cfg.Registerer, store.RedoneWrites)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{
+	r := &Runner{
 		cfg:     cfg,
 		store:   store,
 		locks:   redislock.New(cfg.Redis, cfg.Env),
 		log:     cfg.Logger.With("instance", cfg.Instance),
 		metrics: m,
-		jobs:    map[string]Job{},
+		reg:     &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
 		slots:   make(chan struct{}, cfg.PoolSize),
-		wake:    make(chan struct{}, 1),
 		active:  map[int64]*Run{},
-	}, nil
+	}
+	r.handover = handover{r}
+	r.recoverer = &maintenance.Recoverer{Store: store, Locks: r.locks, Metrics: m, Logger: r.log}
+	if cfg.Events != nil {
+		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
+	}
+	r.sched = schedule.New(schedule.Config{Store: store, DB: cfg.DB, Logger: r.log, PollInterval: cfg.PollInterval,
+		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
+	r.replays = replay.New(replay.Config{Store: store, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
+		AuditFunc: r.audit, MaskFunc: maskEvidence})
+	rc := replay.ReconcileConfig{Store: store, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
+		Timeout: cfg.ReconcileTimeout, JobFunc: r.reg.replayJob, LeasesFunc: r.reg.reconcileLeases, Slots: reconcileSlots{r},
+		TokenFunc: newToken, AuditFunc: r.audit, MaskFunc: maskEvidence}
+	if sink, ok := cfg.Events.(ReconcileSink); ok {
+		rc.PublishFunc = sink.ReconcileChanged
+	}
+	r.reconciles = replay.NewReconciles(rc)
+	return r, nil
 }
 
 // Store returns the runner's store, for read paths such as the API.
@@ -202,15 +221,15 @@ func (r *Runner) Instance() string { return r.cfg.Instance }
 // runtime-edited schedule). A name registered twice, an invalid name, cron or timezone fails
 // with a coded error and registers nothing of that call.
 func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.reg.mu.Lock()
+	defer r.reg.mu.Unlock()
 	seen := map[string]bool{}
 	for _, j := range jobs {
 		info := j.Info()
 		if err := validateName(info.Name); err != nil {
 			return err
 		}
-		if _, dup := r.jobs[info.Name]; dup || seen[info.Name] {
+		if _, dup := r.reg.jobs[info.Name]; dup || seen[info.Name] {
 			return bt.Errorf(bt.CodeDuplicateJob, "job %q is already registered", info.Name)
 		}
 		seen[info.Name] = true
@@ -218,7 +237,7 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 			if _, err := ParseSchedule(info.Cron, info.Timezone); err != nil {
 				return fmt.Errorf("job %q: %w", info.Name, err)
 			}
-		} else if _, err := loadLocation(info.Timezone); err != nil {
+		} else if _, err := schedule.LoadLocation(info.Timezone); err != nil {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
 	}
@@ -244,9 +263,9 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		return err
 	}
 	for _, j := range jobs {
-		r.jobs[j.Info().Name] = j
+		r.reg.jobs[j.Info().Name] = j
 	}
-	r.signalWake()
+	r.sched.Wake()
 	return nil
 }
 
@@ -274,267 +293,15 @@ func validateName(name string) error {
 }
 
 // Job returns a registered job by name.
-func (r *Runner) Job(name string) (Job, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	j, ok := r.jobs[name]
-	return j, ok
-}
-
-// hasJobs reports whether any job is registered.
-func (r *Runner) hasJobs() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.jobs) > 0
-}
+func (r *Runner) Job(name string) (Job, bool) { return r.reg.get(name) }
 
 // JobNames lists registered job names.
-func (r *Runner) JobNames() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.jobs))
-	for n := range r.jobs {
-		names = append(names, n)
-	}
-	return names
-}
-
-// StartParams says which job to start, why and how.
-type StartParams struct {
-	Job     string
-	Trigger Trigger // default MANUAL
-	Mode    Mode    // default RESUME
-	Actor   string  // who asked; default "system"
-	// Due and Next are set by the scheduler for SCHEDULED starts: the fire being claimed and
-	// the one after it. Missed lists the fires between them that passed unclaimed; the
-	// claimer records them as skipped.
-	Due, Next time.Time
-	Missed    []time.Time
-	// Generation, FromStart and ReplayRequestID are set for REPLAY starts.
-	Generation      int64
-	FromStart       bool
-	ReplayRequestID *int64
-	// ReplayScope says which failed targets a REPLAY run retries.
-	ReplayScope bt.ReplayScope
-
-	noAudit bool // set by operations that audit themselves
-	local   bool // never hand this start to another instance
-	// approvedRestart is set for the RESTART run of an approved request: the approval is
-	// the gate's answer.
-	approvedRestart bool
-}
-
-// Start starts a run of a job on this instance's pool and returns its id at once; the job runs
-// asynchronously. Outcomes: a run id; NOT_FOUND; ALREADY_RUNNING (the Redis lock is held, or
-// the database already has an active run); CAPACITY_EXCEEDED (no free slot — checked before
-// anything is written); JOB_PAUSED; MAINTENANCE; and for a manual RESTART that could repeat
-// effects, REPLAY_BLOCKED (targets of the current generation in doubt) or APPROVAL_REQUIRED
-// (a HIGH-risk job: request it with RequestRestart). A SCHEDULED start whose fire is no longer due
-// (another instance claimed it) returns 0 and no error.
-func (r *Runner) Start(ctx context.Context, p StartParams) (id int64, err error) {
-	if p.Trigger == "" || p.Trigger == bt.TriggerManual {
-		if !p.noAudit {
-			defer func() {
-				r.audit(ctx, p.Actor, "startJob", "job:"+p.Job, map[string]any{"mode": p.Mode, "runId": id}, err)
-			}()
-		}
-	}
-	t0 := time.Now()
-	job, ok := r.Job(p.Job)
-	if !ok {
-		return 0, bt.Errorf(bt.CodeNotFound, "job %q is not registered", p.Job)
-	}
-	if p.Trigger == "" {
-		p.Trigger = bt.TriggerManual
-	}
-	if p.Mode == "" {
-		p.Mode = bt.ModeResume
-	}
-	if p.Mode != bt.ModeResume && p.Mode != bt.ModeRestart {
-		return 0, bt.Errorf(bt.CodeInvalidInput, "mode must be RESUME or RESTART, not %q", p.Mode)
-	}
-	if p.Actor == "" {
-		p.Actor = "system"
-	}
-	// The RESTART gate: a manual RESTART opens a new generation, calling every target again
-	// under new keys. Where that can repeat effects (a HIGH-risk job, targets in doubt) it
-	// needs a request and a second person's approval (RequestRestart). Scheduled fires and
-	// RESUME are not gated; a start handed over by another instance passed its gate there.
-	if p.Trigger == bt.TriggerManual && p.Mode == bt.ModeRestart && !p.approvedRestart && !p.local {
-		if err := r.restartGate(ctx, p.Job); err != nil {
-			return 0, err
-		}
-	}
-	if r.draining.Load() {
-		return 0, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
-	}
-	if cap(r.slots) == 0 && !p.local && r.cfg.RemoteStartWait > 0 {
-		return r.startRemotely(ctx, p)
-	}
-	r.startMu.RLock()
-	defer r.startMu.RUnlock()
-	if r.draining.Load() {
-		return 0, bt.Errorf(bt.CodeShuttingDown, "instance %s is shutting down", r.cfg.Instance)
-	}
-	select {
-	case r.slots <- struct{}{}:
-	default:
-		r.metrics.CapacityExceeded.Inc()
-		return 0, bt.Errorf(bt.CodeCapacityExceeded, "all %d worker slots of instance %s are busy", cap(r.slots), r.cfg.Instance)
-	}
-	handedOff := false
-	defer func() {
-		if !handedOff {
-			r.freeSlot()
-		}
-	}()
-
-	// From the claim on, the start runs to a known outcome even if the caller goes away (a
-	// scheduler stopping, an HTTP request cancelled): a cancellation that lands while a COMMIT
-	// is on the wire would report an error for a claim or a run that did commit, leaving a fire
-	// neither run nor recorded, or an orphan STARTING run that blocks the job for a lease.
-	callerCtx := ctx
-	ctx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer cancelStart()
-
-	var scheduledFor *time.Time
-	if p.Trigger == bt.TriggerScheduled {
-		if callerCtx.Err() != nil {
-			return 0, callerCtx.Err()
-		}
-		claimed, err := onConnect(ctx, func() (bool, error) { return r.store.ClaimFire(ctx, p.Job, p.Due, p.Next) })
-		if err != nil || !claimed {
-			return 0, err
-		}
-		if len(p.Missed) > 0 {
-			r.metrics.FiresSkipped.Add(float64(len(p.Missed)))
-			detail := fmt.Sprintf("no scheduler claimed it in time; the fire of %s ran instead", p.Due.UTC().Format(time.RFC3339))
-			if _, err := onConnect(ctx, func() (struct{}, error) {
-				return struct{}{}, r.store.RecordMissedFires(ctx, p.Job, p.Missed, r.cfg.Instance, detail)
-			}); err != nil {
-				r.log.Error("record missed fires", "job", p.Job, "err", err)
-			}
-		}
-		due := p.Due
-		scheduledFor = &due
-	}
-
-	info := job.Info()
-	lease := info.Lease
-	if lease <= 0 {
-		lease = r.cfg.DefaultLease
-	}
-	token := newToken()
-	lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(lease))
-	locked, err := r.locks.Acquire(lockCtx, p.Job, token, lease)
-	cancelLock()
-	switch {
-	case err != nil:
-		// Redis is the fast path, not the guard: the database index still refuses a second
-		// active run, so a Redis outage must not stop every job.
-		r.metrics.LockErrors.Inc()
-		r.log.Warn("redis lock unavailable; relying on the database guard", "job", p.Job, "err", err)
-	case !locked:
-		r.metrics.LockContention.Inc()
-		r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "lock held in Redis")
-		return 0, bt.Errorf(bt.CodeAlreadyRunning, "job %q is already running (lock held)", p.Job)
-	}
-	run, err := onConnect(ctx, func() (*bt.RunRecord, error) {
-		return r.store.InsertRun(ctx, postgres.NewRun{
-			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: token,
-			LeaseSeconds: leaseSecondsFor(lease), JobVersion: info.Version, ScheduledFor: scheduledFor,
-			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
-		})
-	})
-	if err != nil {
-		if locked {
-			_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, token)
-		}
-		if errors.Is(err, postgres.ErrFireTaken) {
-			// The fire was claimed a second time (its claim set back): it already ran, and its
-			// run is its record. Like a claim lost to another instance, there is nothing to do.
-			r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)
-			return 0, nil
-		}
-		if errors.Is(err, bt.ErrAlreadyRunning) {
-			r.metrics.LockContention.Inc()
-			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_RUNNING", "active run in database")
-		} else if p.Trigger == bt.TriggerScheduled {
-			r.recordSkip(ctx, p, scheduledFor, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
-		}
-		return 0, err
-	}
-	if got := time.Duration(run.LeaseSeconds) * time.Second; got != lease {
-		// The operator's lease override replaced the job's: the run, its renewals and the
-		// Redis lock hold that one from here on.
-		lease = got
-		if locked {
-			lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(lease))
-			if _, err := r.locks.Extend(lockCtx, p.Job, token, lease); err != nil {
-				r.log.Warn("extend redis lock to the lease override; the database lease still fences", "job", p.Job, "err", err)
-			}
-			cancelLock()
-		}
-	}
-	handedOff = true
-	w := r.newRun(job, run, token, p.ReplayScope)
-	r.workers.Add(1)
-	go r.work(w)
-	r.metrics.RunsStarted.WithLabelValues(string(p.Trigger)).Inc()
-	r.metrics.StartLatency.Observe(time.Since(t0).Seconds())
-	if scheduledFor != nil {
-		if now, err := r.store.Now(ctx); err == nil {
-			r.metrics.ScheduleLateness.Observe(now.Sub(*scheduledFor).Seconds())
-		}
-	}
-	return run.ID, nil
-}
-
-func (r *Runner) recordSkip(ctx context.Context, p StartParams, at *time.Time, outcome, detail string) {
-	if at == nil {
-		return
-	}
-	r.metrics.FiresSkipped.Inc()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
-	defer cancel()
-	if _, err := onConnect(ctx, func() (struct{}, error) {
-		return struct{}{}, r.store.RecordScheduleEvent(ctx, p.Job, *at, outcome, r.cfg.Instance, detail)
-	}); err != nil {
-		r.log.Error("record skipped fire", "job", p.Job, "err", err)
-	}
-}
-
-// startTimeout bounds the database and Redis work of one Start once it has begun.
-const startTimeout = 15 * time.Second
-
-// leaseSecondsFor rounds a lease up to whole seconds (the database stores seconds).
-func leaseSecondsFor(d time.Duration) int {
-	s := int((d + time.Second - 1) / time.Second)
-	if s < 1 {
-		s = 1
-	}
-	return s
-}
-
-func newToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func (r *Runner) JobNames() []string { return r.reg.names() }
 
 // freeSlot gives a worker slot back, and wakes the scheduler if a due fire is waiting for one.
 func (r *Runner) freeSlot() {
 	<-r.slots
-	if r.slotWanted.CompareAndSwap(true, false) {
-		r.signalWake()
-	}
-}
-
-func (r *Runner) signalWake() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	r.sched.SlotFreed()
 }
 
 // Run runs the scheduler (if configured) until ctx is done, then shuts down gracefully: it
@@ -553,15 +320,15 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
-	if cap(r.slots) > 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.serveStarts(ctx) }()
+	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts and reconciles to the others
+		wg.Add(2)
+		go func() { defer wg.Done(); r.handover.serve(ctx) }()
+		go func() { defer wg.Done(); r.reconciles.Serve(ctx) }()
 	}
-	r.startReconciles(ctx, &wg)
 	if r.cfg.Scheduler {
 		wg.Add(2)
-		go func() { defer wg.Done(); r.schedule(ctx) }()
-		go func() { defer wg.Done(); r.listen(ctx) }()
+		go func() { defer wg.Done(); r.sched.Run(ctx) }()
+		go func() { defer wg.Done(); r.sched.Listen(ctx) }()
 	}
 	<-ctx.Done()
 	wg.Wait()

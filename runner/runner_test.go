@@ -38,12 +38,12 @@ func TestConcurrentStartsRunOnce(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-release
-					id, err := runners[i%len(runners)].Start(context.Background(), runner.StartParams{Job: "collect", Actor: "test"})
+					run, err := runners[i%len(runners)].Start(context.Background(), runner.StartParams{Job: "collect", Actor: "test"})
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
 					case err == nil:
-						ids[id] = true
+						ids[run.ID] = true
 					case errors.Is(err, bt.ErrAlreadyRunning):
 						already++
 					default:
@@ -181,7 +181,7 @@ func TestCancelStopsAtItemBoundary(t *testing.T) {
 		close(gates[i])
 	}
 	<-job.reached // item 4 is in its call
-	if _, err := r.Cancel(context.Background(), id, "operator"); err != nil {
+	if _, err := r.Runs().Cancel(context.Background(), id, "operator"); err != nil {
 		t.Fatal(err)
 	}
 	close(gates[4]) // item 4's call finishes: its result still commits
@@ -198,10 +198,10 @@ func TestCancelStopsAtItemBoundary(t *testing.T) {
 	if n := b.count(`SELECT count(*) FROM job_output`); n != 4 {
 		t.Fatalf("%d job writes committed, want 4", n)
 	}
-	if _, err := r.Cancel(context.Background(), id, "operator"); code(err) != bt.CodeNotActive {
+	if _, err := r.Runs().Cancel(context.Background(), id, "operator"); code(err) != bt.CodeNotActive {
 		t.Fatalf("cancel of a finished run: %v, want NOT_ACTIVE", err)
 	}
-	if _, err := r.Cancel(context.Background(), 999999, "operator"); code(err) != bt.CodeNotFound {
+	if _, err := r.Runs().Cancel(context.Background(), 999999, "operator"); code(err) != bt.CodeNotFound {
 		t.Fatalf("cancel of an unknown run: %v, want NOT_FOUND", err)
 	}
 }
@@ -232,7 +232,7 @@ func TestResumeAndRestart(t *testing.T) {
 		}
 	}
 	cancelOnce.Do(func() {
-		if _, err := r.Cancel(context.Background(), first, "t"); err != nil {
+		if _, err := r.Runs().Cancel(context.Background(), first, "t"); err != nil {
 			t.Error(err)
 		}
 	})

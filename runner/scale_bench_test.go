@@ -190,7 +190,7 @@ func BenchmarkFireLateness(b *testing.B) {
 // with BATON_BENCH_SCALE=full; INSERT ... SELECT generate_series, rows shaped as the runner
 // writes them: ~98 % CONFIRMED, the rest failed in each class or ambiguous), the matching
 // per-state counters and a finished run, then:
-//   - preflight: Runner.Preflight of the run (scope FAILED) — p50/p99 ms. Preflight reads
+//   - preflight: ReplayService.Preflight of the run (scope FAILED) — p50/p99 ms. Preflight reads
 //     counters, never the ledger, so it must not grow with N.
 //   - bytes: pg_total_relation_size of job_ledger (heap, TOAST, indexes) plus job_ledger_counts,
 //     per million items (MB of 10^6 bytes: bytes per item = MB per million items); and the same
@@ -241,10 +241,11 @@ func BenchmarkLedgerScale(b *testing.B) {
 	if err := r.Register(ctx, j, organicJob); err != nil {
 		b.Fatal(err)
 	}
-	id, err := r.Start(ctx, runner.StartParams{Job: job, Mode: bt.ModeRestart})
+	started, err := r.Start(ctx, runner.StartParams{Job: job, Mode: bt.ModeRestart})
 	if err != nil {
 		b.Fatal(err)
 	}
+	id := started.ID
 	if run := f.wait(b, id); run.Status != bt.StatusSucceeded {
 		b.Fatalf("run %d %s", id, run.Status)
 	}
@@ -259,7 +260,7 @@ func BenchmarkLedgerScale(b *testing.B) {
 		var p *bt.Preflight
 		for b.Loop() {
 			t0 := time.Now()
-			p, err = r.Preflight(ctx, id, bt.ScopeFailed)
+			p, err = r.Replays().Preflight(ctx, id, bt.ScopeFailed)
 			lat = append(lat, time.Since(t0))
 			if err != nil {
 				b.Fatal(err)
@@ -293,10 +294,11 @@ func BenchmarkLedgerScale(b *testing.B) {
 		var items int
 		for b.Loop() {
 			before := size()
-			oid, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
+			started, err := r.Start(ctx, runner.StartParams{Job: "organic", Mode: bt.ModeRestart})
 			if err != nil {
 				b.Fatal(err)
 			}
+			oid := started.ID
 			if run := f.wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
 				b.Fatalf("organic run %s with %d items", run.Status, run.Processed)
 			}

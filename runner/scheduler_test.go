@@ -81,7 +81,7 @@ func TestCronChangeAppliesWithoutRestart(t *testing.T) {
 	r1 := b.runner(schedulerOn, job)
 	b.runner(schedulerOn, job) // a second instance, told only through the database
 	every := "* * * * * *"
-	if _, err := r1.UpdateSchedule(context.Background(), "rescheduled", runner.ScheduleUpdate{Cron: &every, Actor: "ops"}); err != nil {
+	if _, err := r1.Jobs().UpdateSchedule(context.Background(), "rescheduled", runner.ScheduleUpdate{Cron: &every, Actor: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 8*time.Second, "a run under the new cron (the poll is 10s)", func() bool {
@@ -89,7 +89,7 @@ func TestCronChangeAppliesWithoutRestart(t *testing.T) {
 	})
 	// Disable: no fire after the change lands.
 	off := false
-	if _, err := r1.UpdateSchedule(context.Background(), "rescheduled", runner.ScheduleUpdate{Enabled: &off, Actor: "ops"}); err != nil {
+	if _, err := r1.Jobs().UpdateSchedule(context.Background(), "rescheduled", runner.ScheduleUpdate{Enabled: &off, Actor: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "runs to settle", func() bool {
@@ -130,7 +130,7 @@ func TestInvalidScheduleRefused(t *testing.T) {
 		if tz != "" {
 			u.Timezone = &tz
 		}
-		_, err := r.UpdateSchedule(context.Background(), "strict", u)
+		_, err := r.Jobs().UpdateSchedule(context.Background(), "strict", u)
 		if code(err) != tc.code {
 			t.Errorf("cron %q tz %q: %v, want %s", tc.cron, tc.tz, err, tc.code)
 		}
@@ -148,11 +148,11 @@ func TestInvalidScheduleRefused(t *testing.T) {
 	// Accepted forms: five fields, six fields, descriptors, with a timezone.
 	for _, spec := range []string{"*/5 * * * *", "0 0 4 * * *", "@every 90s", "@hourly"} {
 		cron, tz := spec, "Asia/Seoul"
-		if _, err := r.UpdateSchedule(context.Background(), "strict", runner.ScheduleUpdate{Cron: &cron, Timezone: &tz}); err != nil {
+		if _, err := r.Jobs().UpdateSchedule(context.Background(), "strict", runner.ScheduleUpdate{Cron: &cron, Timezone: &tz}); err != nil {
 			t.Errorf("cron %q refused: %v", spec, err)
 		}
 	}
-	fires, err := r.NextFires(context.Background(), "0 0 4 * * *", "Asia/Seoul", 3)
+	fires, err := r.Jobs().NextFires(context.Background(), "0 0 4 * * *", "Asia/Seoul", 3)
 	if err != nil || len(fires) != 3 {
 		t.Fatalf("next fires: %v %v", fires, err)
 	}
@@ -188,7 +188,7 @@ func TestPauseAndResumeJob(t *testing.T) {
 			break
 		}
 	}
-	if _, err := r.PauseJob(context.Background(), "pausable", "ops"); err != nil {
+	if _, err := r.Jobs().Pause(context.Background(), "pausable", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	close(hold)
@@ -214,7 +214,7 @@ func TestPauseAndResumeJob(t *testing.T) {
 		t.Fatalf("the paused run still holds its lock")
 	}
 	before := job.callsOf(4)
-	_, resumed, err := r.ResumeJob(context.Background(), "pausable", "ops")
+	_, resumed, err := r.Jobs().Resume(context.Background(), "pausable", "ops")
 	if err != nil || resumed == 0 {
 		t.Fatalf("resume: run %d, %v", resumed, err)
 	}
@@ -360,23 +360,23 @@ func TestStaleClaimDoesNotRunAFireTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := due.Add(24 * time.Hour)
-	fire := func() (int64, error) {
+	fire := func() (*runner.RunRecord, error) {
 		return r.Start(ctx, runner.StartParams{Job: "stale-claim", Trigger: bt.TriggerScheduled, Mode: bt.ModeRestart,
 			Actor: "scheduler", Due: due, Next: next})
 	}
-	id, err := fire()
-	if err != nil || id == 0 {
-		t.Fatalf("first fire: run %d, %v", id, err)
+	first, err := fire()
+	if err != nil || first == nil {
+		t.Fatalf("first fire: run %v, %v", first, err)
 	}
-	b.waitStatus(id, bt.StatusSucceeded)
+	b.waitStatus(first.ID, bt.StatusSucceeded)
 
 	// The claim is reset to the instant that already ran.
 	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = $1 WHERE name = 'stale-claim'`, due); err != nil {
 		t.Fatal(err)
 	}
 	again, err := fire()
-	if err != nil || again != 0 {
-		t.Fatalf("second fire of %s: run %d, %v; want 0 and no error", due, again, err)
+	if err != nil || again != nil {
+		t.Fatalf("second fire of %s: run %v, %v; want none and no error", due, again, err)
 	}
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'stale-claim'`); n != 1 {
 		t.Fatalf("%d runs for one fire, want 1", n)
@@ -414,10 +414,10 @@ func TestLocalZoneRefused(t *testing.T) {
 		t.Fatalf("%d refused jobs registered", n)
 	}
 	local := "Local"
-	if _, err := r.UpdateSchedule(ctx, "zoned", runner.ScheduleUpdate{Timezone: &local, Actor: "ops"}); code(err) != bt.CodeInvalidTimezone {
+	if _, err := r.Jobs().UpdateSchedule(ctx, "zoned", runner.ScheduleUpdate{Timezone: &local, Actor: "ops"}); code(err) != bt.CodeInvalidTimezone {
 		t.Fatalf("UpdateSchedule to Local: %v, want INVALID_TIMEZONE", err)
 	}
-	if _, err := r.NextFires(ctx, "0 4 * * *", "Local", 3); code(err) != bt.CodeInvalidTimezone {
+	if _, err := r.Jobs().NextFires(ctx, "0 4 * * *", "Local", 3); code(err) != bt.CodeInvalidTimezone {
 		t.Fatalf("NextFires in Local: %v, want INVALID_TIMEZONE", err)
 	}
 	if j, err := r.Store().Job(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {

@@ -35,3 +35,9 @@ func (r *Runner) Jobs() *JobService { return &JobService{r} }
 
 // Replays returns the replay service.
 func (r *Runner) Replays() *ReplayService { return &ReplayService{r} }
+
+// Ledger returns the ledger service.
+func (r *Runner) Ledger() *LedgerService { return &LedgerService{r} }
+
+// Audit returns the audit service.
+func (r *Runner) Audit() *AuditService { return &AuditService{r} }

@@ -111,7 +111,7 @@ func TestRunEndSettlesIntents(t *testing.T) {
 		},
 		drive: func(t *testing.T, r *runner.Runner, id int64, reached <-chan string) {
 			<-reached
-			if _, err := r.Cancel(context.Background(), id, "ops"); err != nil {
+			if _, err := r.Runs().Cancel(context.Background(), id, "ops"); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -124,7 +124,7 @@ func TestRunEndSettlesIntents(t *testing.T) {
 		},
 		drive: func(t *testing.T, r *runner.Runner, id int64, reached <-chan string) {
 			<-reached
-			if _, err := r.PauseJob(context.Background(), "paused", "ops"); err != nil {
+			if _, err := r.Jobs().Pause(context.Background(), "paused", "ops"); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -216,7 +216,7 @@ func TestRunEndSettlesIntents(t *testing.T) {
 				if i == 0 {
 					got, err = b.reconcile(r, e.ID, "ops")
 				} else {
-					got, err = r.ResolveAmbiguous(ctx, e.ID, runner.ResolveNotApplied, "", "provider has no record", "ops")
+					got, err = r.Ledger().ResolveAmbiguous(ctx, e.ID, runner.ResolveNotApplied, "", "provider has no record", "ops")
 				}
 				if err != nil {
 					t.Fatalf("settle %s: %v", target, err)

@@ -70,11 +70,12 @@ func childWorker() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	id, err := r.Start(context.Background(), runner.StartParams{Job: "slow"})
+	started, err := r.Start(context.Background(), runner.StartParams{Job: "slow"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	id := started.ID
 	fmt.Printf("run %d\n", id)
 	if err := r.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)

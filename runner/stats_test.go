@@ -48,7 +48,7 @@ func TestDownstreamStatsWithSkewedClock(t *testing.T) {
 			if calls != 10 {
 				t.Fatalf("%d calls made, want 10 (the stop condition judges after each)", calls)
 			}
-			pf, err := r.Preflight(ctx, rec.ID, bt.ScopeTransient)
+			pf, err := r.Replays().Preflight(ctx, rec.ID, bt.ScopeTransient)
 			if err != nil {
 				t.Fatal(err)
 			}

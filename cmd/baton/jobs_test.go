@@ -123,16 +123,16 @@ func TestJobsRestartGate(t *testing.T) {
 	if err != nil || !strings.Contains(out, "RESTART request 1 of cli-pay is PENDING_APPROVAL") {
 		t.Fatalf("restart --request: %v\n%s", err, out)
 	}
-	if _, err := r.PauseJob(ctx, "cli-pay", "ops"); err != nil {
+	if _, err := r.Jobs().Pause(ctx, "cli-pay", "ops"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ApproveReplay(ctx, 1, "boss", "ok"); bt.CodeOf(err) != bt.CodeJobPaused {
+	if _, err := r.Replays().Approve(ctx, 1, runner.Actor{Name: "boss"}, "ok"); bt.CodeOf(err) != bt.CodeJobPaused {
 		t.Fatalf("approve while paused: %v, want JOB_PAUSED", err)
 	}
 	if _, err := jobs(op, "execute", "1"); err == nil || !strings.Contains(err.Error(), "FORBIDDEN") {
 		t.Fatalf("execute as an operator: %v, want FORBIDDEN", err)
 	}
-	if _, _, err := r.ResumeJob(ctx, "cli-pay", "ops"); err != nil {
+	if _, _, err := r.Jobs().Resume(ctx, "cli-pay", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	out, err = jobs(approver, "execute", "1", "--watch")

@@ -101,7 +101,7 @@ func TestCollectCancelThenResume(t *testing.T) {
 	r := b.runner(job)
 	first := b.start(r, runner.StartParams{Job: CollectJobName})
 	<-reached // page 11 is being fetched
-	if _, err := r.Cancel(context.Background(), first, "test"); err != nil {
+	if _, err := r.Runs().Cancel(context.Background(), first, "test"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

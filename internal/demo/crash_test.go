@@ -61,11 +61,12 @@ func crashChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	id, err := r.Start(context.Background(), runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume})
+	started, err := r.Start(context.Background(), runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	id := started.ID
 	fmt.Printf("run %d\n", id)
 	select {} // until killed
 }
@@ -168,19 +169,19 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	checkNoDuplicateEffects(t, b)
 	checkCountsAddUp(t, b, last.Generation)
 
-	ambiguous, err := r.Ledger(ctx, runner.LedgerFilter{JobName: SettlementJobName, States: []runner.LedgerState{bt.LedgerAmbiguous}, Limit: 1000})
+	ambiguous, err := r.Ledger().Entries(ctx, runner.LedgerFilter{JobName: SettlementJobName, States: []runner.LedgerState{bt.LedgerAmbiguous}, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ambiguous {
-		req, err := r.ReconcileEntry(ctx, e.ID, "crash-test")
+		req, err := r.Ledger().Reconcile(ctx, e.ID, "crash-test")
 		if err == nil {
-			req, err = r.AwaitReconcile(ctx, req.ID)
+			req, err = r.Ledger().AwaitReconcile(ctx, req.ID)
 		}
 		if err != nil || req.Status != bt.ReconcileDone {
 			t.Fatalf("reconcile %s: %v %+v", e.Target, err, req)
 		}
-		got, err := r.LedgerEntry(ctx, e.ID)
+		got, err := r.Ledger().Entry(ctx, e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,11 +52,11 @@ func (b *bundle) runner(jobs ...runner.Job) *runner.Runner {
 
 func (b *bundle) start(r *runner.Runner, p runner.StartParams) int64 {
 	b.t.Helper()
-	id, err := r.Start(context.Background(), p)
-	if err != nil || id == 0 {
-		b.t.Fatalf("start %s: id %d, %v", p.Job, id, err)
+	run, err := r.Start(context.Background(), p)
+	if err != nil || run == nil {
+		b.t.Fatalf("start %s: run %v, %v", p.Job, run, err)
 	}
-	return id
+	return run.ID
 }
 
 // waitEnd polls until run id has finished and returns it.

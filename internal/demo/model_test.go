@@ -598,10 +598,11 @@ func outcome(what string, err error) (string, error) {
 
 func opStartResume(m *modelSeq) (string, error) {
 	in := m.inst()
-	id, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume, Actor: "alice"})
+	started, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume, Actor: "alice"})
 	if err != nil {
 		return outcome("start RESUME", err)
 	}
+	id := started.ID
 	return fmt.Sprintf("run %d on %s", id, in.name), nil
 }
 
@@ -611,14 +612,14 @@ func opStartResume(m *modelSeq) (string, error) {
 // identity. (Where the gate has an API of its own, such as a restart request, call it here.)
 func opStartRestart(m *modelSeq) (string, error) {
 	in := m.inst()
-	id, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeRestart, Actor: "alice"})
+	run, err := in.r.Start(m.ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeRestart, Actor: "alice"})
 	switch c := bt.CodeOf(err); {
 	case err == nil:
-		return fmt.Sprintf("run %d on %s", id, in.name), nil
+		return fmt.Sprintf("run %d on %s", run.ID, in.name), nil
 	case c == bt.CodeApprovalRequired || c == bt.CodeReplayBlocked:
 		// A gated RESTART is a request: alice asks, bob approves (a BLOCKED one waits until
 		// its targets in doubt are settled).
-		req, err := in.r.RequestRestart(m.ctx, runner.RestartParams{Job: SettlementJobName, Reason: "model test",
+		req, err := in.r.Replays().RequestRestart(m.ctx, runner.RestartParams{Job: SettlementJobName, Reason: "model test",
 			CompensationRef: "refund:model-test", Actor: "alice"})
 		out, err := outcome("request restart", err)
 		if req != nil {
@@ -659,18 +660,18 @@ func opCancel(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no active run", err
 	}
-	_, err = m.inst().r.Cancel(m.ctx, id, "alice")
+	_, err = m.inst().r.Runs().Cancel(m.ctx, id, "alice")
 	out, err := outcome("cancel", err)
 	return fmt.Sprintf("run %d: %s", id, out), err
 }
 
 func opPause(m *modelSeq) (string, error) {
-	_, err := m.inst().r.PauseJob(m.ctx, SettlementJobName, "alice")
+	_, err := m.inst().r.Jobs().Pause(m.ctx, SettlementJobName, "alice")
 	return outcome("pause", err)
 }
 
 func opResume(m *modelSeq) (string, error) {
-	_, id, err := m.inst().r.ResumeJob(m.ctx, SettlementJobName, "alice")
+	_, id, err := m.inst().r.Jobs().Resume(m.ctx, SettlementJobName, "alice")
 	out, err := outcome("resume", err)
 	return fmt.Sprintf("%s, run %d", out, id), err
 }
@@ -716,7 +717,7 @@ func (m *modelSeq) replay(scope bt.ReplayScope) (*bt.ReplayRequest, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	req, err := m.inst().r.RequestReplay(m.ctx, runner.ReplayParams{RunID: src, Scope: scope, Reason: "model test",
+	req, err := m.inst().r.Replays().Request(m.ctx, runner.ReplayParams{RunID: src, Scope: scope, Reason: "model test",
 		CompensationRef: "refund:model-test", Actor: "alice"})
 	out, err := outcome("request replay", err)
 	if req != nil {
@@ -758,7 +759,7 @@ func opApprove(m *modelSeq) (string, error) {
 
 // approve approves request id as bob.
 func (m *modelSeq) approve(id int64) (string, error) {
-	req, err := m.inst().r.ApproveReplay(m.ctx, id, "bob", "checked the preflight")
+	req, err := m.inst().r.Replays().Approve(m.ctx, id, runner.Actor{Name: "bob"}, "checked the preflight")
 	out, err := outcome("approve replay", err)
 	if req != nil {
 		out = fmt.Sprintf("request %d: %s (%s)", id, req.Status, out)
@@ -771,7 +772,7 @@ func opReject(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no pending request", err
 	}
-	_, err = m.inst().r.RejectReplay(m.ctx, id, "bob", "not now")
+	_, err = m.inst().r.Replays().Reject(m.ctx, id, runner.Actor{Name: "bob"}, "not now")
 	out, err := outcome("reject replay", err)
 	return fmt.Sprintf("request %d: %s", id, out), err
 }
@@ -781,7 +782,7 @@ func opExecute(m *modelSeq) (string, error) {
 	if err != nil || id == 0 {
 		return "no approved request", err
 	}
-	req, err := m.inst().r.ExecuteReplay(m.ctx, id, "bob")
+	req, err := m.inst().r.Replays().Execute(m.ctx, id, runner.Actor{Name: "bob"})
 	out, err := outcome("execute replay", err)
 	if req != nil {
 		out = fmt.Sprintf("request %d: %s (%s)", id, req.Status, out)
@@ -823,7 +824,7 @@ func opReconcile(m *modelSeq) (string, error) {
 // entry for its outcome either way, and an entry still in doubt after a few seconds is only
 // logged (it stays quarantined).
 func (m *modelSeq) reconcile(id int64) (string, error) {
-	_, err := m.inst().r.ReconcileEntry(m.ctx, id, "carol")
+	_, err := m.inst().r.Ledger().Reconcile(m.ctx, id, "carol")
 	out, err := outcome("reconcile", err)
 	if err != nil || out != "ok" {
 		return fmt.Sprintf("entry %d: %s", id, out), err
@@ -872,7 +873,7 @@ func opReplayRetryable(m *modelSeq) (string, error) {
 func (m *modelSeq) pollEntry(id int64, within time.Duration) (bt.LedgerState, error) {
 	var state bt.LedgerState
 	_, err := m.poll(within, func() (bool, error) {
-		e, err := m.insts[0].r.LedgerEntry(m.ctx, id)
+		e, err := m.insts[0].r.Ledger().Entry(m.ctx, id)
 		if err != nil {
 			return false, err
 		}
@@ -900,7 +901,7 @@ func opResolve(m *modelSeq) (string, error) {
 	default:
 		evidenceRef = evidence(effect, key)
 	}
-	_, err = m.inst().r.ResolveAmbiguous(m.ctx, id, res, evidenceRef, "checked the provider's records for the key", "dave")
+	_, err = m.inst().r.Ledger().ResolveAmbiguous(m.ctx, id, res, evidenceRef, "checked the provider's records for the key", "dave")
 	out, err := outcome("resolve", err)
 	return fmt.Sprintf("entry %d as %s: %s", id, res, out), err
 }
@@ -1127,10 +1128,10 @@ func modelChild() int {
 		fmt.Printf("error runner: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 2
 	}
-	id, err := r.Start(ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.Mode(os.Getenv("BATON_MODEL_MODE")), Actor: "alice"})
+	run, err := r.Start(ctx, runner.StartParams{Job: SettlementJobName, Mode: bt.Mode(os.Getenv("BATON_MODEL_MODE")), Actor: "alice"})
 	switch c := bt.CodeOf(err); {
 	case err == nil:
-		fmt.Printf("run %d\n", id)
+		fmt.Printf("run %d\n", run.ID)
 	case c != "" && c != bt.CodeInvalidInput:
 		fmt.Printf("refused %s\n", c)
 		return 0

@@ -2,17 +2,19 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/replay"
+	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 )
 
 // Cancel asks an active run to stop at its next item boundary. Committed items stay; the run
 // ends CANCELLED. The worker holding the run may be on any instance.
-func (r *Runner) Cancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
+func (s *RunService) Cancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
+	r := s.r
 	run, err := r.store.RequestCancel(ctx, runID, actorOr(actor))
 	r.audit(ctx, actor, "cancelRun", fmt.Sprintf("run:%d", runID), nil, err)
 	return run, err
@@ -31,7 +33,8 @@ type ScheduleUpdate struct {
 // UpdateSchedule validates and applies u. The change reaches every scheduler at once; an
 // invalid cron or timezone is refused with INVALID_CRON / INVALID_TIMEZONE and nothing is
 // written.
-func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (j *bt.JobSettings, err error) {
+func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (j *bt.JobSettings, err error) {
+	r := s.r
 	defer func() {
 		args := map[string]any{}
 		if u.Cron != nil {
@@ -59,7 +62,7 @@ func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdat
 	if u.Timezone != nil {
 		tz = *u.Timezone
 	}
-	if _, err := loadLocation(tz); err != nil {
+	if _, err := schedule.LoadLocation(tz); err != nil {
 		return nil, err
 	}
 	if spec != "" {
@@ -80,21 +83,18 @@ func (r *Runner) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdat
 	}
 	j, err = r.store.UpdateSchedule(ctx, job, p)
 	if err == nil {
-		r.signalWake()
+		r.sched.Wake()
 	}
 	return j, err
 }
 
-func actorOr(a string) string {
-	if a == "" {
-		return "system"
-	}
-	return a
-}
+// actorOr returns a, or "system" for no one.
+func actorOr(a string) string { return replay.NameOr(a) }
 
 // NextFires returns the next n fire times of spec in tz after the database's now.
-func (r *Runner) NextFires(ctx context.Context, spec, tz string, n int) ([]time.Time, error) {
-	s, err := ParseSchedule(spec, tz)
+func (s *JobService) NextFires(ctx context.Context, spec, tz string, n int) ([]time.Time, error) {
+	r := s.r
+	sched, err := ParseSchedule(spec, tz)
 	if err != nil {
 		return nil, err
 	}
@@ -102,20 +102,22 @@ func (r *Runner) NextFires(ctx context.Context, spec, tz string, n int) ([]time.
 	if err != nil {
 		return nil, err
 	}
-	return s.NextN(now, n), nil
+	return sched.NextN(now, n), nil
 }
 
-// PauseJob disables a job's schedule and asks its active run, wherever it runs, to stop at
+// Pause disables a job's schedule and asks its active run, wherever it runs, to stop at
 // the next boundary with status PAUSED (checkpoint kept, lock released).
-func (r *Runner) PauseJob(ctx context.Context, job, actor string) (*bt.JobSettings, error) {
+func (s *JobService) Pause(ctx context.Context, job, actor string) (*bt.JobSettings, error) {
+	r := s.r
 	j, err := r.store.SetPaused(ctx, job, true, actorOr(actor))
 	r.audit(ctx, actor, "pauseJob", "job:"+job, nil, err)
 	return j, err
 }
 
-// ResumeJob re-enables a paused job and, if its last run ended PAUSED, starts a RESUME run on
+// Resume re-enables a paused job and, if its last run ended PAUSED, starts a RESUME run on
 // this instance that continues from the checkpoint. It returns that run's id (0 if none).
-func (r *Runner) ResumeJob(ctx context.Context, job, actor string) (j *bt.JobSettings, runID int64, err error) {
+func (s *JobService) Resume(ctx context.Context, job, actor string) (j *bt.JobSettings, runID int64, err error) {
+	r := s.r
 	defer func() { r.audit(ctx, actor, "resumeJob", "job:"+job, map[string]any{"runId": runID}, err) }()
 	j, err = r.store.SetPaused(ctx, job, false, actorOr(actor))
 	if err != nil {
@@ -125,49 +127,9 @@ func (r *Runner) ResumeJob(ctx context.Context, job, actor string) (j *bt.JobSet
 	if err != nil || last == nil || last.Status != bt.StatusPaused {
 		return j, 0, err
 	}
-	id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
+	run, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
 	if err != nil {
 		return j, 0, fmt.Errorf("job %q resumed, but its run could not start: %w", job, err)
 	}
-	return j, id, nil
-}
-
-// MaintenanceResult lists what lifting maintenance restarted.
-type MaintenanceResult struct {
-	Resumed map[string]int64 // job → RESUME run id
-	Failed  map[string]error // job → why its RESUME run did not start
-}
-
-// SetMaintenance turns the cluster-wide maintenance pause on (every active run stops at its
-// next boundary with status PAUSED, no run may start) or off (schedules restart from now and
-// every run paused by maintenance continues with a RESUME run).
-func (r *Runner) SetMaintenance(ctx context.Context, on bool, actor string) (*MaintenanceResult, error) {
-	err := r.store.SetMaintenance(ctx, on, actorOr(actor))
-	r.audit(ctx, actor, "setMaintenance", "cluster", map[string]any{"paused": on}, err)
-	if err != nil {
-		return nil, err
-	}
-	r.signalWake()
-	res := &MaintenanceResult{Resumed: map[string]int64{}, Failed: map[string]error{}}
-	if on {
-		return res, nil
-	}
-	jobs, err := r.store.LastRunsPausedBy(ctx, bt.StopMaintenance)
-	if err != nil {
-		return res, err
-	}
-	for _, job := range jobs {
-		if _, ok := r.Job(job); !ok {
-			continue
-		}
-		id, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
-		if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) {
-			res.Failed[job] = err
-			continue
-		}
-		if id != 0 {
-			res.Resumed[job] = id
-		}
-	}
-	return res, nil
+	return j, runIDOf(run), nil
 }

@@ -1,12 +1,12 @@
-package runner_test
+package schedule_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/schedule"
 )
 
 func utc(t *testing.T, s string) time.Time {
@@ -121,7 +121,7 @@ func TestScheduleDST(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := runner.ParseSchedule(c.spec, c.tz)
+			s, err := schedule.Parse(c.spec, c.tz)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func TestScheduleNeverRepeatsAnInstant(t *testing.T) {
 	t.Parallel()
 	for _, tz := range []string{"America/New_York", "Europe/Berlin", "Australia/Lord_Howe"} {
 		for _, spec := range []string{"30 1 * * *", "15 2 * * *", "0 45 2 * * *", "*/30 * * * *"} {
-			s, err := runner.ParseSchedule(spec, tz)
+			s, err := schedule.Parse(spec, tz)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,15 +190,15 @@ func TestScheduleNeverRepeatsAnInstant(t *testing.T) {
 func TestLocalTimezoneRefused(t *testing.T) {
 	t.Parallel()
 	for _, tz := range []string{"Local", "local"} {
-		_, err := runner.ParseSchedule("0 4 * * *", tz)
+		_, err := schedule.Parse("0 4 * * *", tz)
 		if bt.CodeOf(err) != bt.CodeInvalidTimezone {
-			t.Fatalf("ParseSchedule with zone %q: %v, want INVALID_TIMEZONE", tz, err)
+			t.Fatalf("Parse with zone %q: %v, want INVALID_TIMEZONE", tz, err)
 		}
 		if !strings.Contains(err.Error(), `"Europe/Berlin"`) || !strings.Contains(err.Error(), `"UTC"`) {
 			t.Fatalf("message %q does not say to name a zone", err)
 		}
 	}
-	if s, err := runner.ParseSchedule("0 4 * * *", ""); err != nil || s.Location() != time.UTC {
+	if s, err := schedule.Parse("0 4 * * *", ""); err != nil || s.Location() != time.UTC {
 		t.Fatalf("empty zone: %v, %v; want UTC", s, err)
 	}
 }
@@ -218,11 +218,11 @@ func TestScheduleMatchesMinuteByMinute(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, spec := range specs {
-			s, err := runner.ParseSchedule(spec, tz)
+			s, err := schedule.Parse(spec, tz)
 			if err != nil {
 				t.Fatal(err)
 			}
-			naive, err := runner.ParseSchedule(spec, "UTC")
+			naive, err := schedule.Parse(spec, "UTC")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,60 @@
+// Package maintenance keeps the cluster healthy between runs: the lease recoverer ends runs
+// whose holder died or stalled, and the retention pruner deletes what is past its period.
+package maintenance
+
+import (
+	"context"
+	"log/slog"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/metrics"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// RecoverStore is what the recoverer needs of the store.
+type RecoverStore interface {
+	// RecoverExpired fails the runs whose lease expired, turning their IN_FLIGHT targets
+	// AMBIGUOUS_EFFECT, and returns them.
+	RecoverExpired(ctx context.Context) ([]postgres.ExpiredRun, error)
+	// Run reads one run.
+	Run(ctx context.Context, id int64) (*bt.RunRecord, error)
+}
+
+// Unlocker releases a job's Redis lock by compare-and-delete on its token.
+type Unlocker interface {
+	Release(ctx context.Context, job, token string) (bool, error)
+}
+
+// Recoverer fails runs whose lease expired (their worker died or stalled), turns their
+// in-flight targets ambiguous and releases their Redis locks.
+type Recoverer struct {
+	Store   RecoverStore
+	Locks   Unlocker
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// RunEndedFunc, if set, receives each recovered run as it now stands.
+	RunEndedFunc func(run bt.RunRecord)
+}
+
+// Recover runs one recovery pass.
+func (rc *Recoverer) Recover(ctx context.Context) {
+	expired, err := rc.Store.RecoverExpired(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			rc.Logger.Error("recover expired leases", "err", err)
+		}
+		return
+	}
+	for _, e := range expired {
+		rc.Metrics.Recovered.Inc()
+		rc.Logger.Warn("run failed: lease expired", "job", e.JobName, "run", e.ID, "ambiguous", e.Ambiguous)
+		if _, err := rc.Locks.Release(ctx, e.JobName, e.Token); err != nil {
+			rc.Logger.Warn("release expired lock", "job", e.JobName, "err", err)
+		}
+		if rc.RunEndedFunc != nil {
+			if rec, err := rc.Store.Run(ctx, e.ID); err == nil {
+				rc.RunEndedFunc(*rec)
+			}
+		}
+	}
+}

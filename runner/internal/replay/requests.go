@@ -1,0 +1,308 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+)
+
+// ReplayParams is a replay request.
+type ReplayParams struct {
+	RunID           int64
+	Scope           bt.ReplayScope
+	Reason          string
+	CompensationRef string
+	Actor           string
+	// ActorTokenID is the requester's api_tokens id; 0 for a request made by code.
+	ActorTokenID int64
+}
+
+// checkRequestText trims and checks a request's reason and compensation reference.
+func checkRequestText(reason, compensationRef *string) error {
+	*reason = strings.TrimSpace(*reason)
+	*compensationRef = strings.TrimSpace(*compensationRef)
+	switch {
+	case *reason == "":
+		return &bt.Error{Code: bt.CodeInvalidInput, Message: "a replay needs a reason", Field: "reason"}
+	case len(*reason) > 2000:
+		return &bt.Error{Code: bt.CodeInvalidInput, Message: "reason is longer than 2000 characters", Field: "reason"}
+	case len(*compensationRef) > 500:
+		return &bt.Error{Code: bt.CodeInvalidInput, Message: "compensation reference is longer than 500 characters", Field: "compensationRef"}
+	}
+	return nil
+}
+
+// Request records a replay request with its preflight. It comes back BLOCKED (with the
+// blocking reasons; REPLAY_BLOCKED is returned beside it), PENDING_APPROVAL, or — when no
+// approval is needed — EXECUTED with the replay run started on this instance. A HIGH-risk
+// request without a compensation reference is refused with APPROVAL_REQUIRED and not recorded.
+func (s *Service) Request(ctx context.Context, p ReplayParams) (req *bt.ReplayRequest, err error) {
+	args := map[string]any{"runId": p.RunID, "scope": p.Scope, "reason": p.Reason, "compensationRef": p.CompensationRef}
+	defer func() {
+		if req == nil { // recorded requests are audited with their insert
+			s.cfg.AuditFunc(ctx, p.Actor, "requestReplay", fmt.Sprintf("run:%d", p.RunID), args, err)
+		}
+	}()
+	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
+		return nil, err
+	}
+	pf, err := s.Preflight(ctx, p.RunID, p.Scope)
+	if err != nil {
+		return nil, err
+	}
+	if pf.RiskLevel == bt.RiskHigh && p.CompensationRef == "" {
+		return nil, &bt.Error{Code: bt.CodeApprovalRequired, Field: "compensationRef",
+			Message: "a HIGH-risk replay needs a compensation reference (how to undo it) and a second person's approval"}
+	}
+	run, err := s.cfg.Store.Run(ctx, p.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return s.recordRequest(ctx, &bt.ReplayRequest{Kind: bt.KindReplay, JobName: run.JobName, SourceRunID: run.ID,
+		Generation: run.Generation, Scope: p.Scope, Preflight: *pf, Reason: p.Reason},
+		p.CompensationRef, Actor{Name: p.Actor, TokenID: p.ActorTokenID}, "requestReplay", args)
+}
+
+// recordRequest records a replay or RESTART request with the status its preflight calls for,
+// and runs it at once when it needs no approval.
+func (s *Service) recordRequest(ctx context.Context, req *bt.ReplayRequest, compensationRef string, by Actor, action string, args map[string]any) (*bt.ReplayRequest, error) {
+	pf := &req.Preflight
+	req.Status = bt.ReplayApproved
+	switch {
+	case pf.Blocked:
+		req.Status = bt.ReplayBlocked
+	case pf.RequiresApproval:
+		req.Status = bt.ReplayPendingApproval
+	}
+	if compensationRef != "" {
+		req.CompensationRef = &compensationRef
+	}
+	req.RequestedBy, req.RequestedByTokenID = by.name(), by.tokenID()
+	out, err := s.cfg.Store.InsertReplay(ctx, req, postgres.AuditRecord{Actor: by.name(), Action: action, Arguments: args, Outcome: string(req.Status)})
+	if err != nil {
+		return nil, err
+	}
+	switch out.Status {
+	case bt.ReplayBlocked:
+		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(out) + " blocked: " + strings.Join(pf.BlockingReasons, "; ")}
+	case bt.ReplayApproved:
+		return s.execute(ctx, out, by)
+	}
+	return out, nil
+}
+
+// RestartParams is a request to RESTART a job whose RESTART the gate holds (see Start): a
+// HIGH-risk job, or one whose current generation holds targets in doubt.
+type RestartParams struct {
+	Job    string
+	Reason string
+	// CompensationRef is required for a HIGH-risk job: where the plan to undo the repeated
+	// effects lives.
+	CompensationRef string
+	Actor           string
+	// ActorTokenID is the requester's api_tokens id; 0 for a request made by code.
+	ActorTokenID int64
+}
+
+// RequestRestart records a request to RESTART a job, of kind RESTART and scope FULL, with the
+// RESTART preflight of the job's current generation. It follows the replay lifecycle: BLOCKED
+// (REPLAY_BLOCKED returned beside it) while targets are in doubt, PENDING_APPROVAL for a
+// HIGH-risk job (which needs a compensation reference, or APPROVAL_REQUIRED and nothing is
+// recorded), or EXECUTED at once with its RESTART run started when nothing calls for approval.
+// Once approved by another identity (Approve), the request starts a RESTART run: a new
+// generation. A job that has never run is INVALID_INPUT: its RESTART repeats nothing and is
+// not gated.
+func (s *Service) RequestRestart(ctx context.Context, p RestartParams) (req *bt.ReplayRequest, err error) {
+	args := map[string]any{"job": p.Job, "reason": p.Reason, "compensationRef": p.CompensationRef}
+	defer func() {
+		if req == nil {
+			s.cfg.AuditFunc(ctx, p.Actor, "requestRestart", "job:"+p.Job, args, err)
+		}
+	}()
+	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
+		return nil, err
+	}
+	pf, err := s.RestartPreflight(ctx, p.Job)
+	if err != nil {
+		return nil, err
+	}
+	if pf == nil {
+		return nil, &bt.Error{Code: bt.CodeInvalidInput, Field: "name",
+			Message: fmt.Sprintf("job %s has never run: its RESTART repeats nothing and needs no request; start it with startJob", p.Job)}
+	}
+	if pf.RiskLevel == bt.RiskHigh && p.CompensationRef == "" {
+		return nil, &bt.Error{Code: bt.CodeApprovalRequired, Field: "compensationRef",
+			Message: "a HIGH-risk RESTART calls every target again: it needs a compensation reference (how to undo it) and a second person's approval"}
+	}
+	return s.recordRequest(ctx, &bt.ReplayRequest{Kind: bt.KindRestart, JobName: p.Job, SourceRunID: pf.RunID,
+		Generation: pf.Generation, Scope: bt.ScopeFull, Preflight: *pf, Reason: p.Reason},
+		p.CompensationRef, Actor{Name: p.Actor, TokenID: p.ActorTokenID}, "requestRestart", args)
+}
+
+// Approve approves a PENDING_APPROVAL request (a replay, or a RESTART) and starts its
+// run; the request becomes EXECUTED. The approver must be another identity than the requester
+// (SELF_APPROVAL; see Actor). The preflight is computed again: a request that has become
+// blocked is marked BLOCKED instead, REPLAY_BLOCKED returned beside it. A request whose run
+// could not start stays APPROVED, the error returned: Execute starts it later.
+func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+	args := map[string]any{"requestId": requestID, "note": note}
+	defer func() {
+		if err != nil {
+			s.cfg.AuditFunc(ctx, by.Name, "approveReplay", fmt.Sprintf("replay:%d", requestID), args, err)
+		}
+	}()
+	cur, err := s.cfg.Store.ReplayRequest(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status != bt.ReplayPendingApproval {
+		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not PENDING_APPROVAL", requestID, cur.Status)
+	}
+	if isRequester(cur, by) {
+		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot approve it: a second person must", cur.RequestedBy, kindWord(cur))
+	}
+	pf, err := s.requestPreflight(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	name, n := by.name(), note
+	if pf.Blocked {
+		req, err := s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayBlocked,
+			DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
+			postgres.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayBlocked)})
+		if err != nil {
+			return nil, err
+		}
+		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was requested: " + strings.Join(pf.BlockingReasons, "; ")}
+	}
+	req, err = s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
+		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
+		postgres.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayApproved)})
+	if err != nil {
+		return nil, err
+	}
+	return s.execute(ctx, req, by)
+}
+
+// requestPreflight computes a request's preflight again. A RESTART request is blocked once
+// the job's current generation is no longer the one it was requested for: it was approved
+// for what that generation held.
+func (s *Service) requestPreflight(ctx context.Context, req *bt.ReplayRequest) (*bt.Preflight, error) {
+	if req.Kind != bt.KindRestart {
+		return s.Preflight(ctx, req.SourceRunID, req.Scope)
+	}
+	pf, err := s.RestartPreflight(ctx, req.JobName)
+	if err != nil {
+		return nil, err
+	}
+	if pf == nil { // its runs are gone: nothing left to judge by
+		return nil, bt.Errorf(bt.CodeConflict, "job %s has no run left to restart from", req.JobName)
+	}
+	if pf.Generation != req.Generation {
+		pf.Blocked = true
+		pf.BlockingReasons = append(pf.BlockingReasons, fmt.Sprintf(
+			"the job moved from generation %d to %d since the request: request the RESTART again", req.Generation, pf.Generation))
+	}
+	return pf, nil
+}
+
+// Execute starts the run of an APPROVED request whose run could not start when it was
+// approved (no free slot, the job paused, another run active). The approval stands, so any
+// caller allowed to execute may (the API gives it to approvers), the requester too. While the
+// job has an active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise the
+// preflight is computed again, and a request that has become blocked is marked BLOCKED,
+// REPLAY_BLOCKED returned beside it.
+func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *bt.ReplayRequest, err error) {
+	defer func() {
+		if err != nil && req == nil {
+			s.cfg.AuditFunc(ctx, by.Name, "executeReplay", fmt.Sprintf("replay:%d", requestID), nil, err)
+		}
+	}()
+	cur, err := s.cfg.Store.ReplayRequest(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status != bt.ReplayApproved {
+		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, cur.Status)
+	}
+	if active, err := s.cfg.Store.ActiveRun(ctx, cur.JobName); err != nil {
+		return nil, err
+	} else if active != nil {
+		return nil, bt.Errorf(bt.CodeAlreadyRunning, "job %q has an active run (%d): execute the request once it ends", cur.JobName, active.ID)
+	}
+	pf, err := s.requestPreflight(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	if pf.Blocked {
+		name := by.name()
+		out, err := s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayBlocked, Preflight: pf},
+			postgres.AuditRecord{Actor: name, Action: "executeReplay", Outcome: string(bt.ReplayBlocked)})
+		if err != nil {
+			return nil, err
+		}
+		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was approved: " + strings.Join(pf.BlockingReasons, "; ")}
+	}
+	return s.execute(ctx, cur, by)
+}
+
+// execute starts an APPROVED request's run: a REPLAY of its generation, or a RESTART
+// (past the gate, which the approval answered). A start that fails leaves the request
+// APPROVED and returns it with the error.
+func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
+	id, actor := req.ID, by.name()
+	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: actor, RequestID: id,
+		Restart: req.Kind == bt.KindRestart, Generation: req.Generation, Scope: req.Scope})
+	if err != nil {
+		s.cfg.AuditFunc(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
+		var be *bt.Error
+		if errors.As(err, &be) { // the code stays the start's; the message says what is left to do
+			return req, &bt.Error{Code: be.Code, Field: be.Field, Message: fmt.Sprintf(
+				"%s %d is approved but its run did not start: %s. It stays APPROVED: run it with executeReplay once that is cleared", kindWord(req), id, be.Message)}
+		}
+		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
+	}
+	runID := run.ID
+	return s.cfg.Store.DecideReplay(ctx, id, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},
+		postgres.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
+}
+
+// Reject rejects a PENDING_APPROVAL request. As with approval, the decider must be
+// another identity than the requester (SELF_APPROVAL): a request is decided by a second
+// person either way.
+func (s *Service) Reject(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
+	target := fmt.Sprintf("replay:%d", requestID)
+	defer func() {
+		if err != nil {
+			s.cfg.AuditFunc(ctx, by.Name, "rejectReplay", target, map[string]any{"note": note}, err)
+		}
+	}()
+	cur, err := s.cfg.Store.ReplayRequest(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status == bt.ReplayPendingApproval && isRequester(cur, by) {
+		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot reject it: a second person decides", cur.RequestedBy, kindWord(cur))
+	}
+	name, n := by.name(), note
+	return s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayRejected,
+		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n},
+		postgres.AuditRecord{Actor: name, Action: "rejectReplay", Arguments: map[string]any{"requestId": requestID, "note": note}, Outcome: string(bt.ReplayRejected)})
+}
+
+// List lists replay requests, newest first, by keyset on id.
+func (s *Service) List(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	return s.cfg.Store.ReplayRequests(ctx, statuses, beforeID, limit)
+}
+
+// Get returns one replay request, or NOT_FOUND.
+func (s *Service) Get(ctx context.Context, id int64) (*bt.ReplayRequest, error) {
+	return s.cfg.Store.ReplayRequest(ctx, id)
+}
