@@ -42,12 +42,13 @@ import (
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
+	"github.com/baton-run/baton/pubsub/pubsubtest"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -65,38 +66,14 @@ type benchInstance struct {
 
 func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 	b.Helper()
-	url := testenv.Schema(b)
-	rc, env := testenv.Redis(b)
+	tb := testbundle.New(b, testenv.Schema)
 	log := slog.New(slog.DiscardHandler)
-	pool := testenv.Pool(b, url)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	pub := pubsub.NewPublisher(rc, env, pubsub.PublisherOptions{Logger: log})
-	b.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		_ = pub.Close(cctx)
-	})
-	b.Cleanup(func() { cancel(); wg.Wait() })
-	sink := &benchSink{next: live.NewEventPublisher(pub), finals: map[int64]chan bt.RunRecord{}}
-	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 4, Events: sink, Logger: log,
-		DefaultLease: 30 * time.Second, MaintenanceCron: "-"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Register(ctx, jobs...); err != nil {
-		b.Fatal(err)
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = r.Run(ctx) }()
-	hub := pubsub.NewHub(rc, env, pubsub.HubOptions{Logger: log})
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = hub.Run(ctx) }()
-	select {
-	case <-hub.Ready():
-	case <-time.After(30 * time.Second):
-		b.Fatal("hub did not connect to redis")
-	}
+	pub := pubsubtest.Publisher(b, tb.Redis, tb.Env, pubsub.PublisherOptions{Logger: log})
+	sink := &benchSink{Finals: &testbundle.Finals{Next: live.NewEventPublisher(pub)}}
+	cfg := tb.BenchConfig()
+	cfg.DB, cfg.PoolSize, cfg.DefaultLease, cfg.Events, cfg.Logger = tb.Pool, 4, 30*time.Second, sink, log
+	r := tb.Runner(cfg, jobs...)
+	hub := pubsubtest.Hub(b, tb.Redis, tb.Env, pubsub.HubOptions{Logger: log})
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{
 		GraphQL:               graph.Config{Runner: r, Hub: hub, Logger: log, MutationRatePerMinute: -1},
@@ -104,11 +81,11 @@ func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 	}))
 	srv := httptest.NewServer(mux)
 	b.Cleanup(srv.Close)
-	tok, _, err := httpapi.CreateToken(ctx, postgres.New(pool), "bench", model.RoleAdmin)
+	tok, _, err := httpapi.CreateToken(context.Background(), httpapi.NewTokenStore(tb.Pool), "bench", model.RoleAdmin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchInstance{b: b, pool: pool, r: r, sink: sink, url: srv.URL + "/graphql", token: tok,
+	return &benchInstance{b: b, pool: tb.Pool, r: r, sink: sink, url: srv.URL + "/graphql", token: tok,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 }
 
@@ -145,39 +122,22 @@ func (in *benchInstance) post(b *testing.B, query string, vars map[string]any, o
 // waitFinished waits for run id's final event and for its worker to let go of its slot.
 func (in *benchInstance) waitFinished(b *testing.B, id int64) bt.RunRecord {
 	b.Helper()
-	select {
-	case run := <-in.sink.final(id):
-		for in.r.Active(id) {
-			runtime.Gosched()
-		}
-		return run
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("run %d did not finish", id)
-		return bt.RunRecord{}
+	run := in.sink.Wait(b, id)
+	for in.r.Active(id) {
+		runtime.Gosched()
 	}
+	return run
 }
 
-// benchSink passes run events on to the publisher, signals each run's final event, and stamps
-// the moment each item of one tracked run committed: the runner sends an event right after
-// every fenced write commits, with the run's new processed count.
+// benchSink passes run events on to the publisher and signals each run's final event (its
+// Finals), and stamps the moment each item of one tracked run committed: the runner sends an
+// event right after every fenced write commits, with the run's new processed count.
 type benchSink struct {
-	next runner.EventSink
+	*testbundle.Finals
 
 	mu      sync.Mutex
-	finals  map[int64]chan bt.RunRecord
 	tracked int64
 	commits map[int64]int64 // processed count → Unix nanoseconds of its commit
-}
-
-func (s *benchSink) final(id int64) chan bt.RunRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.finals[id]
-	if !ok {
-		c = make(chan bt.RunRecord, 1)
-		s.finals[id] = c
-	}
-	return c
 }
 
 func (s *benchSink) track(id int64) {
@@ -195,10 +155,7 @@ func (s *benchSink) RunChanged(ev runner.RunEvent) {
 		}
 	}
 	s.mu.Unlock()
-	s.next.RunChanged(ev)
-	if ev.Final {
-		s.final(ev.Run.ID) <- ev.Run
-	}
+	s.Finals.RunChanged(ev)
 }
 
 func (s *benchSink) commitTimes() map[int64]int64 {
@@ -523,7 +480,7 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 	id := started.ID
 	in.sink.track(id)
 	b.Cleanup(func() { stop.Store(true); closeOnce(gate) })
-	rssBefore, _ := procMemory(b, os.Getpid())
+	rssBefore, _ := testbundle.ProcMemory(b, os.Getpid())
 
 	out := filepath.Join(b.TempDir(), "received.txt")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSubscriberClientProcess$", "-test.count=1")
@@ -565,7 +522,7 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 		for range lines { // the test binary's own output
 		}
 	}()
-	rssConnected, _ := procMemory(b, os.Getpid())
+	rssConnected, _ := testbundle.ProcMemory(b, os.Getpid())
 
 	var busyRSS, busyHWM, cores float64
 	var heap uint64
@@ -579,7 +536,7 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 		t1 := time.Now()
 		cores = busyCPU.Seconds() / t1.Sub(t0).Seconds()
 		busyFrom, busyTo = t0.UnixNano(), t1.UnixNano()
-		busyRSS, busyHWM = procMemory(b, os.Getpid())
+		busyRSS, busyHWM = testbundle.ProcMemory(b, os.Getpid())
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		heap = ms.HeapInuse
@@ -662,29 +619,6 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// procMemory returns a process's resident and peak resident memory in MB (10^6 bytes).
-func procMemory(b *testing.B, pid int) (rss, hwm float64) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		k, v, _ := strings.Cut(l, ":")
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[0], 64)
-		switch k {
-		case "VmRSS":
-			rss = kb * 1024 / 1e6
-		case "VmHWM":
-			hwm = kb * 1024 / 1e6
-		}
-	}
-	return rss, hwm
 }
 
 // histogram keeps latencies in 0.1 ms buckets up to a minute (millions of samples at no cost).

@@ -188,11 +188,16 @@ func (p *Publisher) Publish(ctx context.Context, topics []string, key string, pa
 	}
 	p.mu.Unlock()
 
+	p.poke()
+	return nil
+}
+
+// poke wakes the sending goroutine, unless a wake-up is already pending.
+func (p *Publisher) poke() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // Close sends every held message and waits until all are sent or ctx ends, then stops the
@@ -212,10 +217,7 @@ func (p *Publisher) Close(ctx context.Context) error {
 		p.due = nil
 	}
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.poke()
 
 	select {
 	case <-p.done:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pubsub"
+	"github.com/baton-run/baton/pubsub/pubsubtest"
 )
 
 const wait = 10 * time.Second
@@ -37,42 +38,9 @@ func setup(t *testing.T, popts pubsub.PublisherOptions, hopts pubsub.HubOptions)
 		env:       env,
 		pubClient: pubClient,
 		subClient: subClient,
-		pub:       newPublisher(t, pubClient, env, popts),
-		hub:       startHub(t, subClient, env, hopts),
+		pub:       pubsubtest.Publisher(t, pubClient, env, popts),
+		hub:       pubsubtest.Hub(t, subClient, env, hopts),
 	}
-}
-
-func newPublisher(t testing.TB, client redis.UniversalClient, env string, opts pubsub.PublisherOptions) *pubsub.Publisher {
-	p := pubsub.NewPublisher(client, env, opts)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = p.Close(ctx)
-	})
-	return p
-}
-
-// startHub runs a hub until the test ends and waits until it is subscribed.
-func startHub(t testing.TB, client redis.UniversalClient, env string, opts pubsub.HubOptions) *pubsub.Hub {
-	t.Helper()
-	h := pubsub.NewHub(client, env, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Hub.Run: %v", err)
-		}
-	})
-	select {
-	case <-h.Ready():
-	case err := <-done:
-		t.Fatalf("Hub.Run returned before subscribing: %v", err)
-	case <-time.After(wait):
-		t.Fatal("hub not subscribed after", wait)
-	}
-	return h
 }
 
 func publish(t *testing.T, p *pubsub.Publisher, topics []string, key string, payload any, final bool) {
@@ -294,7 +262,7 @@ func TestFinalAlwaysDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Redis has every message of the closed publisher; one published now comes after them.
-	marker := newPublisher(t, b.pubClient, b.env, pubsub.PublisherOptions{})
+	marker := pubsubtest.Publisher(t, b.pubClient, b.env, pubsub.PublisherOptions{})
 	publish(t, marker, []string{"runs"}, "end", progress{N: 100}, true)
 	recvUntil(t, sub, func(m pubsub.Message) bool { return m.Key == "end" })
 	if s := b.pub.Stats(); s.Published > 2*keys || s.Published+s.Coalesced != 6*keys {
@@ -332,7 +300,7 @@ func TestCloseFlushesHeldMessages(t *testing.T) {
 func TestPublishRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	client, env := testenv.Redis(t)
-	p := newPublisher(t, client, env, pubsub.PublisherOptions{})
+	p := pubsubtest.Publisher(t, client, env, pubsub.PublisherOptions{})
 	ctx := context.Background()
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -441,7 +409,7 @@ func TestEnvironmentsAreIsolated(t *testing.T) {
 func TestHubOrdersMessagesOfAKey(t *testing.T) {
 	t.Parallel()
 	client, env := testenv.Redis(t)
-	hub := startHub(t, client, env, pubsub.HubOptions{})
+	hub := pubsubtest.Hub(t, client, env, pubsub.HubOptions{})
 	sub := hub.Subscribe("runs")
 	ctx := context.Background()
 
@@ -539,8 +507,8 @@ func TestHubStopClosesSubscriptions(t *testing.T) {
 func TestResyncAfterServerRestart(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t)
-	hub := startHub(t, srv.Client(nil), "test", pubsub.HubOptions{MaxBackoff: 100 * time.Millisecond})
-	pub := newPublisher(t, srv.Client(nil), "test", pubsub.PublisherOptions{MinInterval: -1, MaxBackoff: 100 * time.Millisecond})
+	hub := pubsubtest.Hub(t, srv.Client(nil), "test", pubsub.HubOptions{MaxBackoff: 100 * time.Millisecond})
+	pub := pubsubtest.Publisher(t, srv.Client(nil), "test", pubsub.PublisherOptions{MinInterval: -1, MaxBackoff: 100 * time.Millisecond})
 	sub := hub.Subscribe("run:1")
 
 	publish(t, pub, []string{"run:1"}, "run:1", progress{N: 1}, false)
@@ -562,8 +530,8 @@ func TestResyncAfterConnectionKilled(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t)
 	admin := srv.Client(nil)
-	hub := startHub(t, srv.Client(nil), "test", pubsub.HubOptions{MaxBackoff: 100 * time.Millisecond})
-	pub := newPublisher(t, srv.Client(nil), "test", pubsub.PublisherOptions{MinInterval: -1})
+	hub := pubsubtest.Hub(t, srv.Client(nil), "test", pubsub.HubOptions{MaxBackoff: 100 * time.Millisecond})
+	pub := pubsubtest.Publisher(t, srv.Client(nil), "test", pubsub.PublisherOptions{MinInterval: -1})
 	sub := hub.Subscribe("run:1")
 	ctx := context.Background()
 
@@ -587,7 +555,7 @@ func TestHealthCheckReplacesSilentConnection(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t)
 	admin := srv.Client(nil)
-	hub := startHub(t, srv.Client(nil), "test", pubsub.HubOptions{
+	hub := pubsubtest.Hub(t, srv.Client(nil), "test", pubsub.HubOptions{
 		HealthCheckInterval: 100 * time.Millisecond,
 		MaxBackoff:          50 * time.Millisecond,
 	})
@@ -614,9 +582,9 @@ func TestPublisherRetriesUntilRedisAccepts(t *testing.T) {
 	if err := admin.Do(ctx, "ACL", "SETUSER", "worker", "on", ">pw", "~*", "&*", "+@all", "-publish").Err(); err != nil {
 		t.Fatal(err)
 	}
-	hub := startHub(t, admin, "test", pubsub.HubOptions{})
+	hub := pubsubtest.Hub(t, admin, "test", pubsub.HubOptions{})
 	sub := hub.Subscribe("run:1")
-	pub := newPublisher(t, srv.Client(&redis.Options{Username: "worker", Password: "pw"}), "test",
+	pub := pubsubtest.Publisher(t, srv.Client(&redis.Options{Username: "worker", Password: "pw"}), "test",
 		pubsub.PublisherOptions{MaxBackoff: 50 * time.Millisecond})
 
 	publish(t, pub, []string{"run:1"}, "run:1", progress{N: 1}, true)

@@ -18,10 +18,7 @@ package runner_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,12 +32,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // ---------------------------------------------------------------------------------------------
 // One scheduler pass with 10,000 registered jobs
@@ -57,14 +53,11 @@ func BenchmarkScaleSchedulerPass(b *testing.B) {
 	const n = 10_000
 	b.Run(fmt.Sprintf("jobs=%s", testenv.CountLabel(n)), func(b *testing.B) {
 		ctx := context.Background()
-		url := testenv.Schema(b)
-		rc, env := testenv.Redis(b)
-		pool := testenv.Pool(b, url)
-		r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 1,
-			Logger: quietLogger(), MaintenanceCron: "-"})
-		if err != nil {
-			b.Fatal(err)
-		}
+		tb := testbundle.New(b, testenv.Schema)
+		pool := tb.Pool
+		cfg := tb.BenchConfig()
+		cfg.DB, cfg.PoolSize = pool, 1
+		r := tb.NewRunner(cfg) // the jobs are registered below, timed
 		specs := []struct{ cron, tz string }{
 			{"0 3 * * *", "UTC"}, {"0 0 4 * * *", "Europe/Paris"}, {"@daily", "UTC"}, {"15 */6 * * *", "America/New_York"},
 			{"0 30 2 * * 1-5", "Asia/Tokyo"}, {"@weekly", "UTC"}, {"0 0 1 * *", "Europe/Berlin"}, {"45 23 * * 0", "UTC"},
@@ -124,9 +117,8 @@ func BenchmarkFireLateness(b *testing.B) {
 	window := testenv.Scaled(10*time.Second, 60*time.Second)
 	b.Run(fmt.Sprintf("runners=%d/jobs=%d", runners, jobs), func(b *testing.B) {
 		ctx := context.Background()
-		url := testenv.Schema(b)
-		rc, env := testenv.Redis(b)
-		admin := testenv.Pool(b, url)
+		tb := testbundle.New(b, testenv.Schema)
+		admin := tb.Pool
 		var names []string
 		var js []runner.Job
 		for i := range jobs {
@@ -137,14 +129,9 @@ func BenchmarkFireLateness(b *testing.B) {
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{}, runners)
 		for i := range runners {
-			r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, Instance: fmt.Sprintf("r%d", i),
-				Scheduler: true, Logger: quietLogger(), MaintenanceCron: "-"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Register(ctx, js...); err != nil {
-				b.Fatal(err)
-			}
+			cfg := tb.BenchConfig()
+			cfg.Instance, cfg.Scheduler = fmt.Sprintf("r%d", i), true
+			r := tb.NewRunner(cfg, js...)
 			go func() { _ = r.Run(runCtx); done <- struct{}{} }()
 		}
 		stopped := false
@@ -201,9 +188,8 @@ func BenchmarkLedgerScale(b *testing.B) {
 	n := testenv.Scaled(200_000, 1_000_000)
 	organic := testenv.Scaled(20_000, 100_000)
 	ctx := context.Background()
-	url := testenv.Schema(b)
-	rc, env := testenv.Redis(b)
-	pool := testenv.Pool(b, url)
+	tb := testbundle.New(b, testenv.Schema)
+	pool := tb.Pool
 	const job = "settle"
 	warm := 10
 	j := runner.NewJob(runner.JobInfo{Name: job, Version: "1", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
@@ -232,24 +218,19 @@ func BenchmarkLedgerScale(b *testing.B) {
 		}
 		return nil
 	})
-	f := &finals{done: map[int64]chan bt.RunRecord{}}
-	r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, PoolSize: 2, Events: f,
-		Logger: quietLogger(), MaintenanceCron: "-"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Register(ctx, j, organicJob); err != nil {
-		b.Fatal(err)
-	}
+	f := &testbundle.Finals{}
+	cfg := tb.BenchConfig()
+	cfg.PoolSize, cfg.Events = 2, f
+	r := tb.NewRunner(cfg, j, organicJob) // a pool of its own; started runs need no Run
 	started, err := r.Start(ctx, runner.StartParams{Job: job, Mode: bt.ModeRestart})
 	if err != nil {
 		b.Fatal(err)
 	}
 	id := started.ID
-	if run := f.wait(b, id); run.Status != bt.StatusSucceeded {
+	if run := f.Wait(b, id); run.Status != bt.StatusSucceeded {
 		b.Fatalf("run %d %s", id, run.Status)
 	}
-	run, err := r.Store().Run(ctx, id)
+	run, err := r.Runs().Get(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -299,7 +280,7 @@ func BenchmarkLedgerScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			oid := started.ID
-			if run := f.wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
+			if run := f.Wait(b, oid); run.Status != bt.StatusSucceeded || run.Processed != int64(organic) {
 				b.Fatalf("organic run %s with %d items", run.Status, run.Processed)
 			}
 			for r.Active(oid) {
@@ -357,17 +338,16 @@ func loadLedger(tb testing.TB, pool *pgxpool.Pool, job string, gen, run int64, n
 	if err != nil {
 		tb.Fatal(err)
 	}
-	want := map[bt.LedgerState]int64{}
-	for rows.Next() {
-		var st string
-		var c int64
-		if err := rows.Scan(&st, &c); err != nil {
-			tb.Fatal(err)
-		}
-		want[bt.LedgerState(st)] = c
-	}
-	if err := rows.Err(); err != nil {
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		State bt.LedgerState
+		N     int64
+	}])
+	if err != nil {
 		tb.Fatal(err)
+	}
+	want := map[bt.LedgerState]int64{}
+	for _, c := range counts {
+		want[c.State] = c.N
 	}
 	return want
 }
@@ -455,7 +435,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		rate = float64(x1-x0) / t1.Sub(t0).Seconds()
 		x0, t0 = x1, t1
 	}
-	rss, hwm := procMemory(b, cmd.Process.Pid)
+	rss, hwm := testbundle.ProcMemory(b, cmd.Process.Pid)
 	b.ReportMetric(rss, "rss-MB")
 	b.ReportMetric(hwm, "peak-rss-MB")
 	b.ReportMetric(rate, "db-xact/s")
@@ -479,36 +459,6 @@ func freshDatabase(tb testing.TB) (url, name string, stats *pgx.Conn) {
 		tb.Fatal(err)
 	}
 	return pg.URL(name), name, stats
-}
-
-// procMemory returns a process's resident and peak resident memory in MB (10^6 bytes).
-func procMemory(tb testing.TB, pid int) (rss, hwm float64) {
-	tb.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[0], 64)
-		switch k {
-		case "VmRSS":
-			rss = kb * 1024 / 1e6
-		case "VmHWM":
-			hwm = kb * 1024 / 1e6
-		}
-	}
-	if rss == 0 {
-		tb.Fatal(errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status"))
-	}
-	return rss, hwm
 }
 
 // ---------------------------------------------------------------------------------------------

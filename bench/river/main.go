@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"time"
 
@@ -101,10 +100,11 @@ func run(dbURL string, jobs, warmup, reps, maxWorkers int, timeout time.Duration
 		}
 	}()
 
-	cfg, err := pgxpool.ParseConfig(withSearchPath(dbURL, schema))
+	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return err
 	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.MaxConns = 20
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -218,17 +218,6 @@ func once(ctx context.Context, pool *pgxpool.Pool, driver *riverpgxv5.Driver, jo
 		return 0, fmt.Errorf("%d jobs completed in the table, want %d", completed, jobs)
 	}
 	return elapsed, nil
-}
-
-func withSearchPath(databaseURL, schema string) string {
-	u, err := url.Parse(databaseURL)
-	if err != nil {
-		panic(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func quietLogger() *slog.Logger {

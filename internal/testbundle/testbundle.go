@@ -1,7 +1,8 @@
-// Package testbundle gives a test of Baton its bundle: a migrated schema of its own on the
-// shared PostgreSQL, a Redis key prefix of its own, and the runners it starts on them. The
-// packages whose tests start runners (runner, graph, internal/demo) build their own bundles
-// on this one and keep their small extras beside their tests.
+// Package testbundle gives a test or benchmark of Baton its bundle: a migrated schema of its
+// own on the shared PostgreSQL, a Redis key prefix of its own, and the runners it starts on
+// them. The packages whose tests start runners (runner, graph, internal/demo) build their own
+// bundles on this one and keep their small extras beside their tests; their benchmarks share
+// the runner settings, the final-event sink and the process measurements of bench.go.
 package testbundle
 
 import (
@@ -18,9 +19,9 @@ import (
 	"github.com/baton-run/baton/runner"
 )
 
-// Bundle is one test's slice of PostgreSQL and Redis.
+// Bundle is one test's (or benchmark's) slice of PostgreSQL and Redis.
 type Bundle struct {
-	T     *testing.T
+	T     testing.TB
 	URL   string        // the database URL of the test's schema
 	Pool  *pgxpool.Pool // a pool on URL, closed when the test ends
 	Redis *redis.Client
@@ -32,9 +33,15 @@ type Bundle struct {
 func Setup(t *testing.T, schema func(testing.TB) string) *Bundle {
 	t.Helper()
 	t.Parallel()
-	url := schema(t)
-	rc, env := testenv.Redis(t)
-	return &Bundle{T: t, URL: url, Pool: testenv.Pool(t, url), Redis: rc, Env: env}
+	return New(t, schema)
+}
+
+// New returns tb's bundle as Setup does, without marking it parallel: a benchmark's.
+func New(tb testing.TB, schema func(testing.TB) string) *Bundle {
+	tb.Helper()
+	url := schema(tb)
+	rc, env := testenv.Redis(tb)
+	return &Bundle{T: tb, URL: url, Pool: testenv.Pool(tb, url), Redis: rc, Env: env}
 }
 
 // Config returns the settings a test runner starts from: the bundle's Redis prefix, four
