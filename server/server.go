@@ -37,32 +37,11 @@ func Serve(ctx context.Context, o Config) error {
 	if o.DatabaseURL == "" || o.RedisURL == "" {
 		return errors.New("server: DatabaseURL and RedisURL are required")
 	}
-	log.Info("migrating schema")
-	if err := migrations.Up(ctx, o.DatabaseURL); err != nil {
+	pool, rdb, err := connect(ctx, o)
+	if err != nil {
 		return err
 	}
-	pcfg, err := pgxpool.ParseConfig(o.DatabaseURL)
-	if err != nil {
-		return fmt.Errorf("parse database url: %w", err)
-	}
-	pcfg.MaxConns = int32(2*o.PoolSize + 8)
-	if o.DBMaxConns > 0 {
-		pcfg.MaxConns = int32(o.DBMaxConns)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
 	defer pool.Close()
-	ropt, err := redis.ParseURL(o.RedisURL)
-	if err != nil {
-		return fmt.Errorf("parse redis url: %w", err)
-	}
-	// Without ContextTimeoutEnabled go-redis ignores context deadlines on socket reads: a
-	// stalled Redis (accepting, never answering) would hold every lock call for ReadTimeout
-	// and more, long enough to cost a run its lease although PostgreSQL, the fence, is healthy.
-	ropt.ContextTimeoutEnabled = true
-	rdb := redis.NewClient(ropt)
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()
@@ -70,49 +49,13 @@ func Serve(ctx context.Context, o Config) error {
 
 	pub := pubsub.NewPublisher(rdb, o.Env, pubsub.PublisherOptions{InstanceID: o.Instance, Logger: log})
 	hub := pubsub.NewHub(rdb, o.Env, pubsub.HubOptions{Logger: log})
-	poolSize := o.PoolSize
-	if poolSize == 0 {
-		poolSize = -1
-	}
-	r, err := runner.New(runner.Config{
-		DB: pool, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
-		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
-		Logger: log, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
-		Retention: o.Retention,
-	})
+	r, jobs, err := newRunner(ctx, o, pool, rdb, reg, pub)
 	if err != nil {
-		return err
-	}
-	reg.MustRegister(r.AlertCollector())
-	jobs := o.Jobs
-	if o.JobsFunc != nil {
-		more, err := o.JobsFunc(pool)
-		if err != nil {
-			return err
-		}
-		jobs = append(jobs, more...)
-	}
-	if err := r.Register(ctx, jobs...); err != nil {
 		return err
 	}
 
 	var draining atomic.Bool
-	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpapi.Live())
-	mux.Handle("GET /readyz", httpapi.Ready(draining.Load,
-		httpapi.Check{Name: "postgres", Ping: pool.Ping},
-		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins,
-		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: log}}))
-	console := o.Console
-	if console == nil {
-		console = frontend.Handler()
-	}
-	mux.Handle("/admin/", console)
-	mux.Handle("/playground", console)
-	mux.Handle("/playground/", console)
-	mux.Handle("GET /{$}", http.RedirectHandler("/admin/", http.StatusFound))
+	mux := routes(o, r, hub, pool, rdb, reg, draining.Load)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -165,6 +108,89 @@ func Serve(ctx context.Context, o Config) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// connect migrates the schema and opens the PostgreSQL pool and the Redis client.
+func connect(ctx context.Context, o Config) (*pgxpool.Pool, *redis.Client, error) {
+	o.Logger.Info("migrating schema")
+	if err := migrations.Up(ctx, o.DatabaseURL); err != nil {
+		return nil, nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(o.DatabaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pcfg.MaxConns = int32(2*o.PoolSize + 8)
+	if o.DBMaxConns > 0 {
+		pcfg.MaxConns = int32(o.DBMaxConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	ropt, err := redis.ParseURL(o.RedisURL)
+	if err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("parse redis url: %w", err)
+	}
+	// Without ContextTimeoutEnabled go-redis ignores context deadlines on socket reads: a
+	// stalled Redis (accepting, never answering) would hold every lock call for ReadTimeout
+	// and more, long enough to cost a run its lease although PostgreSQL, the fence, is healthy.
+	ropt.ContextTimeoutEnabled = true
+	return pool, redis.NewClient(ropt), nil
+}
+
+// newRunner builds the runner over pool and rdb, its metrics in reg and its events through
+// pub, and registers the instance's jobs (o.Jobs and those of o.JobsFunc), which it returns.
+func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb *redis.Client, reg *prometheus.Registry, pub *pubsub.Publisher) (*runner.Runner, []runner.Job, error) {
+	poolSize := o.PoolSize
+	if poolSize == 0 {
+		poolSize = -1
+	}
+	r, err := runner.New(runner.Config{
+		DB: pool, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
+		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
+		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
+		Retention: o.Retention,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	reg.MustRegister(r.AlertCollector())
+	jobs := o.Jobs
+	if o.JobsFunc != nil {
+		more, err := o.JobsFunc(pool)
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs = append(jobs, more...)
+	}
+	if err := r.Register(ctx, jobs...); err != nil {
+		return nil, nil, err
+	}
+	return r, jobs, nil
+}
+
+// routes lays out the instance's HTTP endpoints: health, readiness (503 once draining
+// reports true), metrics, GraphQL and the console.
+func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb *redis.Client, reg *prometheus.Registry, draining func() bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", httpapi.Live())
+	mux.Handle("GET /readyz", httpapi.Ready(draining,
+		httpapi.Check{Name: "postgres", Ping: pool.Ping},
+		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins,
+		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger}}))
+	console := o.Console
+	if console == nil {
+		console = frontend.Handler()
+	}
+	mux.Handle("/admin/", console)
+	mux.Handle("/playground", console)
+	mux.Handle("/playground/", console)
+	mux.Handle("GET /{$}", http.RedirectHandler("/admin/", http.StatusFound))
+	return mux
 }
 
 // displayAddr turns a listen address into one a browser can open.

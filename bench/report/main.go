@@ -577,11 +577,30 @@ func spread(xs []float64) string {
 	return ""
 }
 
+// writef appends formatted text to the report.
+type writef func(format string, a ...any)
+
+// render writes the report of run r: the machine and setup, the goals and the scale figures
+// with their verdicts, every figure, what is not measured yet, the rounds, the exact commands
+// and how to reproduce them.
 func render(r *Run) string {
 	var b strings.Builder
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	m := func(k string) string { return cmp.Or(r.Meta[k], "?") }
+	w := writef(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) })
+	renderSetup(w, r)
+	renderGoals(w, r)
+	renderScale(w, r)
+	renderFigures(w, r)
+	renderNotMeasured(w, r)
+	renderRounds(w, r)
+	renderCommands(w, r)
+	renderReproduce(w)
+	return b.String()
+}
 
+// renderSetup writes the title, the machine, the versions and settings, and what is wrong
+// with the run (too few rounds, failed steps).
+func renderSetup(w writef, r *Run) {
+	m := func(k string) string { return cmp.Or(r.Meta[k], "?") }
 	w("# Baton benchmarks\n\n")
 	runDir := r.Dir
 	if d, err := filepath.EvalSymlinks(runDir); err == nil {
@@ -619,16 +638,20 @@ func render(r *Run) string {
 		}
 		w("\n")
 	}
+}
 
-	// Goals.
+// renderGoals writes the goals with their verdicts.
+func renderGoals(w writef, r *Run) {
 	w("## Goals\n\n")
 	w("| issue | goal | measured (median of per-round) | per-round range | verdict |\n|---|---|---|---|---|\n")
 	for _, g := range goals {
 		measured, rng, verdict := judge(r, g)
 		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
 	}
+}
 
-	// Scale.
+// renderScale writes what Baton costs as it grows, with verdicts.
+func renderScale(w writef, r *Run) {
 	w("\n## Scale\n\n")
 	w("What Baton costs as it grows (issue 6), %s. Sizes are in the benchmark names (jobs=10k, targets=200k, instances=50); the defaults are sized for `make bench` to take about half an hour on 2 cores, and `BATON_BENCH_SCALE=full make bench` runs the sizes the issues name (hours). Figures in bold are the ones asked for; the others give context.\n\n",
 		cmp.Or(scaleSetting(r), "at the default sizes"))
@@ -637,8 +660,11 @@ func render(r *Run) string {
 		measured, rng, verdict := judge(r, g)
 		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
 	}
+}
 
-	// Figures.
+// renderFigures writes every figure with its baseline and ratios, then how the baselines
+// are measured.
+func renderFigures(w writef, r *Run) {
 	w("\n## Figures\n\n")
 	w("| benchmark | unit | median | range over rounds | rounds | baseline (median) | ratio: median of per-round | ratio of medians |\n|---|---|---|---|---|---|---|---|\n")
 	for _, src := range []Source{Baton, River, Baseline} {
@@ -661,8 +687,10 @@ func render(r *Run) string {
 	w("\nBaselines: pgbench runs `INSERT INTO scratch.t (v) VALUES (1)` (one row, autocommit: one INSERT + one COMMIT per transaction) into a table with an identity primary key, prepared statements, on the same database as the benchmarks — the physical limit for per-item commits. redis-benchmark runs SET with %s client(s). River works no-op jobs inserted beforehand with InsertManyFast, tuned like River's own `river bench` (FetchCooldown 2 ms, FetchPollInterval 20 ms, MaxWorkers 2,000 on the default queue), timed from Client.Start to the last job's completion event (sent after River's completer has marked the job completed in the database), after one untimed warm-up; the largest job count is the one the batch goal is judged against.\n",
 		cmp.Or(settingOf(r, "REDIS_CLIENTS"), "?"))
 	w("\nBeyond `make bench`: bench/full-scale.md has the API figures at the sizes the issues name (1M runs, 10M ledger rows, 10,000 subscribers), bench/soak.md the load test of `make soak` (3 instances, 200 GraphQL clients, 1,000 subscribers, 3 runs for 2 minutes). Both are single runs, with their commands.\n")
+}
 
-	// Not measured.
+// renderNotMeasured lists the goals no benchmark measures yet.
+func renderNotMeasured(w writef, r *Run) {
 	w("\n### Asked for by the issues, not measured yet\n\n")
 	missing := 0
 	for _, g := range slices.Concat(goals, scale) {
@@ -676,8 +704,10 @@ func render(r *Run) string {
 	} else {
 		w("\nThese rows fill in by themselves once a benchmark whose name matches exists (patterns in bench/report/main.go, `goals`); any other new benchmark appears in the figures table as it is.\n")
 	}
+}
 
-	// Rounds.
+// renderRounds writes each round's load and steps.
+func renderRounds(w writef, r *Run) {
 	w("\n## Rounds\n\n| round | load average at start | steps (seconds; exit status if not 0) |\n|---|---|---|\n")
 	for _, n := range r.Rounds {
 		var parts []string
@@ -690,8 +720,10 @@ func render(r *Run) string {
 		}
 		w("| %d | %s | %s |\n", n, cmp.Or(r.Load[n], "?"), strings.Join(parts, ", "))
 	}
+}
 
-	// Commands.
+// renderCommands writes the commands the run ran.
+func renderCommands(w writef, r *Run) {
 	w("\n## Exact commands\n\nOnce, before the rounds:\n\n```sh\n")
 	for _, c := range r.Commands {
 		if c[0] == "setup" {
@@ -705,12 +737,13 @@ func render(r *Run) string {
 		}
 	}
 	w("```\n\nThe Go benchmarks run with `-p 1`, one package at a time, so no two benchmarks share the CPUs. The packages are every package of the root module with a `func Benchmark…` (found with `go list` and grep), so benchmarks added later are picked up; `BENCH` narrows them by regexp.\n")
+}
 
-	// Reproduce.
+// renderReproduce writes how to run the benchmarks again.
+func renderReproduce(w writef) {
 	w("\n## How to reproduce\n\n")
 	w("```sh\nmake bench                      # = scripts/bench.sh: services up, 5 rounds, writes BENCHMARKS.md\nROUNDS=7 BENCH='Process' make bench   # more rounds, only matching benchmarks\nBATON_BENCH_SCALE=full make bench     # the scale benchmarks at the issues' sizes (1M targets, 10M ledger rows, 10,000 subscribers; hours)\n(cd bench && go run ./report -dir ../.data/bench/latest -out ../BENCHMARKS.md)   # only the report again\nbenchstat .data/bench.txt       # every Go-format line of the run (golang.org/x/perf/cmd/benchstat)\n```\n\n")
 	w("Raw outputs of every round stay in `.data/bench/<UTC time>/` (`.data/bench/latest`). A quieter machine gives higher absolute numbers; the ratios are what carry across. Knobs: ROUNDS, BENCH, BENCHTIME, PGBENCH_SECONDS, RIVER_JOBS, RIVER_SMALL_JOBS, RIVER_REPS, REDIS_REQUESTS, REDIS_CLIENTS, BATON_BENCH_SCALE, GO_BENCH_TIMEOUT, BENCH_OUT (see scripts/bench.sh).\n")
-	return b.String()
 }
 
 func plural(n int, word string) string {

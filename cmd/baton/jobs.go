@@ -58,22 +58,8 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	baseURL := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "server URL (env BATON_URL)")
 	token := fs.String("token", os.Getenv("BATON_TOKEN"), "API token (env BATON_TOKEN)")
-	var (
-		mode       = fs.String("mode", "RESUME", "start: RESUME or RESTART")
-		restart    = fs.Bool("restart", false, "start: same as --mode RESTART")
-		watch      = fs.Bool("watch", false, "start: follow the run until it ends")
-		cron       = fs.String("cron", "", "schedule: cron expression")
-		tz         = fs.String("tz", "", "schedule: IANA time zone")
-		enable     = fs.Bool("enable", false, "schedule: enable the schedule")
-		disable    = fs.Bool("disable", false, "schedule: disable the schedule")
-		lease      = fs.Int("lease", -1, "schedule: lease override in seconds (0 clears it)")
-		request    = fs.Bool("request", false, "restart: request the RESTART for approval instead of starting it")
-		reason     = fs.String("reason", "", "restart --request: why the job must restart")
-		compRef    = fs.String("compensation-ref", "", "restart --request: where the plan to undo the repeated effects lives (HIGH-risk jobs)")
-		setFlags   = map[string]bool{}
-		wantArgs   int
-		positional []string
-	)
+	opts := defineJobsFlags(fs)
+	var wantArgs int
 	switch sub {
 	case "list":
 		wantArgs = 0
@@ -83,10 +69,11 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprint(stderr, jobsUsage)
 		return fmt.Errorf("jobs: unknown subcommand %q", sub)
 	}
-	if positional, err = parseInterleaved(fs, args[1:]); err != nil {
+	positional, err := parseInterleaved(fs, args[1:])
+	if err != nil {
 		return err
 	}
-	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) { opts.set[f.Name] = true })
 	if len(positional) != wantArgs {
 		fmt.Fprint(stderr, jobsUsage)
 		return fmt.Errorf("jobs %s: want %d argument(s), got %d", sub, wantArgs, len(positional))
@@ -98,31 +85,63 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	return opts.run(ctx, c, sub, positional, stdout)
+}
 
+// jobsFlags are the flags of the jobs subcommands, each read by the subcommands its usage
+// names.
+type jobsFlags struct {
+	mode, cron, tz, reason, compRef          *string
+	restart, watch, enable, disable, request *bool
+	lease                                    *int
+	set                                      map[string]bool // the flags given on the command line
+}
+
+// defineJobsFlags defines the jobs subcommands' flags on fs.
+func defineJobsFlags(fs *flag.FlagSet) *jobsFlags {
+	return &jobsFlags{
+		mode:    fs.String("mode", "RESUME", "start: RESUME or RESTART"),
+		restart: fs.Bool("restart", false, "start: same as --mode RESTART"),
+		watch:   fs.Bool("watch", false, "start: follow the run until it ends"),
+		cron:    fs.String("cron", "", "schedule: cron expression"),
+		tz:      fs.String("tz", "", "schedule: IANA time zone"),
+		enable:  fs.Bool("enable", false, "schedule: enable the schedule"),
+		disable: fs.Bool("disable", false, "schedule: disable the schedule"),
+		lease:   fs.Int("lease", -1, "schedule: lease override in seconds (0 clears it)"),
+		request: fs.Bool("request", false, "restart: request the RESTART for approval instead of starting it"),
+		reason:  fs.String("reason", "", "restart --request: why the job must restart"),
+		compRef: fs.String("compensation-ref", "", "restart --request: where the plan to undo the repeated effects lives (HIGH-risk jobs)"),
+		set:     map[string]bool{},
+	}
+}
+
+// run runs the subcommand sub with its positional arguments against the API of c.
+func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positional []string, stdout io.Writer) error {
+	var err error
 	switch sub {
 	case "list":
 		return c.listJobs(ctx, stdout)
 	case "start":
-		m := strings.ToUpper(*mode)
-		if *restart {
+		m := strings.ToUpper(*f.mode)
+		if *f.restart {
 			m = "RESTART"
 		}
 		if m != "RESUME" && m != "RESTART" {
-			return fmt.Errorf("jobs start: --mode must be RESUME or RESTART, not %q", *mode)
+			return fmt.Errorf("jobs start: --mode must be RESUME or RESTART, not %q", *f.mode)
 		}
 		id, err := c.startJob(ctx, positional[0], m, stdout)
-		if err != nil || !*watch {
+		if err != nil || !*f.watch {
 			return err
 		}
 		return c.watchRun(ctx, id, stdout)
 	case "restart":
 		var id string
-		if *request {
-			id, err = c.requestRestart(ctx, positional[0], *reason, *compRef, stdout)
+		if *f.request {
+			id, err = c.requestRestart(ctx, positional[0], *f.reason, *f.compRef, stdout)
 		} else {
 			id, err = c.startJob(ctx, positional[0], "RESTART", stdout)
 		}
-		if err != nil || !*watch || id == "" {
+		if err != nil || !*f.watch || id == "" {
 			return err
 		}
 		return c.watchRun(ctx, id, stdout)
@@ -132,7 +151,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		id, err := c.executeReplay(ctx, req, stdout)
-		if err != nil || !*watch {
+		if err != nil || !*f.watch {
 			return err
 		}
 		return c.watchRun(ctx, id, stdout)
@@ -143,27 +162,9 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return c.cancelRun(ctx, id, stdout)
 	case "schedule":
-		if *enable && *disable {
-			return errors.New("jobs schedule: --enable and --disable exclude each other")
-		}
-		in := map[string]any{"name": positional[0]}
-		if setFlags["cron"] {
-			in["cron"] = *cron
-		}
-		if setFlags["tz"] {
-			in["timezone"] = *tz
-		}
-		if *enable {
-			in["enabled"] = true
-		}
-		if *disable {
-			in["enabled"] = false
-		}
-		if setFlags["lease"] {
-			in["leaseSeconds"] = *lease
-		}
-		if len(in) == 1 {
-			return errors.New("jobs schedule: nothing to change (give --cron, --tz, --enable, --disable or --lease)")
+		in, err := f.scheduleInput(positional[0])
+		if err != nil {
+			return err
 		}
 		return c.updateSchedule(ctx, in, stdout)
 	default: // watch
@@ -173,6 +174,33 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return c.watchRun(ctx, id, stdout)
 	}
+}
+
+// scheduleInput is the updateSchedule input for job name: only what the flags change.
+func (f *jobsFlags) scheduleInput(name string) (map[string]any, error) {
+	if *f.enable && *f.disable {
+		return nil, errors.New("jobs schedule: --enable and --disable exclude each other")
+	}
+	in := map[string]any{"name": name}
+	if f.set["cron"] {
+		in["cron"] = *f.cron
+	}
+	if f.set["tz"] {
+		in["timezone"] = *f.tz
+	}
+	if *f.enable {
+		in["enabled"] = true
+	}
+	if *f.disable {
+		in["enabled"] = false
+	}
+	if f.set["lease"] {
+		in["leaseSeconds"] = *f.lease
+	}
+	if len(in) == 1 {
+		return nil, errors.New("jobs schedule: nothing to change (give --cron, --tz, --enable, --disable or --lease)")
+	}
+	return in, nil
 }
 
 // parseInterleaved parses flags that may come before, between or after positional

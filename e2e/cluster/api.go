@@ -269,12 +269,20 @@ type SubEvent struct {
 type Subscription struct {
 	conn *websocket.Conn
 	done chan struct{}
+	wmu  sync.Mutex // serialises writes to conn
 
 	mu        sync.Mutex
 	events    []SubEvent
 	err       error
 	completed bool
 	notify    chan struct{}
+}
+
+// wsMessage is a graphql-transport-ws message.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // SubscribeRun opens a WebSocket, authenticates in connection_init and subscribes to
@@ -295,20 +303,8 @@ func (c *Client) SubscribeRun(ctx context.Context, runID int64) (*Subscription, 
 		return nil, fmt.Errorf("websocket %s: %w", u, err)
 	}
 	s := &Subscription{conn: conn, done: make(chan struct{}), notify: make(chan struct{}, 1)}
-	type msg struct {
-		ID      string          `json:"id,omitempty"`
-		Type    string          `json:"type"`
-		Payload json.RawMessage `json:"payload,omitempty"`
-	}
-	var wmu sync.Mutex
-	send := func(m msg) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		return conn.WriteJSON(m)
-	}
 	initPayload, _ := json.Marshal(map[string]string{"authorization": "Bearer " + c.Token})
-	if err := send(msg{Type: "connection_init", Payload: initPayload}); err != nil {
+	if err := s.send(wsMessage{Type: "connection_init", Payload: initPayload}); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -321,48 +317,69 @@ func (c *Client) SubscribeRun(ctx context.Context, runID int64) (*Subscription, 
 		defer close(s.done)
 		defer stop()
 		defer conn.Close()
-		for {
-			var m msg
-			if err := conn.ReadJSON(&m); err != nil {
-				s.finish(fmt.Errorf("read: %w", err), false)
-				return
-			}
-			switch m.Type {
-			case "connection_ack":
-				if err := send(msg{ID: "1", Type: "subscribe", Payload: sub}); err != nil {
-					s.finish(err, false)
-					return
-				}
-			case "ping":
-				_ = send(msg{Type: "pong"})
-			case "next":
-				var p struct {
-					Data struct {
-						RunProgress *RunState `json:"runProgress"`
-					} `json:"data"`
-					Errors []GQLError `json:"errors"`
-				}
-				if err := json.Unmarshal(m.Payload, &p); err != nil {
-					s.finish(fmt.Errorf("decode event: %w", err), false)
-					return
-				}
-				if len(p.Errors) > 0 {
-					s.finish(fmt.Errorf("event error: %s %s", p.Errors[0].Extensions.Code, p.Errors[0].Message), false)
-					return
-				}
-				if p.Data.RunProgress != nil {
-					s.add(*p.Data.RunProgress)
-				}
-			case "error":
-				s.finish(fmt.Errorf("subscription refused: %s", m.Payload), false)
-				return
-			case "complete":
-				s.finish(nil, true)
-				return
-			}
-		}
+		s.read(sub)
 	}()
 	return s, nil
+}
+
+// send writes m to the connection.
+func (s *Subscription) send(m wsMessage) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return s.conn.WriteJSON(m)
+}
+
+// read takes the server's messages, subscribing with the payload sub once the server
+// acknowledges the connection, until the subscription ends.
+func (s *Subscription) read(sub json.RawMessage) {
+	for {
+		var m wsMessage
+		if err := s.conn.ReadJSON(&m); err != nil {
+			s.finish(fmt.Errorf("read: %w", err), false)
+			return
+		}
+		switch m.Type {
+		case "connection_ack":
+			if err := s.send(wsMessage{ID: "1", Type: "subscribe", Payload: sub}); err != nil {
+				s.finish(err, false)
+				return
+			}
+		case "ping":
+			_ = s.send(wsMessage{Type: "pong"})
+		case "next":
+			if err := s.next(m.Payload); err != nil {
+				s.finish(err, false)
+				return
+			}
+		case "error":
+			s.finish(fmt.Errorf("subscription refused: %s", m.Payload), false)
+			return
+		case "complete":
+			s.finish(nil, true)
+			return
+		}
+	}
+}
+
+// next records the run state of a next message's payload.
+func (s *Subscription) next(payload json.RawMessage) error {
+	var p struct {
+		Data struct {
+			RunProgress *RunState `json:"runProgress"`
+		} `json:"data"`
+		Errors []GQLError `json:"errors"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return fmt.Errorf("decode event: %w", err)
+	}
+	if len(p.Errors) > 0 {
+		return fmt.Errorf("event error: %s %s", p.Errors[0].Extensions.Code, p.Errors[0].Message)
+	}
+	if p.Data.RunProgress != nil {
+		s.add(*p.Data.RunProgress)
+	}
+	return nil
 }
 
 func (s *Subscription) add(r RunState) {

@@ -415,12 +415,76 @@ type Node struct {
 	RedisProxy *Proxy
 	LogPath    string // stdout and stderr of every start, appended
 
-	c *Cluster
+	c       *Cluster
+	process processSlot
+	api     *Client
+}
 
+// processSlot holds a node's current process, one at a time across restarts.
+type processSlot struct {
 	mu     sync.Mutex
 	proc   *nodeProcess
 	starts int
-	api    *Client
+}
+
+// current returns the process last started, or nil.
+func (s *processSlot) current() *nodeProcess {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+// launch starts cmd as the current process of the node name, its output appended to the log
+// at logPath, unless the current one still runs.
+func (s *processSlot) launch(cmd *exec.Cmd, name, logPath string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil && !s.proc.exited() {
+		return fmt.Errorf("%s is already running", name)
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	s.starts++
+	fmt.Fprintf(logf, "=== harness: start #%d of %s at %s ===\n", s.starts, name, time.Now().Format(time.RFC3339Nano))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	logf.Close()
+	p := &nodeProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	s.proc = p
+	return nil
+}
+
+// pid returns the current process id, or 0.
+func (s *processSlot) pid() int {
+	if p := s.current(); p != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// signal sends sig to the current process and returns it, or nil when none runs.
+func (s *processSlot) signal(sig syscall.Signal) *nodeProcess {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.exited() {
+		return nil
+	}
+	_ = s.proc.cmd.Process.Signal(sig)
+	return s.proc
+}
+
+// kill kills the current process, if it runs, and waits until it is gone.
+func (s *processSlot) kill() {
+	if p := s.signal(syscall.SIGKILL); p != nil {
+		<-p.done
+	}
 }
 
 type nodeProcess struct {
@@ -455,7 +519,7 @@ func (c *Cluster) newNode(i int) *Node {
 	}
 	t.Cleanup(n.RedisProxy.Close)
 	n.api = NewClient(n.BaseURL, c.Token)
-	t.Cleanup(n.cleanup) // registered after the proxies: runs before they close
+	t.Cleanup(n.process.kill) // registered after the proxies: runs before they close
 	return n
 }
 
@@ -488,11 +552,6 @@ func (n *Node) env() []string {
 
 // start launches the process and waits until it is ready.
 func (n *Node) start() error {
-	n.mu.Lock()
-	if n.proc != nil && !n.proc.exited() {
-		n.mu.Unlock()
-		return fmt.Errorf("%s is already running", n.Name)
-	}
 	var cmd *exec.Cmd
 	if n.c.Cfg.Kind == StormNodes {
 		cmd = exec.Command(n.c.Bin.StormNode)
@@ -501,25 +560,9 @@ func (n *Node) start() error {
 	}
 	cmd.Env = n.env()
 	cmd.Dir = n.c.Dir
-	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		n.mu.Unlock()
+	if err := n.process.launch(cmd, n.Name, n.LogPath); err != nil {
 		return err
 	}
-	n.starts++
-	fmt.Fprintf(logf, "=== harness: start #%d of %s at %s ===\n", n.starts, n.Name, time.Now().Format(time.RFC3339Nano))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		n.mu.Unlock()
-		return fmt.Errorf("start %s: %w", n.Name, err)
-	}
-	logf.Close()
-	p := &nodeProcess{cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	n.proc = p
-	n.mu.Unlock()
 	return n.waitReady(time.Now().Add(90 * time.Second))
 }
 
@@ -533,26 +576,16 @@ func (n *Node) Start() {
 }
 
 // PID returns the current process id, or 0.
-func (n *Node) PID() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil {
-		return 0
-	}
-	return n.proc.cmd.Process.Pid
-}
+func (n *Node) PID() int { return n.process.pid() }
 
 // Running reports whether the process is alive (stopped counts as alive).
 func (n *Node) Running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc != nil && !n.proc.exited()
+	p := n.process.current()
+	return p != nil && !p.exited()
 }
 
 func (n *Node) waitReady(deadline time.Time) error {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
+	p := n.process.current()
 	if p == nil {
 		return nil
 	}
@@ -591,36 +624,24 @@ func (n *Node) WaitReady(timeout time.Duration) {
 	}
 }
 
-func (n *Node) signal(sig syscall.Signal) *nodeProcess {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil || n.proc.exited() {
-		return nil
-	}
-	_ = n.proc.cmd.Process.Signal(sig)
-	return n.proc
-}
-
 // Kill sends SIGKILL and waits until the process is gone.
 func (n *Node) Kill() {
 	n.c.T.Helper()
-	if p := n.signal(syscall.SIGKILL); p != nil {
-		<-p.done
-	}
+	n.process.kill()
 	n.c.Logf("%s: SIGKILL", n.Name)
 }
 
 // Pause freezes the process (SIGSTOP).
 func (n *Node) Pause() {
 	n.c.T.Helper()
-	n.signal(syscall.SIGSTOP)
+	n.process.signal(syscall.SIGSTOP)
 	n.c.Logf("%s: SIGSTOP", n.Name)
 }
 
 // Continue thaws a paused process (SIGCONT).
 func (n *Node) Continue() {
 	n.c.T.Helper()
-	n.signal(syscall.SIGCONT)
+	n.process.signal(syscall.SIGCONT)
 	n.c.Logf("%s: SIGCONT", n.Name)
 }
 
@@ -628,8 +649,8 @@ func (n *Node) Continue() {
 // it the process is killed and the test fails.
 func (n *Node) Term(timeout time.Duration) {
 	n.c.T.Helper()
-	n.signal(syscall.SIGCONT)
-	p := n.signal(syscall.SIGTERM)
+	n.process.signal(syscall.SIGCONT)
+	p := n.process.signal(syscall.SIGTERM)
 	n.c.Logf("%s: SIGTERM", n.Name)
 	if p == nil {
 		return
@@ -638,7 +659,7 @@ func (n *Node) Term(timeout time.Duration) {
 	case <-p.done:
 		n.c.Logf("%s: exited (%v)", n.Name, p.err)
 	case <-time.After(timeout):
-		n.signal(syscall.SIGKILL)
+		n.process.signal(syscall.SIGKILL)
 		<-p.done
 		n.c.T.Errorf("cluster: %s did not exit within %s of SIGTERM; killed it", n.Name, timeout)
 	}
@@ -691,15 +712,4 @@ next:
 		return true
 	}
 	return false
-}
-
-func (n *Node) cleanup() {
-	n.mu.Lock()
-	p := n.proc
-	n.mu.Unlock()
-	if p == nil || p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
 }

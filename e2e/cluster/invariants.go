@@ -139,45 +139,70 @@ func (k *Checker) sampleStable(ctx context.Context) error {
 		known = append(known, id)
 	}
 	k.mu.Unlock()
+	ledger, err := k.readLedger(ctx, known)
+	if err != nil {
+		return err
+	}
+	finals, err := k.readEndedRuns(ctx)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	bad := k.compareLedger(ledger, known)
+	bad = append(bad, k.compareEndedRuns(finals)...)
+	k.mu.Unlock()
+	for _, b := range bad {
+		k.violate("%s", b)
+	}
+	return nil
+}
+
+// ledgerSample is a ledger row as sampleStable reads it.
+type ledgerSample struct {
+	id                         int64
+	job, target, state, effect string
+	run                        int64
+}
+
+// endedRun is an ended run as sampleStable reads it.
+type endedRun struct {
+	id int64
+	f  finalRun
+}
+
+// readLedger reads every CONFIRMED ledger row and the rows of known, whatever their state.
+func (k *Checker) readLedger(ctx context.Context, known []int64) ([]ledgerSample, error) {
 	rows, err := k.c.DB.Query(ctx, `SELECT id, job_name, target_key, state, COALESCE(effect_ref, ''), run_id FROM job_ledger
 		WHERE state = 'CONFIRMED' OR id = ANY($1)`, known)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type led struct {
-		id                         int64
-		job, target, state, effect string
-		run                        int64
-	}
-	ledger, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (led, error) {
-		var l led
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerSample, error) {
+		var l ledgerSample
 		err := r.Scan(&l.id, &l.job, &l.target, &l.state, &l.effect, &l.run)
 		return l, err
 	})
-	if err != nil {
-		return err
-	}
-	rows, err = k.c.DB.Query(ctx, `SELECT id, status, COALESCE(stop_reason, ''), checkpoint, processed, succeeded, failed, skipped,
+}
+
+// readEndedRuns reads every run that has ended.
+func (k *Checker) readEndedRuns(ctx context.Context) ([]endedRun, error) {
+	rows, err := k.c.DB.Query(ctx, `SELECT id, status, COALESCE(stop_reason, ''), checkpoint, processed, succeeded, failed, skipped,
 		ambiguous, finished_at FROM job_runs WHERE finished_at IS NOT NULL`)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type fin struct {
-		id int64
-		f  finalRun
-	}
-	finals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fin, error) {
-		var x fin
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (endedRun, error) {
+		var x endedRun
 		err := r.Scan(&x.id, &x.f.status, &x.f.stop, &x.f.checkpoint, &x.f.processed, &x.f.succeeded, &x.f.failed,
 			&x.f.skipped, &x.f.ambiguous, &x.f.finishedAt)
 		return x, err
 	})
-	if err != nil {
-		return err
-	}
+}
 
+// compareLedger remembers the newly confirmed rows of ledger and describes each confirmed row
+// of known that moved or is gone. k.mu must be held.
+func (k *Checker) compareLedger(ledger []ledgerSample, known []int64) []string {
 	var bad []string
-	k.mu.Lock()
 	seen := map[int64]bool{}
 	for _, l := range ledger {
 		seen[l.id] = true
@@ -198,6 +223,13 @@ func (k *Checker) sampleStable(ctx context.Context) error {
 			bad = append(bad, fmt.Sprintf("lost confirmed item: ledger row %d (%s %s) disappeared", id, k.confirmed[id].job, k.confirmed[id].target))
 		}
 	}
+	return bad
+}
+
+// compareEndedRuns remembers the newly ended runs of finals and describes each one seen
+// before that changed since. k.mu must be held.
+func (k *Checker) compareEndedRuns(finals []endedRun) []string {
+	var bad []string
 	for _, f := range finals {
 		prev, ok := k.finals[f.id]
 		if !ok {
@@ -209,11 +241,7 @@ func (k *Checker) sampleStable(ctx context.Context) error {
 			k.finals[f.id] = f.f
 		}
 	}
-	k.mu.Unlock()
-	for _, b := range bad {
-		k.violate("%s", b)
-	}
-	return nil
+	return bad
 }
 
 // VerifyOptions tune Verify.
@@ -358,34 +386,8 @@ func (k *Checker) resumeFailed(ctx context.Context, runTimeout time.Duration) {
 	c := k.c
 	t := c.T
 	t.Helper()
-	rows, err := c.DB.Query(ctx, `SELECT DISTINCT ON (r.job_name) r.id, r.job_name, r.status, r.trigger, r.checkpoint,
-			r.start_checkpoint, r.generation, js.current_generation,
-			COALESCE((SELECT token FROM job_checkpoints cp WHERE cp.job_name = r.job_name AND cp.generation = js.current_generation
-				AND cp.shard = ''), '')
-		FROM job_runs r JOIN job_settings js ON js.name = r.job_name
-		ORDER BY r.job_name, r.id DESC`)
-	if err != nil {
-		t.Fatalf("verify: last runs: %v", err)
-	}
-	type last struct {
-		id                           int64
-		job, status, trigger, cp, sc string
-		gen, curGen                  int64
-		resumePoint                  string
-	}
-	lasts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (last, error) {
-		var l last
-		err := r.Scan(&l.id, &l.job, &l.status, &l.trigger, &l.cp, &l.sc, &l.gen, &l.curGen, &l.resumePoint)
-		return l, err
-	})
-	if err != nil {
-		t.Fatalf("verify: last runs: %v", err)
-	}
-	type resumed struct {
-		from  last
-		runID int64
-	}
-	var started []resumed
+	lasts := k.lastRuns(ctx)
+	var started []resumedRun
 	nodes := []*Node{}
 	for _, n := range c.Nodes {
 		if n.Running() {
@@ -408,24 +410,76 @@ func (k *Checker) resumeFailed(ctx context.Context, runTimeout time.Duration) {
 				l.id, l.job, l.status, l.cp, l.resumePoint)
 		}
 		n := nodes[i%len(nodes)]
-		var res *StartResult
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			res, err = n.API().StartJob(ctx, l.job, "RESUME")
-			if err == nil && (res.Code() == "" || (res.Code() != "CAPACITY_EXCEEDED" && res.Code() != "ALREADY_RUNNING")) {
-				break
-			}
-			if time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		res, err := startResume(ctx, n, l.job)
 		if err != nil || res.Run == nil {
 			t.Errorf("verify: RESUME of %s (after run %d, %s) on %s refused: %v %+v", l.job, l.id, l.status, n.Name, err, res)
 			continue
 		}
-		started = append(started, resumed{from: l, runID: res.Run.DBID()})
+		started = append(started, resumedRun{from: l, runID: res.Run.DBID()})
 	}
+	k.checkResumed(started, runTimeout)
+}
+
+// lastRun is the last run of a job, with the job's generation and resume point.
+type lastRun struct {
+	id                           int64
+	job, status, trigger, cp, sc string // sc: the checkpoint the run started from
+	gen, curGen                  int64
+	resumePoint                  string
+}
+
+// resumedRun is a RESUME started after the last run from.
+type resumedRun struct {
+	from  lastRun
+	runID int64
+}
+
+// lastRuns reads the last run of every job.
+func (k *Checker) lastRuns(ctx context.Context) []lastRun {
+	t := k.c.T
+	t.Helper()
+	rows, err := k.c.DB.Query(ctx, `SELECT DISTINCT ON (r.job_name) r.id, r.job_name, r.status, r.trigger, r.checkpoint,
+			r.start_checkpoint, r.generation, js.current_generation,
+			COALESCE((SELECT token FROM job_checkpoints cp WHERE cp.job_name = r.job_name AND cp.generation = js.current_generation
+				AND cp.shard = ''), '')
+		FROM job_runs r JOIN job_settings js ON js.name = r.job_name
+		ORDER BY r.job_name, r.id DESC`)
+	if err != nil {
+		t.Fatalf("verify: last runs: %v", err)
+	}
+	lasts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lastRun, error) {
+		var l lastRun
+		err := r.Scan(&l.id, &l.job, &l.status, &l.trigger, &l.cp, &l.sc, &l.gen, &l.curGen, &l.resumePoint)
+		return l, err
+	})
+	if err != nil {
+		t.Fatalf("verify: last runs: %v", err)
+	}
+	return lasts
+}
+
+// startResume starts a RESUME of job on n, trying again for up to a minute while the cluster
+// is at capacity or the job's last run is still active.
+func startResume(ctx context.Context, n *Node, job string) (*StartResult, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := n.API().StartJob(ctx, job, "RESUME")
+		if err == nil && (res.Code() == "" || (res.Code() != "CAPACITY_EXCEEDED" && res.Code() != "ALREADY_RUNNING")) {
+			return res, err
+		}
+		if time.Now().After(deadline) {
+			return res, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkResumed waits for each RESUME of started to end and checks that it succeeded from its
+// job's resume point.
+func (k *Checker) checkResumed(started []resumedRun, runTimeout time.Duration) {
+	c := k.c
+	t := c.T
+	t.Helper()
 	for _, s := range started {
 		r := c.WaitRun(s.runID, runTimeout, "RESUME ends", func(r *RunRow) bool { return !r.Active() })
 		switch {

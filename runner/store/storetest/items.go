@@ -287,26 +287,8 @@ func testStagedWrite(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
 	s, f, gen := itemsFixture(t, open)
-	staged := func(d store.RunDelta, ls []store.LedgerWrite) *store.StagedWrite {
-		t.Helper()
-		cp := "cp-" + ls[len(ls)-1].Target
-		// As a FAILED replay writes: rejected rows may be confirmed.
-		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute, Scope: bt.ScopeFailed.States()}
-		sw, err := s.HoldStaged(ctx, f, w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sw.Stage(ctx)
-		return sw
-	}
-	rows := func() int {
-		t.Helper()
-		var n int
-		if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM job_ledger WHERE job_name = 'j'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	st := stagedWrites{t: t, ctx: ctx, s: s, f: f, gen: gen}
+	staged, rows := st.stage, st.rows
 
 	rejected := fresh(ledgerWrites(bt.LedgerValidationRejected, true, "c"))
 	rejected[0].ErrorClass, rejected[0].ErrorMessage = "VALIDATION_REJECTED", "bad c"
@@ -364,6 +346,39 @@ func testStagedWrite(t *testing.T, open Open) {
 	if s.Pool.Stat().AcquiredConns() != 0 {
 		t.Fatalf("%d connections still held", s.Pool.Stat().AcquiredConns())
 	}
+}
+
+// stagedWrites stages item writes for one run in one job generation.
+type stagedWrites struct {
+	t   *testing.T
+	ctx context.Context
+	s   DB
+	f   store.Fence
+	gen int64
+}
+
+// stage holds and stages a write of d and ls with a checkpoint at the last target.
+func (st stagedWrites) stage(d store.RunDelta, ls []store.LedgerWrite) *store.StagedWrite {
+	st.t.Helper()
+	cp := "cp-" + ls[len(ls)-1].Target
+	// As a FAILED replay writes: rejected rows may be confirmed.
+	w := &store.ItemsWrite{JobName: "j", Generation: st.gen, Delta: d, Ledger: ls, Checkpoint: &cp, Lease: time.Minute, Scope: bt.ScopeFailed.States()}
+	sw, err := st.s.HoldStaged(st.ctx, st.f, w)
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	sw.Stage(st.ctx)
+	return sw
+}
+
+// rows counts the job's ledger rows, as anyone outside the staged write sees them.
+func (st stagedWrites) rows() int {
+	st.t.Helper()
+	var n int
+	if err := st.s.Pool.QueryRow(st.ctx, `SELECT count(*) FROM job_ledger WHERE job_name = 'j'`).Scan(&n); err != nil {
+		st.t.Fatal(err)
+	}
+	return n
 }
 
 // testStagedCommitJudgesTheLeaseAtCommit stages a write under a short lease, lets the lease
