@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Checker watches the invariants of ../shared/docs/architecture.md §1 while a scenario runs,
+// Checker watches the invariants of docs/architecture.md ("The invariants") while a scenario runs,
 // and checks the rest when it ends (Verify):
 //
 //   - every ~50ms: at most one STARTING/RUNNING run per job;
