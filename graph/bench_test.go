@@ -47,7 +47,6 @@ import (
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -99,12 +98,13 @@ func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{
+		Tokens:                httpapi.NewTokenStore(pool),
 		GraphQL:               graph.Config{Runner: r, Hub: hub, Logger: log, MutationRatePerMinute: -1},
 		MaxWebSocketsPerToken: -1,
 	}))
 	srv := httptest.NewServer(mux)
 	b.Cleanup(srv.Close)
-	tok, _, err := httpapi.CreateToken(ctx, postgres.New(pool), "bench", model.RoleAdmin)
+	tok, _, err := httpapi.CreateToken(ctx, httpapi.NewTokenStore(pool), "bench", model.RoleAdmin)
 	if err != nil {
 		b.Fatal(err)
 	}

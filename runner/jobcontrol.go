@@ -8,7 +8,7 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/replay"
 	"github.com/baton-run/baton/runner/internal/schedule"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Cancel asks an active run to stop at its next item boundary. Committed items stay; the run
@@ -70,7 +70,7 @@ func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleU
 			return nil, err
 		}
 	}
-	p := postgres.SchedulePatch{Cron: u.Cron, Timezone: u.Timezone, Enabled: u.Enabled, Actor: actorOr(u.Actor)}
+	p := store.SchedulePatch{Cron: u.Cron, Timezone: u.Timezone, Enabled: u.Enabled, Actor: actorOr(u.Actor)}
 	if u.Lease != nil {
 		if *u.Lease < 0 || *u.Lease > 24*time.Hour {
 			return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "lease must be between 1s and 24h (0 clears the override)", Field: "leaseSeconds"}

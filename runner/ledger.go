@@ -5,7 +5,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/replay"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Reconciler is an optional interface a Job implements to ask the outside system whether an
@@ -34,7 +34,7 @@ func (s *LedgerService) Entries(ctx context.Context, f LedgerFilter) ([]*bt.Ledg
 	if f.Limit < 0 || f.Limit > 1000 {
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
 	}
-	return s.r.store.Ledger(ctx, postgres.LedgerQuery(f))
+	return s.r.store.Ledger(ctx, store.LedgerQuery(f))
 }
 
 // Entry returns one ledger entry, or NOT_FOUND.

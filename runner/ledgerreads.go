@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Batched ledger counts, for a page of jobs or runs: one statement for every key. A job's
@@ -11,7 +11,7 @@ import (
 // through RunService.
 
 // CountsKey names one set of per-state ledger counts: a generation's (RunID 0) or one run's.
-type CountsKey = postgres.CountsKey
+type CountsKey = store.CountsKey
 
 // LedgerCounts returns the per-state ledger counts of each job generation in keys (each with
 // RunID 0), keyed as asked. A generation without entries gets an empty map.

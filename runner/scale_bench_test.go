@@ -249,7 +249,7 @@ func BenchmarkLedgerScale(b *testing.B) {
 	if run := f.wait(b, id); run.Status != bt.StatusSucceeded {
 		b.Fatalf("run %d %s", id, run.Status)
 	}
-	run, err := r.Store().Run(ctx, id)
+	run, err := r.Runs().Get(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}

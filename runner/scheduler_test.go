@@ -135,7 +135,7 @@ func TestInvalidScheduleRefused(t *testing.T) {
 			t.Errorf("cron %q tz %q: %v, want %s", tc.cron, tc.tz, err, tc.code)
 		}
 	}
-	j, err := r.Store().Job(context.Background(), "strict")
+	j, err := r.Jobs().Get(context.Background(), "strict")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestLocalZoneRefused(t *testing.T) {
 	if _, err := r.Jobs().NextFires(ctx, "0 4 * * *", "Local", 3); code(err) != bt.CodeInvalidTimezone {
 		t.Fatalf("NextFires in Local: %v, want INVALID_TIMEZONE", err)
 	}
-	if j, err := r.Store().Job(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
+	if j, err := r.Jobs().Get(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
 		t.Fatalf("the refused update changed the job: %+v, %v", j, err)
 	}
 }

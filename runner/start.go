@@ -9,7 +9,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // StartParams says which job to start, why and how.
@@ -227,7 +227,7 @@ func (a *startAttempt) lock(ctx context.Context) error {
 func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 	r, p := a.r, a.p
 	run, err := onConnect(ctx, func() (*bt.RunRecord, error) {
-		return r.store.InsertRun(ctx, postgres.NewRun{
+		return r.store.InsertRun(ctx, store.NewRun{
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
 			LeaseSeconds: leaseSecondsFor(a.lease), JobVersion: a.job.Info().Version, ScheduledFor: a.scheduledFor,
 			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
@@ -239,7 +239,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 	if a.locked {
 		_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, a.token)
 	}
-	if errors.Is(err, postgres.ErrFireTaken) {
+	if errors.Is(err, store.ErrFireTaken) {
 		// The fire was claimed a second time (its claim set back): it already ran, and its
 		// run is its record. Like a claim lost to another instance, there is nothing to do.
 		r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)

@@ -103,7 +103,8 @@ func Serve(ctx context.Context, o Config) error {
 		httpapi.Check{Name: "postgres", Ping: pool.Ping},
 		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins,
+	tokens := httpapi.NewTokenStore(pool)
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins, Tokens: tokens,
 		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: log}}))
 	console := o.Console
 	if console == nil {
@@ -134,8 +135,8 @@ func Serve(ctx context.Context, o Config) error {
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
 	token := ""
 	if o.AdminTokenName != "" {
-		_, _ = httpapi.NewTokenStore(r.Store().Pool()).RevokeToken(ctx, o.AdminTokenName)
-		t, _, err := httpapi.CreateToken(ctx, r.Store(), o.AdminTokenName, model.RoleAdmin)
+		_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
+		t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
 		if err != nil {
 			log.Error("mint admin token", "err", err)
 		}
