@@ -48,6 +48,16 @@ func (s *LedgerService) Summary(ctx context.Context, job string, generation, run
 	return s.r.store.LedgerCounts(ctx, job, generation, runID)
 }
 
+// CountsKey names one set of per-state ledger counts: a generation's (RunID 0) or one run's.
+type CountsKey = store.CountsKey
+
+// Counts returns Summary's counts for every key at once, in one statement, keyed as asked: a
+// generation's (its job and generation, RunID 0) or a run's (its job, generation and id). A
+// key without entries gets an empty map. It serves a page of jobs or runs.
+func (s *LedgerService) Counts(ctx context.Context, keys []CountsKey) (map[CountsKey]map[LedgerState]int64, error) {
+	return s.r.store.LedgerCountsOf(ctx, keys)
+}
+
 // Resolution is how an ambiguous target is resolved.
 type Resolution = replay.Resolution
 
