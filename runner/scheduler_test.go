@@ -215,10 +215,13 @@ func TestPauseAndResumeJob(t *testing.T) {
 	}
 	before := job.callsOf(4)
 	_, resumed, err := r.Jobs().Resume(context.Background(), "pausable", "ops")
-	if err != nil || resumed == 0 {
-		t.Fatalf("resume: run %d, %v", resumed, err)
+	if err != nil || resumed == nil {
+		t.Fatalf("resume: run %+v, %v", resumed, err)
 	}
-	res := b.waitStatus(resumed, bt.StatusSucceeded)
+	if resumed.Mode != bt.ModeResume || resumed.JobName != "pausable" {
+		t.Fatalf("Resume returned run %+v, want the RESUME run of pausable", resumed)
+	}
+	res := b.waitStatus(resumed.ID, bt.StatusSucceeded)
 	if res.Mode != bt.ModeResume || res.Generation != got.Generation || job.callsOf(3) != 1 || job.callsOf(4) != before+1 {
 		t.Fatalf("resume run: mode %s gen %d (want %d); item 3 calls %d (want 1)", res.Mode, res.Generation, got.Generation, job.callsOf(3))
 	}
