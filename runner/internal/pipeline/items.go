@@ -144,14 +144,6 @@ func setFailure(log *slog.Logger, l *store.LedgerWrite, d *store.RunDelta, f fai
 	l.ErrorClass, l.ErrorMessage = string(f.state), msg
 }
 
-// Truncate returns s cut to at most n bytes.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 // IdempotencyKey returns the stable key of (job, generation, target, step): the same on every
 // attempt and every run of the generation, different across generations.
 func IdempotencyKey(job string, gen int64, target, step string) string {

@@ -102,7 +102,7 @@ func (w *reconcileWork) call(hook Reconciler, e *bt.LedgerEntry) (hookAnswer, st
 		return a, fmt.Sprintf("the reconcile hook did not answer within %s, bounded by %s; the entry stays AMBIGUOUS_EFFECT: try again or resolve it by hand",
 			timeout.Round(time.Millisecond), bound)
 	}
-	return a, fmt.Sprintf("the reconcile hook failed: %s; the entry stays AMBIGUOUS_EFFECT", truncate(a.err.Error(), 500))
+	return a, fmt.Sprintf("the reconcile hook failed: %s; the entry stays AMBIGUOUS_EFFECT", bt.Truncate(a.err.Error(), 500))
 }
 
 // outcome turns the hook's answer into the request's outcome and its audit arguments.
@@ -149,11 +149,4 @@ func (w *reconcileWork) finish(out store.ReconcileOutcome, args map[string]any) 
 	}
 	w.log.Info("reconcile finished", "status", done.Status, "message", done.Message)
 	w.c.publish(done)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
