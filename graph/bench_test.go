@@ -76,6 +76,7 @@ func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 	hub := pubsubtest.Hub(b, tb.Redis, tb.Env, pubsub.HubOptions{Logger: log})
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{
+		Tokens:                httpapi.NewTokenStore(tb.Pool),
 		GraphQL:               graph.Config{Runner: r, Hub: hub, Logger: log, MutationRatePerMinute: -1},
 		MaxWebSocketsPerToken: -1,
 	}))

@@ -4,8 +4,9 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/baton-run/baton/graph/model"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // The fuzz targets are internal tests (they check the unexported id and cursor codecs too),
@@ -13,8 +14,9 @@ import (
 // imports this package. An internal test cannot import it back; the external test package
 // sets these in endpoint_test.go instead.
 var (
-	// HTTPEndpoint returns the /graphql endpoint over cfg (httpapi.NewHandler).
-	HTTPEndpoint func(cfg Config) http.Handler
-	// MintToken mints an API token (httpapi.CreateToken).
-	MintToken func(ctx context.Context, s *postgres.Store, name string, role model.Role) (string, error)
+	// HTTPEndpoint returns the /graphql endpoint over cfg, its tokens in pool's api_tokens
+	// (httpapi.NewHandler).
+	HTTPEndpoint func(cfg Config, pool *pgxpool.Pool) http.Handler
+	// MintToken mints an API token in pool's api_tokens (httpapi.CreateToken).
+	MintToken func(ctx context.Context, pool *pgxpool.Pool, name string, role model.Role) (string, error)
 )

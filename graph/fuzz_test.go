@@ -37,7 +37,6 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/runner"
-	"github.com/baton-run/baton/runner/postgres"
 )
 
 // Jobs of the fuzz endpoint. Both return at once, so a run a fuzzed mutation starts is over
@@ -191,11 +190,11 @@ func newFuzzServer() (_ *fuzzServer, err error) {
 	if _, err := pool.Exec(ctx, fuzzSeedSQL); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	token, err := MintToken(ctx, postgres.New(pool), "fuzz-admin", model.RoleAdmin)
+	token, err := MintToken(ctx, pool, "fuzz-admin", model.RoleAdmin)
 	if err != nil {
 		return nil, err
 	}
-	h := HTTPEndpoint(Config{Runner: r, Logger: log, MutationRatePerMinute: -1})
+	h := HTTPEndpoint(Config{Runner: r, Logger: log, MutationRatePerMinute: -1}, pool)
 	return &fuzzServer{h: h, r: r, pool: pool, token: token, logs: logs, close: closeAll}, nil
 }
 

@@ -29,7 +29,6 @@ import (
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -116,7 +115,7 @@ func (b *bundle) instance(o instanceOpts) *instance {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	}
-	cfg := httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: b.log}}
+	cfg := httpapi.Config{Tokens: httpapi.NewTokenStore(pool), GraphQL: graph.Config{Runner: r, Logger: b.log}}
 	if o.hub {
 		hub := pubsub.NewHub(b.redis, b.env, pubsub.HubOptions{Logger: b.log})
 		wg.Add(1)
@@ -144,7 +143,7 @@ var tokenSeq atomic.Int64
 func (b *bundle) token(role model.Role) string {
 	b.t.Helper()
 	name := fmt.Sprintf("%s-%d", strings.ToLower(string(role)), tokenSeq.Add(1))
-	tok, _, err := httpapi.CreateToken(context.Background(), postgres.New(b.pool), name, role)
+	tok, _, err := httpapi.CreateToken(context.Background(), httpapi.NewTokenStore(b.pool), name, role)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func (r *mutationResolver) PauseJob(ctx context.Context, input model.PauseJobInp
 func (r *mutationResolver) ResumeJob(ctx context.Context, input model.ResumeJobInput) (*model.ResumeJobPayload, error) {
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
-	job, id, err := r.runner.Jobs().Resume(ctx, input.Name, actor(ctx))
+	job, run, err := r.runner.Jobs().Resume(ctx, input.Name, actor(ctx))
 	out := &model.ResumeJobPayload{Job: job, UserErrors: []*model.UserError{}}
 	if err != nil {
 		// The job may be resumed even though its RESUME run could not start: then the job
@@ -153,10 +153,9 @@ func (r *mutationResolver) ResumeJob(ctx context.Context, input model.ResumeJobI
 		out.UserErrors = ue
 		return out, err
 	}
-	if id != 0 {
-		if out.Run, err = r.runner.Runs().Get(ctx, id); err != nil {
-			return nil, err
-		}
+	if run != nil {
+		r.loaders(ctx).runByID.Prime(run.ID, run)
+		out.Run = run
 	}
 	return out, nil
 }

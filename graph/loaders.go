@@ -77,7 +77,7 @@ func strs[T ~string](in []T) []string {
 const loaderWait = 2 * time.Millisecond
 
 func newLoaders(r *runner.Runner) *loaders {
-	runs, jobs := r.Runs(), r.Jobs()
+	runs, jobs, ledger := r.Runs(), r.Jobs(), r.Ledger()
 	opts := []dataloadgen.Option{dataloadgen.WithWait(loaderWait), dataloadgen.WithBatchCapacity(500)}
 	var nowOnce sync.Once
 	var now time.Time
@@ -104,11 +104,11 @@ func newLoaders(r *runner.Runner) *loaders {
 			return byKey(names, m, err)
 		}, opts...),
 		generationCounts: dataloadgen.NewLoader(func(ctx context.Context, keys []runner.CountsKey) ([]map[bt.LedgerState]int64, []error) {
-			m, err := jobs.LedgerCounts(ctx, keys)
+			m, err := ledger.Counts(ctx, keys)
 			return byKey(keys, m, err)
 		}, opts...),
 		runCounts: dataloadgen.NewLoader(func(ctx context.Context, keys []runner.CountsKey) ([]map[bt.LedgerState]int64, []error) {
-			m, err := runs.LedgerCounts(ctx, keys)
+			m, err := ledger.Counts(ctx, keys)
 			return byKey(keys, m, err)
 		}, opts...),
 		jobRuns: dataloadgen.NewLoader(func(ctx context.Context, keys []runsKey) ([][]*bt.RunRecord, []error) {

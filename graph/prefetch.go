@@ -218,7 +218,7 @@ func (r *Resolver) prefetchJobs(ctx context.Context, jobs []*bt.JobSettings) err
 			for i, j := range jobs {
 				keys[i] = runner.CountsKey{Job: j.Name, Generation: j.CurrentGeneration}
 			}
-			if err := prefetchCounts(ctx, l.generationCounts, r.runner.Jobs().LedgerCounts, keys); err != nil {
+			if err := prefetchCounts(ctx, l.generationCounts, r.runner.Ledger().Counts, keys); err != nil {
 				return err
 			}
 		case "runs":
@@ -285,7 +285,7 @@ func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationCon
 			for i, run := range runs {
 				keys[i] = runner.CountsKey{Job: run.JobName, Generation: run.Generation, RunID: run.ID}
 			}
-			if err := prefetchCounts(ctx, l.runCounts, r.runner.Runs().LedgerCounts, keys); err != nil {
+			if err := prefetchCounts(ctx, l.runCounts, r.runner.Ledger().Counts, keys); err != nil {
 				return err
 			}
 		}

@@ -4,13 +4,13 @@ import (
 	"context"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Record records a mutation in audit_log. The runner audits its own control operations; the
 // API audits what it refuses before reaching them.
 func (s *AuditService) Record(ctx context.Context, actor, action, target string, args map[string]any, outcome string) error {
-	return s.r.store.Audit(context.WithoutCancel(ctx), postgres.AuditRecord{Actor: actorOr(actor), Action: action, Target: target, Arguments: args, Outcome: outcome})
+	return s.r.store.Audit(context.WithoutCancel(ctx), store.AuditRecord{Actor: actorOr(actor), Action: action, Target: target, Arguments: args, Outcome: outcome})
 }
 
 // audit records an operation's outcome: "ok" or the error's code.

@@ -5,3 +5,6 @@ func (r *Runner) Wake() { r.sched.Wake() }
 
 // SlotWanted reports whether the scheduler is waiting for a free slot for a due fire.
 func (r *Runner) SlotWanted() bool { return r.sched.SlotWanted() }
+
+// RedoneWrites reports how many of r's item writes relied on a ledger state that was not so.
+func (r *Runner) RedoneWrites() int64 { return r.store.RedoneWrites() }

@@ -10,6 +10,3 @@ func IdempotencyKey(job string, gen int64, target, step string) string {
 
 // maskEvidence keeps a hint of an evidence ref and a digest to match it by, never the value.
 func maskEvidence(ref string) string { return pipeline.MaskEvidence(ref) }
-
-// truncate returns s cut to at most n bytes.
-func truncate(s string, n int) string { return pipeline.Truncate(s, n) }

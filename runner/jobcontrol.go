@@ -8,7 +8,7 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/replay"
 	"github.com/baton-run/baton/runner/internal/schedule"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Cancel asks an active run to stop at its next item boundary. Committed items stay; the run
@@ -70,7 +70,7 @@ func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleU
 			return nil, err
 		}
 	}
-	p := postgres.SchedulePatch{Cron: u.Cron, Timezone: u.Timezone, Enabled: u.Enabled, Actor: actorOr(u.Actor)}
+	p := store.SchedulePatch{Cron: u.Cron, Timezone: u.Timezone, Enabled: u.Enabled, Actor: actorOr(u.Actor)}
 	if u.Lease != nil {
 		if *u.Lease < 0 || *u.Lease > 24*time.Hour {
 			return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "lease must be between 1s and 24h (0 clears the override)", Field: "leaseSeconds"}
@@ -115,21 +115,22 @@ func (s *JobService) Pause(ctx context.Context, job, actor string) (*bt.JobSetti
 }
 
 // Resume re-enables a paused job and, if its last run ended PAUSED, starts a RESUME run on
-// this instance that continues from the checkpoint. It returns that run's id (0 if none).
-func (s *JobService) Resume(ctx context.Context, job, actor string) (j *bt.JobSettings, runID int64, err error) {
+// this instance that continues from the checkpoint. It returns the run it started, as Start
+// does (nil if none).
+func (s *JobService) Resume(ctx context.Context, job, actor string) (j *bt.JobSettings, run *RunRecord, err error) {
 	r := s.r
-	defer func() { r.audit(ctx, actor, "resumeJob", "job:"+job, map[string]any{"runId": runID}, err) }()
+	defer func() { r.audit(ctx, actor, "resumeJob", "job:"+job, map[string]any{"runId": runIDOf(run)}, err) }()
 	j, err = r.store.SetPaused(ctx, job, false, actorOr(actor))
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	last, err := r.store.LastRun(ctx, job)
 	if err != nil || last == nil || last.Status != bt.StatusPaused {
-		return j, 0, err
+		return j, nil, err
 	}
-	run, err := r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
+	run, err = r.Start(ctx, StartParams{Job: job, Mode: bt.ModeResume, Actor: actorOr(actor), noAudit: true})
 	if err != nil {
-		return j, 0, fmt.Errorf("job %q resumed, but its run could not start: %w", job, err)
+		return j, nil, fmt.Errorf("job %q resumed, but its run could not start: %w", job, err)
 	}
-	return j, runIDOf(run), nil
+	return j, run, nil
 }

@@ -5,7 +5,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/replay"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Reconciler is an optional interface a Job implements to ask the outside system whether an
@@ -34,7 +34,7 @@ func (s *LedgerService) Entries(ctx context.Context, f LedgerFilter) ([]*bt.Ledg
 	if f.Limit < 0 || f.Limit > 1000 {
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
 	}
-	return s.r.store.Ledger(ctx, postgres.LedgerQuery(f))
+	return s.r.store.Ledger(ctx, store.LedgerQuery(f))
 }
 
 // Entry returns one ledger entry, or NOT_FOUND.
@@ -46,6 +46,16 @@ func (s *LedgerService) Entry(ctx context.Context, id int64) (*bt.LedgerEntry, e
 // counters kept in the item transactions (never a COUNT over the ledger).
 func (s *LedgerService) Summary(ctx context.Context, job string, generation, runID int64) (map[LedgerState]int64, error) {
 	return s.r.store.LedgerCounts(ctx, job, generation, runID)
+}
+
+// CountsKey names one set of per-state ledger counts: a generation's (RunID 0) or one run's.
+type CountsKey = store.CountsKey
+
+// Counts returns Summary's counts for every key at once, in one statement, keyed as asked: a
+// generation's (its job and generation, RunID 0) or a run's (its job, generation and id). A
+// key without entries gets an empty map. It serves a page of jobs or runs.
+func (s *LedgerService) Counts(ctx context.Context, keys []CountsKey) (map[CountsKey]map[LedgerState]int64, error) {
+	return s.r.store.LedgerCountsOf(ctx, keys)
 }
 
 // Resolution is how an ambiguous target is resolved.

@@ -225,14 +225,14 @@ func (b *bundle) finish(r *runner.Runner, id int64) *bt.RunRecord {
 	b.t.Helper()
 	b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused)
 	waitFor(b.t, fmt.Sprintf("the worker of run %d to release it", id), func() bool { return !r.Active(id) })
-	rec, err := r.Store().Run(context.Background(), id)
+	rec, err := r.Runs().Get(context.Background(), id)
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	// What the runner tracks of ledger states (rows it knows are new, states it wrote or read)
 	// must never be wrong: a write that relied on it and was refused is redone as an upsert,
 	// correct but a sign of a bookkeeping bug.
-	if n := r.Store().RedoneWrites(); n != 0 {
+	if n := r.RedoneWrites(); n != 0 {
 		b.t.Fatalf("%d item writes relied on a ledger state that was not so", n)
 	}
 	return rec

@@ -145,7 +145,7 @@ func TestDeadWorkersIntentBecomesAmbiguousAndIsNeverRecalled(t *testing.T) {
 	if e := b.mustEntry("settle", "t2"); e.State != bt.LedgerAmbiguous {
 		t.Fatalf("the stale worker's late result landed: t2 is %s", e.State)
 	}
-	if rec, _ := r.Store().Run(context.Background(), first); rec.Ambiguous != 1 {
+	if rec, _ := r.Runs().Get(context.Background(), first); rec.Ambiguous != 1 {
 		t.Fatalf("dead run's ambiguous counter %d, want 1", rec.Ambiguous)
 	}
 

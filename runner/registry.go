@@ -6,7 +6,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/replay"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // registry holds the jobs registered on this instance, and answers the engine parts' questions
@@ -80,13 +80,13 @@ func (g *registry) replayJob(name string) (replay.Job, bool) {
 }
 
 // reconcileLeases lists the registered jobs with a reconcile hook and each one's lease.
-func (g *registry) reconcileLeases() []postgres.ReconcileLease {
+func (g *registry) reconcileLeases() []store.ReconcileLease {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	var out []postgres.ReconcileLease
+	var out []store.ReconcileLease
 	for name, j := range g.jobs {
 		if _, ok := j.(Reconciler); ok {
-			out = append(out, postgres.ReconcileLease{Job: name, Lease: leaseOf(j, g.defaultLease)})
+			out = append(out, store.ReconcileLease{Job: name, Lease: leaseOf(j, g.defaultLease)})
 		}
 	}
 	return out

@@ -7,7 +7,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/pipeline"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Run is a job's handle on its current execution: progress, safe points, item processing.
@@ -16,7 +16,7 @@ type Run struct {
 	e   *pipeline.Run
 	job Job
 	// fence is the run's id and lease token, for the fenced writes of the runner's own jobs.
-	fence postgres.Fence
+	fence store.Fence
 }
 
 // ErrStop is returned by Check and Process when the run has been asked to stop (cancel, pause,

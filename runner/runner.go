@@ -21,6 +21,7 @@ import (
 	"github.com/baton-run/baton/runner/internal/schedule"
 	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/redislock"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // The defaults of the runner's settings. A zero Config field takes them, and package server
@@ -47,6 +48,11 @@ const (
 type Config struct {
 	// DB is the shared PostgreSQL (schema migrated with package migrations).
 	DB *pgxpool.Pool
+	// Store is the database behind the runner, as package store declares it; nil means
+	// runner/postgres over DB. Another implementation (one that passes store/storetest) can be
+	// plugged in here. DB is still required: the scheduler LISTENs on it for schedule changes
+	// (postgres.ScheduleChannel), so the implementation must NOTIFY there as runner/postgres does.
+	Store store.Store
 	// Redis is the shared Redis, used for the ShedLock-style pre-emption lock. Build it with
 	// ContextTimeoutEnabled set (server.Serve does): every lock call carries a short deadline,
 	// which go-redis otherwise ignores on socket reads, so a stalled Redis could hold a lease
@@ -113,7 +119,7 @@ type RunEvent struct {
 // Runner runs registered jobs on a fixed pool of worker slots.
 type Runner struct {
 	cfg     Config
-	store   *postgres.Store
+	store   store.Store
 	locks   *redislock.Locker
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -177,14 +183,17 @@ func New(cfg Config) (*Runner, error) {
 		cfg.RemoteStartWait = DefaultRemoteStartWait
 	}
 	cfg.Retention = cfg.Retention.WithDefaults()
-	store := postgres.New(cfg.DB)
-	m, err := metrics.New(cfg.Registerer, store.RedoneWrites)
+	if cfg.Store == nil {
+		cfg.Store = postgres.New(cfg.DB)
+	}
+	st := cfg.Store
+	m, err := metrics.New(cfg.Registerer, st.RedoneWrites)
 	if err != nil {
 		return nil, err
 	}
 	r := &Runner{
 		cfg:     cfg,
-		store:   store,
+		store:   st,
 		locks:   redislock.New(cfg.Redis, cfg.Env),
 		log:     cfg.Logger.With("instance", cfg.Instance),
 		metrics: m,
@@ -193,15 +202,15 @@ func New(cfg Config) (*Runner, error) {
 		active:  map[int64]*Run{},
 	}
 	r.handover = handover{r}
-	r.recoverer = &maintenance.Recoverer{Store: store, Locks: r.locks, Metrics: m, Logger: r.log}
+	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
 	if cfg.Events != nil {
 		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
 	}
-	r.sched = schedule.New(schedule.Config{Store: store, DB: cfg.DB, Logger: r.log, PollInterval: cfg.PollInterval,
+	r.sched = schedule.New(schedule.Config{Store: st, DB: cfg.DB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
 		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
-	r.replays = replay.New(replay.Config{Store: store, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
+	r.replays = replay.New(replay.Config{Store: st, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
 		AuditFunc: r.audit, MaskFunc: maskEvidence})
-	rc := replay.ReconcileConfig{Store: store, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
+	rc := replay.ReconcileConfig{Store: st, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
 		Timeout: cfg.ReconcileTimeout, JobFunc: r.reg.replayJob, LeasesFunc: r.reg.reconcileLeases, Slots: reconcileSlots{r},
 		TokenFunc: newToken, AuditFunc: r.audit, MaskFunc: maskEvidence}
 	if sink, ok := cfg.Events.(ReconcileSink); ok {
@@ -210,9 +219,6 @@ func New(cfg Config) (*Runner, error) {
 	r.reconciles = replay.NewReconciles(rc)
 	return r, nil
 }
-
-// Store returns the runner's store, for read paths such as the API.
-func (r *Runner) Store() *postgres.Store { return r.store }
 
 // Instance returns this runner's instance name.
 func (r *Runner) Instance() string { return r.cfg.Instance }
@@ -241,7 +247,7 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
 	}
-	defaults := make([]postgres.JobDefaults, len(jobs))
+	defaults := make([]store.JobDefaults, len(jobs))
 	for i, j := range jobs {
 		info := j.Info()
 		tz := info.Timezone
@@ -252,7 +258,7 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		if risk == "" {
 			risk = bt.RiskLow
 		}
-		defaults[i] = postgres.JobDefaults{
+		defaults[i] = store.JobDefaults{
 			Name: info.Name, Description: info.Description, Cron: info.Cron, Timezone: tz,
 			RiskLevel: risk, RetentionDays: retentionDays(info), JobVersion: info.Version,
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // The read side of RunService: one run, a list, and the batched reads the API's loaders make
@@ -12,7 +12,7 @@ import (
 
 // RunFilter selects runs, newest first, by keyset on id: of one job ("" for all), in any of
 // Statuses (none: every status), before BeforeID (0: from the newest), at most Limit (0: 20).
-type RunFilter = postgres.RunFilter
+type RunFilter = store.RunFilter
 
 // Get returns one run, or an error of code NOT_FOUND.
 func (s *RunService) Get(ctx context.Context, id int64) (*RunRecord, error) {

@@ -135,7 +135,7 @@ func TestInvalidScheduleRefused(t *testing.T) {
 			t.Errorf("cron %q tz %q: %v, want %s", tc.cron, tc.tz, err, tc.code)
 		}
 	}
-	j, err := r.Store().Job(context.Background(), "strict")
+	j, err := r.Jobs().Get(context.Background(), "strict")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +215,13 @@ func TestPauseAndResumeJob(t *testing.T) {
 	}
 	before := job.callsOf(4)
 	_, resumed, err := r.Jobs().Resume(context.Background(), "pausable", "ops")
-	if err != nil || resumed == 0 {
-		t.Fatalf("resume: run %d, %v", resumed, err)
+	if err != nil || resumed == nil {
+		t.Fatalf("resume: run %+v, %v", resumed, err)
 	}
-	res := b.waitStatus(resumed, bt.StatusSucceeded)
+	if resumed.Mode != bt.ModeResume || resumed.JobName != "pausable" {
+		t.Fatalf("Resume returned run %+v, want the RESUME run of pausable", resumed)
+	}
+	res := b.waitStatus(resumed.ID, bt.StatusSucceeded)
 	if res.Mode != bt.ModeResume || res.Generation != got.Generation || job.callsOf(3) != 1 || job.callsOf(4) != before+1 {
 		t.Fatalf("resume run: mode %s gen %d (want %d); item 3 calls %d (want 1)", res.Mode, res.Generation, got.Generation, job.callsOf(3))
 	}
@@ -420,7 +423,7 @@ func TestLocalZoneRefused(t *testing.T) {
 	if _, err := r.Jobs().NextFires(ctx, "0 4 * * *", "Local", 3); code(err) != bt.CodeInvalidTimezone {
 		t.Fatalf("NextFires in Local: %v, want INVALID_TIMEZONE", err)
 	}
-	if j, err := r.Store().Job(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
+	if j, err := r.Jobs().Get(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
 		t.Fatalf("the refused update changed the job: %+v, %v", j, err)
 	}
 }

@@ -197,7 +197,7 @@ func TestRunEndSettlesIntents(t *testing.T) {
 			if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = $1 AND state = 'IN_FLIGHT'`, name); n != 0 {
 				t.Fatalf("%d targets left IN_FLIGHT by an ended run", n)
 			}
-			stored, err := r.Store().Run(ctx, id)
+			stored, err := r.Runs().Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}

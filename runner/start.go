@@ -9,7 +9,8 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/internal/connretry"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // StartParams says which job to start, why and how.
@@ -183,14 +184,14 @@ func (a *startAttempt) claimFire(ctx, callerCtx context.Context) (bool, error) {
 	if callerCtx.Err() != nil {
 		return false, callerCtx.Err()
 	}
-	claimed, err := onConnect(ctx, func() (bool, error) { return r.store.ClaimFire(ctx, p.Job, p.Due, p.Next) })
+	claimed, err := connretry.OnConnect(ctx, func() (bool, error) { return r.store.ClaimFire(ctx, p.Job, p.Due, p.Next) })
 	if err != nil || !claimed {
 		return false, err
 	}
 	if len(p.Missed) > 0 {
 		r.metrics.FiresSkipped.Add(float64(len(p.Missed)))
 		detail := fmt.Sprintf("no scheduler claimed it in time; the fire of %s ran instead", p.Due.UTC().Format(time.RFC3339))
-		if _, err := onConnect(ctx, func() (struct{}, error) {
+		if _, err := connretry.OnConnect(ctx, func() (struct{}, error) {
 			return struct{}{}, r.store.RecordMissedFires(ctx, p.Job, p.Missed, r.cfg.Instance, detail)
 		}); err != nil {
 			r.log.Error("record missed fires", "job", p.Job, "err", err)
@@ -226,8 +227,8 @@ func (a *startAttempt) lock(ctx context.Context) error {
 // fire as skipped; a fire that already started a run returns nil and no error.
 func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 	r, p := a.r, a.p
-	run, err := onConnect(ctx, func() (*bt.RunRecord, error) {
-		return r.store.InsertRun(ctx, postgres.NewRun{
+	run, err := connretry.OnConnect(ctx, func() (*bt.RunRecord, error) {
+		return r.store.InsertRun(ctx, store.NewRun{
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
 			LeaseSeconds: leaseSecondsFor(a.lease), JobVersion: a.job.Info().Version, ScheduledFor: a.scheduledFor,
 			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
@@ -239,7 +240,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 	if a.locked {
 		_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, a.token)
 	}
-	if errors.Is(err, postgres.ErrFireTaken) {
+	if errors.Is(err, store.ErrFireTaken) {
 		// The fire was claimed a second time (its claim set back): it already ran, and its
 		// run is its record. Like a claim lost to another instance, there is nothing to do.
 		r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)
@@ -288,7 +289,7 @@ func (a *startAttempt) recordSkip(ctx context.Context, outcome, detail string) {
 	r.metrics.FiresSkipped.Inc()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	if _, err := onConnect(ctx, func() (struct{}, error) {
+	if _, err := connretry.OnConnect(ctx, func() (struct{}, error) {
 		return struct{}{}, r.store.RecordScheduleEvent(ctx, p.Job, *at, outcome, r.cfg.Instance, detail)
 	}); err != nil {
 		r.log.Error("record skipped fire", "job", p.Job, "err", err)

@@ -55,7 +55,8 @@ func Serve(ctx context.Context, o Config) error {
 	}
 
 	var draining atomic.Bool
-	mux := routes(o, r, hub, pool, rdb, reg, draining.Load)
+	tokens := httpapi.NewTokenStore(pool)
+	mux := routes(o, r, hub, pool, rdb, reg, tokens, draining.Load)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -77,8 +78,8 @@ func Serve(ctx context.Context, o Config) error {
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
 	token := ""
 	if o.AdminTokenName != "" {
-		_, _ = httpapi.NewTokenStore(r.Store().Pool()).RevokeToken(ctx, o.AdminTokenName)
-		t, _, err := httpapi.CreateToken(ctx, r.Store(), o.AdminTokenName, model.RoleAdmin)
+		_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
+		t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
 		if err != nil {
 			log.Error("mint admin token", "err", err)
 		}
@@ -173,14 +174,14 @@ func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb *redis.Cli
 
 // routes lays out the instance's HTTP endpoints: health, readiness (503 once draining
 // reports true), metrics, GraphQL and the console.
-func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb *redis.Client, reg *prometheus.Registry, draining func() bool) *http.ServeMux {
+func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb *redis.Client, reg *prometheus.Registry, tokens *httpapi.TokenStore, draining func() bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpapi.Live())
 	mux.Handle("GET /readyz", httpapi.Ready(draining,
 		httpapi.Check{Name: "postgres", Ping: pool.Ping},
 		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins,
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins, Tokens: tokens,
 		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger}}))
 	console := o.Console
 	if console == nil {

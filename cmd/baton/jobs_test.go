@@ -39,8 +39,8 @@ func TestJobsCommand(t *testing.T) {
 		all = append(all, runner.NewJob(runner.JobInfo{Name: fmt.Sprintf("cli-page-%02d", k), Version: "1"},
 			func(context.Context, *runner.Run) error { return nil }))
 	}
-	ctx, r, srv := cliServer(t, all...)
-	token, _, err := httpapi.CreateToken(ctx, r.Store(), "cli", "OPERATOR")
+	ctx, _, tokens, srv := cliServer(t, all...)
+	token, _, err := httpapi.CreateToken(ctx, tokens, "cli", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +92,12 @@ func TestJobsRestartGate(t *testing.T) {
 	job := runner.NewJob(runner.JobInfo{Name: "cli-pay", Version: "1", Risk: runner.RiskHigh}, func(ctx context.Context, run *runner.Run) error {
 		return run.Process(ctx, runner.Item{Target: "a"}, func(context.Context, *runner.Attempt) error { return nil })
 	})
-	ctx, r, srv := cliServer(t, job)
-	op, _, err := httpapi.CreateToken(ctx, r.Store(), "cli-op", "OPERATOR")
+	ctx, r, tokens, srv := cliServer(t, job)
+	op, _, err := httpapi.CreateToken(ctx, tokens, "cli-op", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
 	}
-	approver, _, err := httpapi.CreateToken(ctx, r.Store(), "cli-approver", "APPROVER")
+	approver, _, err := httpapi.CreateToken(ctx, tokens, "cli-approver", "APPROVER")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +145,9 @@ func TestJobsRestartGate(t *testing.T) {
 }
 
 // cliServer runs jobs on a runner of a schema of its own and serves its GraphQL API over HTTP
-// for the CLI to call, until the test ends.
-func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runner, *httptest.Server) {
+// for the CLI to call, until the test ends. Tokens minted in the token store it returns are
+// valid there.
+func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runner, *httpapi.TokenStore, *httptest.Server) {
 	t.Helper()
 	url := testenv.Schema(t)
 	rc, env := testenv.Redis(t)
@@ -164,8 +165,10 @@ func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runne
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
+	tokens := httpapi.NewTokenStore(pool)
+	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{Tokens: tokens,
+		GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return ctx, r, srv
+	return ctx, r, tokens, srv
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/migrations"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -125,9 +124,9 @@ func startCluster(t *testing.T, cfg config) *cluster {
 		t.Fatalf("migrate the load database: %v", err)
 	}
 	pool := testenv.Pool(t, dbURL)
-	store := postgres.New(pool)
+	tokens := httpapi.NewTokenStore(pool)
 	mint := func(name string, role model.Role) string {
-		tok, _, err := httpapi.CreateToken(ctx, store, name, role)
+		tok, _, err := httpapi.CreateToken(ctx, tokens, name, role)
 		if err != nil {
 			t.Fatalf("create token %s: %v", name, err)
 		}

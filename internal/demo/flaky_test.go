@@ -43,7 +43,7 @@ func TestFlakyLeavesEveryFailureClass(t *testing.T) {
 		AND state = 'CONFIRMED' AND attempt = 2`); n != 5 {
 		t.Fatalf("%d of the 5 transient records confirmed on their second attempt, want 5", n)
 	}
-	errs, err := r.Store().RunErrors(context.Background(), id, 0, 100)
+	errs, err := r.Runs().Errors(context.Background(), id, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func (b *bundle) waitEnd(r *runner.Runner, id int64) *bt.RunRecord {
 	b.t.Helper()
 	var last *bt.RunRecord
 	testenv.Eventually(b.t, 30*time.Second, fmt.Sprintf("run %d to finish", id), func() bool {
-		run, err := r.Store().Run(context.Background(), id)
+		run, err := r.Runs().Get(context.Background(), id)
 		if err != nil {
 			b.t.Fatal(err)
 		}

@@ -671,8 +671,12 @@ func opPause(m *modelSeq) (string, error) {
 }
 
 func opResume(m *modelSeq) (string, error) {
-	_, id, err := m.inst().r.Jobs().Resume(m.ctx, SettlementJobName, "alice")
+	_, run, err := m.inst().r.Jobs().Resume(m.ctx, SettlementJobName, "alice")
 	out, err := outcome("resume", err)
+	var id int64
+	if run != nil {
+		id = run.ID
+	}
 	return fmt.Sprintf("%s, run %d", out, id), err
 }
 

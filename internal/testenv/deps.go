@@ -32,13 +32,33 @@ func ForbidDeps(t testing.TB, pattern, who string, forbidden []string) {
 	}
 }
 
+// ForbidPackageImports fails t for every package of pattern (a `go list` pattern, resolved in
+// the test's directory) that imports, in its code or its tests, a package in forbidden or
+// below one of them; who names the rule's subject in the message. It fails too when pattern
+// matches nothing.
+func ForbidPackageImports(t testing.TB, pattern, who string, forbidden []string) {
+	t.Helper()
+	lines := listImports(t, pattern)
+	if len(lines) == 0 {
+		t.Fatalf("go list %s matched no package", pattern)
+	}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			for _, bad := range forbidden {
+				if imp == bad || strings.HasPrefix(imp, bad+"/") {
+					t.Errorf("%s imports %s: %s must not depend on it", f[0], imp, who)
+				}
+			}
+		}
+	}
+}
+
 // ForbidImporters fails t for every package of the module that imports a package below
 // guarded (in its code or its tests) without being below owner itself.
 func ForbidImporters(t testing.TB, module, guarded, owner string) {
 	t.Helper()
-	lines := goList(t, "-f",
-		`{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`,
-		module+"/...")
+	lines := listImports(t, module+"/...")
 	if len(lines) < 10 {
 		t.Fatalf("go list %s/... listed only %d packages", module, len(lines))
 	}
@@ -53,6 +73,15 @@ func ForbidImporters(t testing.TB, module, guarded, owner string) {
 			}
 		}
 	}
+}
+
+// listImports returns a line per package of pattern: its import path, then every package its
+// code and its tests import, separated by spaces.
+func listImports(t testing.TB, pattern string) []string {
+	t.Helper()
+	return goList(t, "-f",
+		`{{.ImportPath}}{{range .Imports}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}`,
+		pattern)
 }
 
 // goList runs `go list args...` and returns its lines.

@@ -156,6 +156,15 @@ func Errorf(c Code, format string, args ...any) *Error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
 }
 
+// Truncate returns s cut to at most n bytes, as the messages a run, a ledger entry or a
+// reconcile request stores are bounded.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 // CodeOf returns the code of the first *Error in err's chain, or "" if none.
 func CodeOf(err error) Code {
 	var e *Error

@@ -10,6 +10,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 	"github.com/baton-run/baton/runner/store/storetest"
 )
 
@@ -32,20 +33,20 @@ func TestWriteItemsMeetsAConcurrentResolution(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		to      bt.LedgerState
-		write   postgres.LedgerWrite
+		write   store.LedgerWrite
 		batch   bool
 		refused bool
 		want    bt.LedgerState
 		redone  int64 // writes redone that relied on the caller's knowledge
 	}{
 		{name: "single", to: bt.LedgerNotApplied,
-			write: postgres.LedgerWrite{State: bt.LedgerTransient, Kind: postgres.WriteFail, Attempt: 0, CountInRun: true},
+			write: store.LedgerWrite{State: bt.LedgerTransient, Kind: store.WriteFail, Attempt: 0, CountInRun: true},
 			want:  bt.LedgerTransient},
 		{name: "batch", to: bt.LedgerConfirmed, batch: true, refused: true,
-			write: postgres.LedgerWrite{State: bt.LedgerTransient, Kind: postgres.WriteResult, Attempt: 2, CountInRun: true},
+			write: store.LedgerWrite{State: bt.LedgerTransient, Kind: store.WriteResult, Attempt: 2, CountInRun: true},
 			want:  bt.LedgerConfirmed},
 		{name: "known", to: bt.LedgerConfirmed, batch: true, refused: true,
-			write: postgres.LedgerWrite{State: bt.LedgerTransient, Kind: postgres.WriteResult, Attempt: 2, CountInRun: true,
+			write: store.LedgerWrite{State: bt.LedgerTransient, Kind: store.WriteResult, Attempt: 2, CountInRun: true,
 				Prior: bt.LedgerAmbiguous},
 			want: bt.LedgerConfirmed, redone: 1},
 	} {
@@ -56,12 +57,12 @@ func TestWriteItemsMeetsAConcurrentResolution(t *testing.T) {
 			f, gen := storetest.RunningRun(t, s)
 			pool := s.Pool()
 			// The target in doubt: its intent, then the quarantine of it.
-			for _, l := range []postgres.LedgerWrite{
-				{State: bt.LedgerInFlight, Kind: postgres.WriteIntent},
-				{State: bt.LedgerAmbiguous, Kind: postgres.WriteQuarantine, CountInRun: true},
+			for _, l := range []store.LedgerWrite{
+				{State: bt.LedgerInFlight, Kind: store.WriteIntent},
+				{State: bt.LedgerAmbiguous, Kind: store.WriteQuarantine, CountInRun: true},
 			} {
 				l.Target, l.Step, l.Attempt, l.IdempotencyKey, l.External = "acct", "pay", 1, "kacct", true
-				if _, _, err := s.WriteItems(ctx, f, &postgres.ItemsWrite{JobName: "j", Generation: gen, Ledger: []postgres.LedgerWrite{l}}, nil); err != nil {
+				if _, _, err := s.WriteItems(ctx, f, &store.ItemsWrite{JobName: "j", Generation: gen, Ledger: []store.LedgerWrite{l}}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -85,7 +86,7 @@ func TestWriteItemsMeetsAConcurrentResolution(t *testing.T) {
 			}
 			resolved := make(chan error, 1)
 			go func() {
-				_, err := s.ResolveAmbiguous(ctx, id, tc.to, nil, nil, "checked", postgres.AuditRecord{Actor: "op", Action: "resolve", Target: "acct"})
+				_, err := s.ResolveAmbiguous(ctx, id, tc.to, nil, nil, "checked", store.AuditRecord{Actor: "op", Action: "resolve", Target: "acct"})
 				resolved <- err
 			}()
 			resolver := blockedBy(t, pool, holder)
@@ -93,10 +94,10 @@ func TestWriteItemsMeetsAConcurrentResolution(t *testing.T) {
 			// The write takes its snapshot now, with the row AMBIGUOUS_EFFECT, and waits for it.
 			l := tc.write
 			l.Target, l.Step, l.IdempotencyKey, l.External = "acct", "pay", "kacct", true
-			w := &postgres.ItemsWrite{JobName: "j", Generation: gen, Ledger: []postgres.LedgerWrite{l}}
+			w := &store.ItemsWrite{JobName: "j", Generation: gen, Ledger: []store.LedgerWrite{l}}
 			if tc.batch {
 				w.Scope = []bt.LedgerState{bt.LedgerAmbiguous}
-				w.Ledger = append(w.Ledger, postgres.LedgerWrite{Target: "other", Step: "pay", State: bt.LedgerConfirmed,
+				w.Ledger = append(w.Ledger, store.LedgerWrite{Target: "other", Step: "pay", State: bt.LedgerConfirmed,
 					Attempt: 1, IdempotencyKey: "kother", External: true, CountInRun: true, Fresh: l.Prior != ""})
 			}
 			written := make(chan error, 1)

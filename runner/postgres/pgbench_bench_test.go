@@ -13,6 +13,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // The strict path's goal is judged against pgbench's single-row INSERT+COMMIT. These two
@@ -56,14 +57,14 @@ func pgbenchBench(b *testing.B, script func(runID, gen int64) string) {
 	ctx := context.Background()
 	u := testenv.Schema(b)
 	s := New(testenv.Pool(b, u))
-	if err := s.EnsureJob(ctx, JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+	if err := s.EnsureJob(ctx, store.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
 		b.Fatal(err)
 	}
-	run, err := s.InsertRun(ctx, NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "b", Instance: "b", Token: "tok", LeaseSeconds: 86400})
+	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "b", Instance: "b", Token: "tok", LeaseSeconds: 86400})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, _, err := s.Activate(ctx, Fence{RunID: run.ID, Token: "tok"}); err != nil {
+	if _, _, err := s.Activate(ctx, store.Fence{RunID: run.ID, Token: "tok"}); err != nil {
 		b.Fatal(err)
 	}
 	file := filepath.Join(b.TempDir(), "script.sql")

@@ -9,6 +9,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // BenchmarkListQueries times a page (20 rows) of each list query shape on the tables of
@@ -25,19 +26,19 @@ func BenchmarkListQueries(b *testing.B) {
 		run  func() error
 	}{
 		{"ledger-job-recent", func() error {
-			_, err := s.Ledger(ctx, postgres.LedgerQuery{JobName: "recent"})
+			_, err := s.Ledger(ctx, store.LedgerQuery{JobName: "recent"})
 			return err
 		}},
 		{"ledger-job-run", func() error {
-			_, err := s.Ledger(ctx, postgres.LedgerQuery{JobName: "recent", RunID: ids.recentRun})
+			_, err := s.Ledger(ctx, store.LedgerQuery{JobName: "recent", RunID: ids.recentRun})
 			return err
 		}},
 		{"runs-active", func() error {
-			_, err := s.Runs(ctx, postgres.RunFilter{Statuses: []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}})
+			_, err := s.Runs(ctx, store.RunFilter{Statuses: []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}})
 			return err
 		}},
 		{"runs-job", func() error {
-			_, err := s.Runs(ctx, postgres.RunFilter{JobName: "recent"})
+			_, err := s.Runs(ctx, store.RunFilter{JobName: "recent"})
 			return err
 		}},
 		{"replays-pending", func() error {

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // bigTables are the tables a list query must never walk: they grow with every item and run.
@@ -56,10 +57,10 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 		run  func() (int, error)
 	}
 	n := func(l int, err error) (int, error) { return l, err }
-	ledger := func(q postgres.LedgerQuery) func() (int, error) {
+	ledger := func(q store.LedgerQuery) func() (int, error) {
 		return func() (int, error) { e, err := s.Ledger(ctx, q); return n(len(e), err) }
 	}
-	runs := func(f postgres.RunFilter) func() (int, error) {
+	runs := func(f store.RunFilter) func() (int, error) {
 		return func() (int, error) { r, err := s.Runs(ctx, f); return n(len(r), err) }
 	}
 	replays := func(st []bt.ReplayStatus, before int64) func() (int, error) {
@@ -73,24 +74,24 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 	}
 	failed := []bt.LedgerState{bt.LedgerTransient, bt.LedgerAmbiguous}
 	shapes := []shape{
-		{"ledger/job", "job_name", ledger(postgres.LedgerQuery{JobName: "recent"})},
-		{"ledger/job/after", "job_name", ledger(postgres.LedgerQuery{JobName: "recent", AfterID: ids.recentLedger})},
-		{"ledger/job/state", "job_name", ledger(postgres.LedgerQuery{JobName: "bulk", States: []bt.LedgerState{bt.LedgerAmbiguous}})},
+		{"ledger/job", "job_name", ledger(store.LedgerQuery{JobName: "recent"})},
+		{"ledger/job/after", "job_name", ledger(store.LedgerQuery{JobName: "recent", AfterID: ids.recentLedger})},
+		{"ledger/job/state", "job_name", ledger(store.LedgerQuery{JobName: "bulk", States: []bt.LedgerState{bt.LedgerAmbiguous}})},
 		// The job holds 99.5 % of the rows: walking them in id order is the right plan.
-		{"ledger/job/states", "", ledger(postgres.LedgerQuery{JobName: "bulk", States: failed})},
-		{"ledger/job/run", "run_id", ledger(postgres.LedgerQuery{JobName: "recent", RunID: ids.recentRun})},
-		{"ledger/job/generation", "job_name", ledger(postgres.LedgerQuery{JobName: "recent", Generation: 2})},
-		{"ledger/job/prefix", "job_name", ledger(postgres.LedgerQuery{JobName: "recent", TargetPrefix: "t-0005"})},
-		{"ledger/job/states/run/after", "", ledger(postgres.LedgerQuery{JobName: "bulk", States: failed, RunID: ids.bulkRun, AfterID: 1000})},
-		{"ledger/all", "", ledger(postgres.LedgerQuery{})},
-		{"runs/all", "", runs(postgres.RunFilter{})},
-		{"runs/before", "id", runs(postgres.RunFilter{BeforeID: 5000})},
-		{"runs/job", "job_name", runs(postgres.RunFilter{JobName: "recent"})},
-		{"runs/job/before", "job_name", runs(postgres.RunFilter{JobName: "job-007", BeforeID: 50000})},
-		{"runs/status", "status", runs(postgres.RunFilter{Statuses: []bt.RunStatus{bt.StatusPaused}})},
+		{"ledger/job/states", "", ledger(store.LedgerQuery{JobName: "bulk", States: failed})},
+		{"ledger/job/run", "run_id", ledger(store.LedgerQuery{JobName: "recent", RunID: ids.recentRun})},
+		{"ledger/job/generation", "job_name", ledger(store.LedgerQuery{JobName: "recent", Generation: 2})},
+		{"ledger/job/prefix", "job_name", ledger(store.LedgerQuery{JobName: "recent", TargetPrefix: "t-0005"})},
+		{"ledger/job/states/run/after", "", ledger(store.LedgerQuery{JobName: "bulk", States: failed, RunID: ids.bulkRun, AfterID: 1000})},
+		{"ledger/all", "", ledger(store.LedgerQuery{})},
+		{"runs/all", "", runs(store.RunFilter{})},
+		{"runs/before", "id", runs(store.RunFilter{BeforeID: 5000})},
+		{"runs/job", "job_name", runs(store.RunFilter{JobName: "recent"})},
+		{"runs/job/before", "job_name", runs(store.RunFilter{JobName: "job-007", BeforeID: 50000})},
+		{"runs/status", "status", runs(store.RunFilter{Statuses: []bt.RunStatus{bt.StatusPaused}})},
 		// The partial index of active runs: its predicate, not an index condition.
-		{"runs/statuses", "", runs(postgres.RunFilter{Statuses: []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}})},
-		{"runs/job/status", "", runs(postgres.RunFilter{JobName: "job-010", Statuses: []bt.RunStatus{bt.StatusFailed}})},
+		{"runs/statuses", "", runs(store.RunFilter{Statuses: []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}})},
+		{"runs/job/status", "", runs(store.RunFilter{JobName: "job-010", Statuses: []bt.RunStatus{bt.StatusFailed}})},
 		{"replays/all", "", replays(nil, 0)},
 		{"replays/status", "status", replays([]bt.ReplayStatus{bt.ReplayPendingApproval}, 0)},
 		{"replays/statuses/before", "status", replays([]bt.ReplayStatus{bt.ReplayPendingApproval, bt.ReplayApproved}, 40000)},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // A targetPrefix filter of the ledger reaches the rows it wants through an index on the target
@@ -48,7 +49,7 @@ func TestLedgerTargetPrefixUsesIndex(t *testing.T) {
 	defer pool.Close()
 	s := postgres.New(pool)
 
-	for _, q := range []postgres.LedgerQuery{
+	for _, q := range []store.LedgerQuery{
 		{JobName: "payouts", TargetPrefix: "acct-01234"},
 		{JobName: "payouts", TargetPrefix: "acct-01234", Generation: 2},
 		{JobName: "payouts", TargetPrefix: "acct-0123_", AfterID: 5}, // the _ is a character, not a wildcard

@@ -8,6 +8,7 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // TestFinishDoesNotDeadlockWithNextStart replays, step by step, the interleaving that used to
@@ -21,10 +22,10 @@ func TestFinishDoesNotDeadlockWithNextStart(t *testing.T) {
 	defer cancel()
 	pool := testenv.Postgres(t)
 	s := postgres.New(pool)
-	if err := s.EnsureJob(ctx, postgres.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+	if err := s.EnsureJob(ctx, store.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
 		t.Fatal(err)
 	}
-	first, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "a", LeaseSeconds: 60})
+	first, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "a", LeaseSeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestFinishDoesNotDeadlockWithNextStart(t *testing.T) {
 
 	started := make(chan error, 1)
 	go func() {
-		_, err := s.InsertRun(ctx, postgres.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeResume, Actor: "t", Instance: "t", Token: "b", LeaseSeconds: 60})
+		_, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeResume, Actor: "t", Instance: "t", Token: "b", LeaseSeconds: 60})
 		started <- err
 	}()
 	// Wait until the start is blocked on the ending run's row (a lock wait in pg_stat_activity).

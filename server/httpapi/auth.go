@@ -40,10 +40,10 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CreateToken mints a token named name with role and stores its hash in db's api_tokens. The
-// token itself is returned once and never stored. A name any token ever had, even a revoked
-// one, is a CONFLICT error: names are never reissued.
-func CreateToken(ctx context.Context, db Pooled, name string, role model.Role) (string, *APIToken, error) {
+// CreateToken mints a token named name with role and stores its hash in tokens. The token
+// itself is returned once and never stored. A name any token ever had, even a revoked one, is
+// a CONFLICT error: names are never reissued.
+func CreateToken(ctx context.Context, tokens *TokenStore, name string, role model.Role) (string, *APIToken, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
 		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "token name must be 1 to 100 characters", Field: "name"}
@@ -52,7 +52,7 @@ func CreateToken(ctx context.Context, db Pooled, name string, role model.Role) (
 		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown role %q", role), Field: "role"}
 	}
 	token, hash := NewToken()
-	t, err := NewTokenStore(db.Pool()).CreateToken(ctx, name, role.Stored(), hash)
+	t, err := tokens.CreateToken(ctx, name, role.Stored(), hash)
 	if err != nil {
 		return "", nil, err
 	}

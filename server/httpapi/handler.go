@@ -32,6 +32,9 @@ type Config struct {
 	// GraphQL configures the schema and its execution: the runner, live events, the
 	// operation limits and the mutation rate limit.
 	GraphQL graph.Config
+	// Tokens holds the API tokens that authenticate every request (required; see
+	// NewTokenStore).
+	Tokens *TokenStore
 	// AllowedOrigins lists the browser origins ("https://console.example.com") allowed
 	// besides the server's own, for WebSocket upgrades and for POSTs. Requests without an
 	// Origin header (non-browser clients) are not affected. "*" allows every origin: for
@@ -110,13 +113,16 @@ type server struct {
 // NewHandler returns the GraphQL endpoint: POST (JSON), GET (queries only) and WebSocket
 // (graphql-transport-ws and the legacy graphql-ws) on one path. Every request needs a bearer
 // token (WebSocket: in connection_init); without a valid one the answer is HTTP 401 with a
-// GraphQL error coded UNAUTHENTICATED. It panics if cfg.Runner is nil.
+// GraphQL error coded UNAUTHENTICATED. It panics if cfg.GraphQL.Runner or cfg.Tokens is nil.
 func NewHandler(cfg Config) http.Handler {
 	if cfg.GraphQL.Runner == nil {
 		panic("httpapi: Config.GraphQL.Runner is required")
 	}
+	if cfg.Tokens == nil {
+		panic("httpapi: Config.Tokens is required")
+	}
 	cfg.setDefaults()
-	store := NewTokenStore(cfg.GraphQL.Runner.Store().Pool())
+	store := cfg.Tokens
 	s := &server{
 		cfg:     cfg,
 		log:     cfg.GraphQL.Logger,

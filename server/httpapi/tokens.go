@@ -20,17 +20,8 @@ type TokenStore struct {
 	pool *pgxpool.Pool
 }
 
-// Pooled is anything that holds Baton's database pool: a TokenStore, or the job store
-// (runner/postgres.Store) whose database the tokens share.
-type Pooled interface {
-	Pool() *pgxpool.Pool
-}
-
 // NewTokenStore returns a TokenStore on pool.
 func NewTokenStore(pool *pgxpool.Pool) *TokenStore { return &TokenStore{pool: pool} }
-
-// Pool returns the underlying pool.
-func (s *TokenStore) Pool() *pgxpool.Pool { return s.pool }
 
 // APIToken is an API token as stored: its SHA-256 hash, never the token itself.
 type APIToken struct {

@@ -8,14 +8,14 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/metrics"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // RecoverStore is what the recoverer needs of the store.
 type RecoverStore interface {
 	// RecoverExpired fails the runs whose lease expired, turning their IN_FLIGHT targets
 	// AMBIGUOUS_EFFECT, and returns them.
-	RecoverExpired(ctx context.Context) ([]postgres.ExpiredRun, error)
+	RecoverExpired(ctx context.Context) ([]store.ExpiredRun, error)
 	// Run reads one run.
 	Run(ctx context.Context, id int64) (*bt.RunRecord, error)
 }

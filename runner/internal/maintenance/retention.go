@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Default retention periods (Retention's zero values).
@@ -60,10 +60,10 @@ func (r Retention) WithDefaults() Retention {
 // lease.
 type PruneStore interface {
 	// PruneLedger deletes a job's ledger generations past the job's retention.
-	PruneLedger(ctx context.Context, f postgres.Fence, job string) (int64, error)
+	PruneLedger(ctx context.Context, f store.Fence, job string) (int64, error)
 	// Prune deletes up to limit rows of table (of job, where the table has one) older than
 	// olderThan.
-	Prune(ctx context.Context, f postgres.Fence, table postgres.PruneTable, job string, olderThan time.Duration, limit int) (int64, error)
+	Prune(ctx context.Context, f store.Fence, table store.PruneTable, job string, olderThan time.Duration, limit int) (int64, error)
 }
 
 // pruneBatch bounds the rows one fenced prune transaction deletes, so that no transaction
@@ -80,17 +80,17 @@ type Pruner struct {
 // PruneJob deletes a job's ledger generations past the job's retention, then its run errors,
 // schedule events, call statistics and runs past their periods. It returns what it deleted,
 // as evidence for the item.
-func (p *Pruner) PruneJob(ctx context.Context, f postgres.Fence, job string) (string, error) {
+func (p *Pruner) PruneJob(ctx context.Context, f store.Fence, job string) (string, error) {
 	n, err := p.Store.PruneLedger(ctx, f, job)
 	if err != nil {
 		return "", err
 	}
 	done := []string{fmt.Sprintf("%d ledger rows", n)}
 	for _, t := range []struct {
-		table postgres.PruneTable
+		table store.PruneTable
 		age   time.Duration
-	}{{postgres.PruneRunErrors, p.Periods.RunErrors}, {postgres.PruneScheduleEvents, p.Periods.ScheduleEvents},
-		{postgres.PruneCallStats, p.Periods.CallStats}, {postgres.PruneRuns, p.Periods.Runs}} {
+	}{{store.PruneRunErrors, p.Periods.RunErrors}, {store.PruneScheduleEvents, p.Periods.ScheduleEvents},
+		{store.PruneCallStats, p.Periods.CallStats}, {store.PruneRuns, p.Periods.Runs}} {
 		n, err := p.prune(ctx, f, t.table, job, t.age)
 		if err != nil {
 			return "", err
@@ -101,8 +101,8 @@ func (p *Pruner) PruneJob(ctx context.Context, f postgres.Fence, job string) (st
 }
 
 // PruneAudit deletes the audit rows past their period and returns what it deleted.
-func (p *Pruner) PruneAudit(ctx context.Context, f postgres.Fence) (string, error) {
-	n, err := p.prune(ctx, f, postgres.PruneAuditLog, "", p.Periods.AuditLog)
+func (p *Pruner) PruneAudit(ctx context.Context, f store.Fence) (string, error) {
+	n, err := p.prune(ctx, f, store.PruneAuditLog, "", p.Periods.AuditLog)
 	if err != nil {
 		return "", err
 	}
@@ -111,7 +111,7 @@ func (p *Pruner) PruneAudit(ctx context.Context, f postgres.Fence) (string, erro
 
 // prune deletes table's rows older than age in fenced batches until none is due. A negative
 // age keeps them all.
-func (p *Pruner) prune(ctx context.Context, f postgres.Fence, table postgres.PruneTable, job string, age time.Duration) (int64, error) {
+func (p *Pruner) prune(ctx context.Context, f store.Fence, table store.PruneTable, job string, age time.Duration) (int64, error) {
 	if age < 0 {
 		return 0, nil
 	}

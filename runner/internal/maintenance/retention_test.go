@@ -6,20 +6,20 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/runner/internal/maintenance"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // fakePrune has rows[table] rows due, and deletes up to limit per call.
 type fakePrune struct {
-	rows  map[postgres.PruneTable]int64
-	calls map[postgres.PruneTable]int
+	rows  map[store.PruneTable]int64
+	calls map[store.PruneTable]int
 }
 
-func (f *fakePrune) PruneLedger(context.Context, postgres.Fence, string) (int64, error) {
+func (f *fakePrune) PruneLedger(context.Context, store.Fence, string) (int64, error) {
 	return 7, nil
 }
 
-func (f *fakePrune) Prune(_ context.Context, _ postgres.Fence, table postgres.PruneTable, _ string, _ time.Duration, limit int) (int64, error) {
+func (f *fakePrune) Prune(_ context.Context, _ store.Fence, table store.PruneTable, _ string, _ time.Duration, limit int) (int64, error) {
 	f.calls[table]++
 	n := min(f.rows[table], int64(limit))
 	f.rows[table] -= n
@@ -28,9 +28,9 @@ func (f *fakePrune) Prune(_ context.Context, _ postgres.Fence, table postgres.Pr
 
 func TestPruneJobDeletesInBatchesAndKeepsNegativePeriods(t *testing.T) {
 	t.Parallel()
-	store := &fakePrune{rows: map[postgres.PruneTable]int64{postgres.PruneRuns: 12000, postgres.PruneRunErrors: 3}, calls: map[postgres.PruneTable]int{}}
-	p := maintenance.Pruner{Store: store, Periods: maintenance.Retention{CallStats: -1}.WithDefaults()}
-	got, err := p.PruneJob(context.Background(), postgres.Fence{RunID: 1, Token: "t"}, "job")
+	prune := &fakePrune{rows: map[store.PruneTable]int64{store.PruneRuns: 12000, store.PruneRunErrors: 3}, calls: map[store.PruneTable]int{}}
+	p := maintenance.Pruner{Store: prune, Periods: maintenance.Retention{CallStats: -1}.WithDefaults()}
+	got, err := p.PruneJob(context.Background(), store.Fence{RunID: 1, Token: "t"}, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +38,8 @@ func TestPruneJobDeletesInBatchesAndKeepsNegativePeriods(t *testing.T) {
 	if got != want {
 		t.Fatalf("evidence %q, want %q", got, want)
 	}
-	if store.calls[postgres.PruneRuns] != 3 || store.calls[postgres.PruneCallStats] != 0 {
-		t.Fatalf("prune calls %v: want 3 batches of runs and none of call stats (kept forever)", store.calls)
+	if prune.calls[store.PruneRuns] != 3 || prune.calls[store.PruneCallStats] != 0 {
+		t.Fatalf("prune calls %v: want 3 batches of runs and none of call stats (kept forever)", prune.calls)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // batch is one Process or ProcessBatch call on its way through the item sequence of
@@ -23,15 +23,15 @@ type batch struct {
 	parallelism int
 	fn          ItemFunc
 
-	states  []itemState          // one allocation for the batch
-	pending []*itemState         // the items the next round calls
-	decided *postgres.ItemsWrite // outcomes decided without a call, for the first result commit
+	states  []itemState       // one allocation for the batch
+	pending []*itemState      // the items the next round calls
+	decided *store.ItemsWrite // outcomes decided without a call, for the first result commit
 }
 
 // itemState is one item's progress through a batch.
 type itemState struct {
 	item      bt.Item
-	base      postgres.LedgerWrite
+	base      store.LedgerWrite
 	attempt   int
 	prevSig   string
 	prevCount int
@@ -43,8 +43,8 @@ type itemState struct {
 // results is what one round of calls leaves to commit: the result write, the job's own writes
 // and the items to call again after a backoff.
 type results struct {
-	w      *postgres.ItemsWrite
-	writes []postgres.TxFunc
+	w      *store.ItemsWrite
+	writes []store.TxFunc
 	retry  []*itemState
 }
 
@@ -94,14 +94,14 @@ func (b *batch) process(ctx context.Context) error {
 
 // keys returns the ledger key of every item, refusing an item without a target and a key
 // offered twice.
-func (b *batch) keys() ([]postgres.TargetStep, error) {
-	keys := make([]postgres.TargetStep, len(b.items))
-	seen := make(map[postgres.TargetStep]bool, len(b.items))
+func (b *batch) keys() ([]store.TargetStep, error) {
+	keys := make([]store.TargetStep, len(b.items))
+	seen := make(map[store.TargetStep]bool, len(b.items))
 	for i, it := range b.items {
 		if it.Target == "" {
 			return nil, bt.Errorf(bt.CodeInvalidInput, "item %d has no target key", i)
 		}
-		k := postgres.TargetStep{Target: it.Target, Step: it.Step}
+		k := store.TargetStep{Target: it.Target, Step: it.Step}
 		if seen[k] {
 			return nil, bt.Errorf(bt.CodeInvalidInput, "target %q step %q appears twice in one batch", it.Target, it.Step)
 		}
@@ -113,7 +113,7 @@ func (b *batch) keys() ([]postgres.TargetStep, error) {
 
 // readLedger returns the ledger rows of keys in the run's generation, or none without reading
 // when the generation cannot have any (writtenKeys.mayHaveRows).
-func (b *batch) readLedger(ctx context.Context, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error) {
+func (b *batch) readLedger(ctx context.Context, keys []store.TargetStep) (map[store.TargetStep]store.LedgerRow, error) {
 	run := b.run
 	if !run.replay && !run.written.mayHaveRows(keys) {
 		return nil, nil
@@ -127,15 +127,15 @@ func (b *batch) readLedger(ctx context.Context, keys []postgres.TargetStep) (map
 
 // decide sorts the items by what the ledger says of them: those that need a call go to
 // pending, the others' outcomes to decided.
-func (b *batch) decide(ctx context.Context, priors map[postgres.TargetStep]postgres.LedgerRow) error {
-	b.decided = &postgres.ItemsWrite{}
+func (b *batch) decide(ctx context.Context, priors map[store.TargetStep]store.LedgerRow) error {
+	b.decided = &store.ItemsWrite{}
 	b.pending = make([]*itemState, 0, len(b.items))
 	b.states = make([]itemState, len(b.items))
-	var changedDone []postgres.TargetStep
+	var changedDone []store.TargetStep
 	for i, it := range b.items {
 		st := &b.states[i]
 		st.item, st.base = it, ledgerWrite(&b.run.started, it)
-		prior, known := priors[postgres.TargetStep{Target: it.Target, Step: it.Step}]
+		prior, known := priors[store.TargetStep{Target: it.Target, Step: it.Step}]
 		// Read under this run's lease (or known absent from a generation that was empty):
 		// nobody else adds rows to the generation while the lease holds.
 		st.base.Fresh = !known
@@ -145,7 +145,7 @@ func (b *batch) decide(ctx context.Context, priors map[postgres.TargetStep]postg
 			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
 			if b.decideKnown(st, prior) {
 				if st.base.InputChanged && !prior.InputChanged && (prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped) {
-					changedDone = append(changedDone, postgres.TargetStep{Target: it.Target, Step: it.Step})
+					changedDone = append(changedDone, store.TargetStep{Target: it.Target, Step: it.Step})
 				}
 				continue
 			}
@@ -163,7 +163,7 @@ func (b *batch) decide(ctx context.Context, priors map[postgres.TargetStep]postg
 
 // decideKnown handles a target the ledger already knows. It reports true when the item needs
 // no call (skipped, left quarantined or turned ambiguous), adding its outcome to decided.
-func (b *batch) decideKnown(st *itemState, prior postgres.LedgerRow) bool {
+func (b *batch) decideKnown(st *itemState, prior store.LedgerRow) bool {
 	w := b.decided
 	switch {
 	case prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped:
@@ -174,7 +174,7 @@ func (b *batch) decideKnown(st *itemState, prior postgres.LedgerRow) bool {
 		l := st.base
 		msg := "found IN_FLIGHT from an earlier attempt: the effect may have happened"
 		sig := errorSignature(bt.LedgerAmbiguous, errors.New(msg))
-		l.State, l.CountInRun, l.Attempt, l.Kind = bt.LedgerAmbiguous, true, prior.Attempt, postgres.WriteQuarantine
+		l.State, l.CountInRun, l.Attempt, l.Kind = bt.LedgerAmbiguous, true, prior.Attempt, store.WriteQuarantine
 		l.LastError, l.ErrorSig, l.SameErrorCount, l.ErrorClass, l.ErrorMessage = &msg, &sig, 1, string(bt.LedgerAmbiguous), msg
 		w.Ledger = append(w.Ledger, l)
 		w.Delta.Processed++
@@ -198,7 +198,7 @@ func (b *batch) decideKnown(st *itemState, prior postgres.LedgerRow) bool {
 // flagInputChanged flags the done targets offered with a changed input. A done target is not
 // called again, whatever its input now is; the ledger flags the difference for the operator
 // and keeps the hash of what was applied.
-func (b *batch) flagInputChanged(ctx context.Context, changedDone []postgres.TargetStep) error {
+func (b *batch) flagInputChanged(ctx context.Context, changedDone []store.TargetStep) error {
 	if len(changedDone) == 0 {
 		return nil
 	}
@@ -215,8 +215,8 @@ func (b *batch) flagInputChanged(ctx context.Context, changedDone []postgres.Tar
 // outcomes into results. The first round's results carry the outcomes decided without a call.
 func (b *batch) call(ctx context.Context, round int) (*results, error) {
 	last := b.items[len(b.items)-1]
-	res := &results{w: &postgres.ItemsWrite{Delta: b.decided.Delta, Ledger: slices.Grow(b.decided.Ledger, len(b.pending)), Shard: last.Shard}}
-	b.decided = &postgres.ItemsWrite{}
+	res := &results{w: &store.ItemsWrite{Delta: b.decided.Delta, Ledger: slices.Grow(b.decided.Ledger, len(b.pending)), Shard: last.Shard}}
+	b.decided = &store.ItemsWrite{}
 	if len(b.pending) == 0 {
 		return res, nil
 	}
@@ -241,12 +241,12 @@ func (b *batch) call(ctx context.Context, round int) (*results, error) {
 
 // intents commits IN_FLIGHT for every external pending item before any call is made.
 func (b *batch) intents(ctx context.Context) error {
-	w := &postgres.ItemsWrite{}
+	w := &store.ItemsWrite{}
 	for _, st := range b.pending {
 		st.attempt++
 		if st.item.External {
 			l := st.base
-			l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, postgres.WriteIntent
+			l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, store.WriteIntent
 			w.Ledger = append(w.Ledger, l)
 		}
 	}
@@ -336,7 +336,7 @@ func (b *batch) confirm(st *itemState, res *results) {
 	res.w.Delta.Processed++
 	res.w.Delta.Succeeded++
 	for _, w := range st.a.writes {
-		res.writes = append(res.writes, postgres.TxFunc(w))
+		res.writes = append(res.writes, store.TxFunc(w))
 	}
 	b.run.d.Metrics.Items.WithLabelValues(string(bt.LedgerConfirmed)).Inc()
 }
@@ -388,7 +388,7 @@ func (b *batch) commitResults(ctx context.Context, res *results) error {
 	if len(res.retry) == 0 {
 		final.Checkpoint = b.checkpoint()
 	}
-	if len(final.Ledger) == 0 && final.Delta == (postgres.RunDelta{}) && final.Checkpoint == nil && len(res.writes) == 0 {
+	if len(final.Ledger) == 0 && final.Delta == (store.RunDelta{}) && final.Checkpoint == nil && len(res.writes) == 0 {
 		return nil
 	}
 	if len(res.retry) == 0 && len(res.writes) == 0 && len(b.items) > 1 && !anyExternal(b.items) {
@@ -433,7 +433,7 @@ func (b *batch) stopRetrying(ctx context.Context, retry []*itemState, err error)
 	if errors.Is(err, bt.ErrLeaseLost) {
 		return err
 	}
-	stop := &postgres.ItemsWrite{Shard: b.items[len(b.items)-1].Shard}
+	stop := &store.ItemsWrite{Shard: b.items[len(b.items)-1].Shard}
 	for _, st := range retry {
 		l := st.base
 		setFailure(b.run.log, &l, &stop.Delta, failure{state: bt.LedgerTransient, cause: st.err, attempt: st.attempt, sig: st.prevSig, same: st.prevCount})

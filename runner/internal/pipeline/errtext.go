@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+
+	bt "github.com/baton-run/baton/runner/batontype"
 )
 
 // What a client of the API may read of an error. Run messages, the ledger's last_error and a
@@ -102,7 +104,7 @@ func PublicErrorText(log *slog.Logger, err error) string {
 		return ""
 	}
 	if !isInternalError(err) {
-		return Truncate(err.Error(), maxErrorText)
+		return bt.Truncate(err.Error(), maxErrorText)
 	}
 	ref := NewErrorRef()
 	if log == nil {

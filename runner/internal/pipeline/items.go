@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Attempt is what an item's function receives: the idempotency key to pass to the outside
@@ -70,8 +70,8 @@ func (run *Run) Skip(ctx context.Context, item bt.Item, reason string) error {
 		return err
 	}
 	l := ledgerWrite(&run.started, item)
-	l.State, l.CountInRun, l.LastError, l.Kind = bt.LedgerSkipped, true, &reason, postgres.WriteSkip
-	w := &postgres.ItemsWrite{Delta: postgres.RunDelta{Processed: 1, Skipped: 1}, Ledger: []postgres.LedgerWrite{l},
+	l.State, l.CountInRun, l.LastError, l.Kind = bt.LedgerSkipped, true, &reason, store.WriteSkip
+	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Ledger: []store.LedgerWrite{l},
 		Checkpoint: checkpointOf(item), Shard: item.Shard}
 	if err := run.writes.write(ctx, w, nil); err != nil {
 		return err
@@ -92,10 +92,10 @@ func (run *Run) Fail(ctx context.Context, item bt.Item, cause error) error {
 	}
 	state := ClassOf(cause, false)
 	l := ledgerWrite(&run.started, item)
-	delta := postgres.RunDelta{Processed: 1}
+	delta := store.RunDelta{Processed: 1}
 	setFailure(run.log, &l, &delta, failure{state: state, cause: cause, sig: errorSignature(state, cause), same: 1})
-	l.Kind = postgres.WriteFail
-	w := &postgres.ItemsWrite{Delta: delta, Ledger: []postgres.LedgerWrite{l}, Checkpoint: checkpointOf(item), Shard: item.Shard}
+	l.Kind = store.WriteFail
+	w := &store.ItemsWrite{Delta: delta, Ledger: []store.LedgerWrite{l}, Checkpoint: checkpointOf(item), Shard: item.Shard}
 	if err := run.writes.write(ctx, w, nil); err != nil {
 		return err
 	}
@@ -112,8 +112,8 @@ func checkpointOf(item bt.Item) *string {
 }
 
 // ledgerWrite returns the ledger write of item in the generation of rec, before its outcome.
-func ledgerWrite(rec *bt.RunRecord, item bt.Item) postgres.LedgerWrite {
-	return postgres.LedgerWrite{
+func ledgerWrite(rec *bt.RunRecord, item bt.Item) store.LedgerWrite {
+	return store.LedgerWrite{
 		Target: item.Target, Step: item.Step, External: item.External,
 		IdempotencyKey: IdempotencyKey(rec.JobName, rec.Generation, item.Target, item.Step),
 		InputHash:      inputHash(item.Input),
@@ -131,7 +131,7 @@ type failure struct {
 }
 
 // setFailure fills a final failure into l (ledger state and error row) and d (counters).
-func setFailure(log *slog.Logger, l *postgres.LedgerWrite, d *postgres.RunDelta, f failure) {
+func setFailure(log *slog.Logger, l *store.LedgerWrite, d *store.RunDelta, f failure) {
 	msg := PublicErrorText(log, f.cause)
 	sig := f.sig
 	l.State, l.CountInRun, l.Attempt = f.state, true, f.attempt
@@ -142,14 +142,6 @@ func setFailure(log *slog.Logger, l *postgres.LedgerWrite, d *postgres.RunDelta,
 		d.Failed++
 	}
 	l.ErrorClass, l.ErrorMessage = string(f.state), msg
-}
-
-// Truncate returns s cut to at most n bytes.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // IdempotencyKey returns the stable key of (job, generation, target, step): the same on every

@@ -13,23 +13,23 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/metrics"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Store is what a run needs of the database: fenced writes of its items and its lease, and
 // reads of its generation's ledger.
 type Store interface {
-	Activate(ctx context.Context, f postgres.Fence) (postgres.LeaseState, bt.StopReason, error)
-	Renew(ctx context.Context, f postgres.Fence) (postgres.LeaseState, bt.StopReason, error)
-	Poll(ctx context.Context, f postgres.Fence) (postgres.LeaseState, bt.StopReason, error)
-	SetTotal(ctx context.Context, f postgres.Fence, total int64) (postgres.LeaseState, bt.StopReason, error)
-	Finish(ctx context.Context, f postgres.Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error)
-	WriteItems(ctx context.Context, f postgres.Fence, w *postgres.ItemsWrite, jobWrites []postgres.TxFunc) (postgres.LeaseState, bt.StopReason, error)
-	HoldStaged(ctx context.Context, f postgres.Fence, w *postgres.ItemsWrite) (*postgres.StagedWrite, error)
-	FlagInputChanged(ctx context.Context, f postgres.Fence, job string, gen int64, keys []postgres.TargetStep) error
-	LedgerRows(ctx context.Context, job string, gen int64, keys []postgres.TargetStep) (map[postgres.TargetStep]postgres.LedgerRow, error)
+	Activate(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error)
+	Renew(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error)
+	Poll(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error)
+	SetTotal(ctx context.Context, f store.Fence, total int64) (store.LeaseState, bt.StopReason, error)
+	Finish(ctx context.Context, f store.Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error)
+	WriteItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error)
+	HoldStaged(ctx context.Context, f store.Fence, w *store.ItemsWrite) (*store.StagedWrite, error)
+	FlagInputChanged(ctx context.Context, f store.Fence, job string, gen int64, keys []store.TargetStep) error
+	LedgerRows(ctx context.Context, job string, gen int64, keys []store.TargetStep) (map[store.TargetStep]store.LedgerRow, error)
 	LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error)
-	AddCallStats(ctx context.Context, f postgres.Fence, counts []postgres.CallCounts) error
+	AddCallStats(ctx context.Context, f store.Fence, counts []store.CallCounts) error
 }
 
 // Locks is the Redis pre-emption lock, taken and released by compare-and-set on a token.
@@ -81,7 +81,7 @@ type Retry struct {
 type Run struct {
 	d     Deps
 	log   *slog.Logger
-	fence postgres.Fence
+	fence store.Fence
 	lease time.Duration
 	retry Retry
 	// sensitive masks evidence refs (Settings.SensitiveEvidence).
@@ -114,7 +114,7 @@ func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 	run := &Run{
 		d: d, retry: s.Retry, sensitive: s.SensitiveEvidence,
 		log:     d.Logger.With("job", rec.JobName, "run", rec.ID),
-		fence:   postgres.Fence{RunID: rec.ID, Token: s.Token},
+		fence:   store.Fence{RunID: rec.ID, Token: s.Token},
 		lease:   time.Duration(rec.LeaseSeconds) * time.Second,
 		started: *rec,
 		replay:  rec.Trigger == bt.TriggerReplay, replayFull: s.Scope == bt.ScopeFull,
@@ -164,7 +164,7 @@ func (run *Run) Checkpoint() string { return run.started.StartCheckpoint }
 func (run *Run) Logger() *slog.Logger { return run.log }
 
 // Fence returns what fences the run's writes: its id and lease token.
-func (run *Run) Fence() postgres.Fence { return run.fence }
+func (run *Run) Fence() store.Fence { return run.fence }
 
 // Snapshot returns the run's latest known state.
 func (run *Run) Snapshot() bt.RunRecord { return run.st.snapshot() }

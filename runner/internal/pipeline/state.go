@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // state is what a run knows of itself and what it was asked: the record as the last fenced
@@ -30,7 +30,7 @@ type state struct {
 
 // apply records what a fenced write returned. sent is the local time the write was sent, so
 // the local lease end errs early, never late.
-func (s *state) apply(sent time.Time, ls postgres.LeaseState, pause bt.StopReason) {
+func (s *state) apply(sent time.Time, ls store.LeaseState, pause bt.StopReason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leaseEnd = sent.Add(ls.Remaining)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // StopMetric names what a stop condition watches.
@@ -63,7 +63,7 @@ func (c StopCondition) WithDefaults() StopCondition {
 // conditions and for the job_call_stats table (flushed about once a second). Both judge the
 // counts by their age on that clock, never by its reading: a clock minutes off measures a
 // minute's window as well as a right one, and the database places each flushed count in its
-// own minute by the count's age (see postgres.AddCallStats).
+// own minute by the count's age (see store.CallStats).
 type callStats struct {
 	now   func() time.Time
 	conds []StopCondition
@@ -148,19 +148,19 @@ func (s *callStats) rate(m StopMetric, window time.Duration) (float64, int64) {
 }
 
 // take returns and clears the unsent counts, each with its age on the instance's clock.
-func (s *callStats) take(force bool) []postgres.CallCounts {
+func (s *callStats) take(force bool) []store.CallCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	if len(s.unsent) == 0 || (!force && now.Sub(s.flushed) < time.Second) {
 		return nil
 	}
-	out := make([]postgres.CallCounts, 0, len(s.unsent))
+	out := make([]store.CallCounts, 0, len(s.unsent))
 	for at, b := range s.unsent {
 		if b.external == 0 && b.rejects == 0 {
 			continue // only internal calls that did not fail: nothing the table counts
 		}
-		out = append(out, postgres.CallCounts{Age: now.Sub(time.Unix(at, 0)), Calls: b.external, Downstream: b.downstream, Rejects: b.rejects})
+		out = append(out, store.CallCounts{Age: now.Sub(time.Unix(at, 0)), Calls: b.external, Downstream: b.downstream, Rejects: b.rejects})
 	}
 	s.unsent = map[int64]*statBucket{}
 	s.flushed = now
@@ -169,7 +169,7 @@ func (s *callStats) take(force bool) []postgres.CallCounts {
 
 // giveBack returns counts whose write failed to the unsent ones, at the second they were
 // made, so the next flush tries them again.
-func (s *callStats) giveBack(counts []postgres.CallCounts) {
+func (s *callStats) giveBack(counts []store.CallCounts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range counts {
@@ -188,12 +188,12 @@ func (s *callStats) giveBack(counts []postgres.CallCounts) {
 // flush writes the unsent call counts to job_call_stats, fenced on the run's lease; force
 // writes them however recently the last flush was. A run that lost its lease drops them: its
 // calls are no longer its to report.
-func (s *callStats) flush(ctx context.Context, store Store, f postgres.Fence, log *slog.Logger, force bool) {
+func (s *callStats) flush(ctx context.Context, st Store, f store.Fence, log *slog.Logger, force bool) {
 	counts := s.take(force)
 	if len(counts) == 0 {
 		return
 	}
-	if err := store.AddCallStats(ctx, f, counts); err != nil {
+	if err := st.AddCallStats(ctx, f, counts); err != nil {
 		log.Warn("flush call stats", "err", err)
 		if !errors.Is(err, bt.ErrLeaseLost) {
 			s.giveBack(counts)

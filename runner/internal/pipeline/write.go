@@ -7,7 +7,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/connretry"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // resultWriter makes a run's fenced item writes, in the order they are made, and keeps the
@@ -33,7 +33,7 @@ type behindWrite struct {
 
 // write commits one fenced write and applies what it returned, after the write left in
 // flight before it, if any, has landed: writes reach the database in the order they are made.
-func (w *resultWriter) write(ctx context.Context, iw *postgres.ItemsWrite, writes []postgres.TxFunc) error {
+func (w *resultWriter) write(ctx context.Context, iw *store.ItemsWrite, writes []store.TxFunc) error {
 	if err := w.sync(ctx); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (w *resultWriter) write(ctx context.Context, iw *postgres.ItemsWrite, write
 }
 
 // commit makes a write whose targets are already noted (writtenKeys.note).
-func (w *resultWriter) commit(ctx context.Context, iw *postgres.ItemsWrite, writes []postgres.TxFunc) error {
+func (w *resultWriter) commit(ctx context.Context, iw *store.ItemsWrite, writes []store.TxFunc) error {
 	run := w.run
 	iw.JobName, iw.Generation, iw.Lease, iw.Scope = run.started.JobName, run.started.Generation, run.lease, run.scopeStates
 	var sent time.Time
@@ -64,7 +64,7 @@ func (w *resultWriter) commit(ctx context.Context, iw *postgres.ItemsWrite, writ
 }
 
 // landed applies what a fenced write sent at sent returned.
-func (w *resultWriter) landed(sent time.Time, ls postgres.LeaseState, pause bt.StopReason, err error) error {
+func (w *resultWriter) landed(sent time.Time, ls store.LeaseState, pause bt.StopReason, err error) error {
 	if err != nil {
 		return w.run.st.fail(err)
 	}
@@ -79,13 +79,13 @@ func (w *resultWriter) landed(sent time.Time, ls postgres.LeaseState, pause bt.S
 // loses results a RESUME simply makes again. The next write, a ledger read that could see
 // these targets, Sync and the end of the run each wait for it, and report its failure.
 //
-// Two writes may be in flight. A batch of new rows is staged (postgres.StagedWrite): its rows
+// Two writes may be in flight. A batch of new rows is staged (store.StagedWrite): its rows
 // are inserted at once, on a connection of its own, while the write before it still works,
 // and it commits after that one — writes land in the order they were made. A write holds a
 // connection while it waits only when the write before it holds one too (or there is none), so
 // a write that waits with a connection never waits for one that still needs a connection:
 // however small the pool, the oldest write can always finish.
-func (w *resultWriter) behind(ctx context.Context, iw *postgres.ItemsWrite) error {
+func (w *resultWriter) behind(ctx context.Context, iw *store.ItemsWrite) error {
 	w.send.Lock()
 	defer w.send.Unlock()
 	prev, err := w.room(ctx)
@@ -95,7 +95,7 @@ func (w *resultWriter) behind(ctx context.Context, iw *postgres.ItemsWrite) erro
 	run := w.run
 	run.written.note(iw.Ledger) // before returning: the next batch's read decision needs them
 	iw.JobName, iw.Generation, iw.Lease, iw.Scope = run.started.JobName, run.started.Generation, run.lease, run.scopeStates
-	var staged *postgres.StagedWrite
+	var staged *store.StagedWrite
 	if iw.Stageable() && (prev == nil || prev.held) {
 		// Without a connection (refused, or the job's context ended while waiting for one) the
 		// write is made the usual way, with its retries.
@@ -150,7 +150,7 @@ func (w *resultWriter) room(ctx context.Context) (*behindWrite, error) {
 
 // land makes a write left in flight once prev, the write before it (nil when none), has
 // landed: staged, its rows are already on their way and only its commit waits.
-func (w *resultWriter) land(ctx context.Context, prev *behindWrite, iw *postgres.ItemsWrite, staged *postgres.StagedWrite) error {
+func (w *resultWriter) land(ctx context.Context, prev *behindWrite, iw *store.ItemsWrite, staged *store.StagedWrite) error {
 	if staged != nil {
 		staged.Stage(ctx)
 	}
@@ -194,6 +194,6 @@ func (w *resultWriter) sync(ctx context.Context) error {
 
 // fenceReply is what a fenced write of a run returns: its lease state and stop reason.
 type fenceReply struct {
-	postgres.LeaseState
+	store.LeaseState
 	pause bt.StopReason
 }

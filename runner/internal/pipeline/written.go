@@ -4,7 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // maxWritten bounds how many targets a run remembers writing to a generation that was empty
@@ -46,7 +46,7 @@ func (w *writtenKeys) startEmpty(empty bool) {
 // note remembers the targets of a ledger write while the generation's only rows are the
 // run's own. Noted before the write: a key noted for a write that then fails costs only a
 // read.
-func (w *writtenKeys) note(ls []postgres.LedgerWrite) {
+func (w *writtenKeys) note(ls []store.LedgerWrite) {
 	if len(ls) == 0 {
 		return
 	}
@@ -69,7 +69,7 @@ func (w *writtenKeys) note(ls []postgres.LedgerWrite) {
 // mayHaveRows reports whether the generation may hold rows for keys: always, unless the run
 // found its generation empty and has not written any of them since (a job may process a
 // target twice in one run, and the second time the ledger must decide).
-func (w *writtenKeys) mayHaveRows(keys []postgres.TargetStep) bool {
+func (w *writtenKeys) mayHaveRows(keys []store.TargetStep) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.empty {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // A first run remembers the targets it wrote, so it reads the ledger only for a batch that
@@ -14,19 +14,19 @@ func TestRunRemembersWrittenTargets(t *testing.T) {
 	w := newWrittenKeys()
 	w.startEmpty(true)
 	const n = 200_000
-	ls := make([]postgres.LedgerWrite, 0, 500)
+	ls := make([]store.LedgerWrite, 0, 500)
 	for i := range n {
-		ls = append(ls, postgres.LedgerWrite{Target: fmt.Sprint("t", i), Step: "pay"})
+		ls = append(ls, store.LedgerWrite{Target: fmt.Sprint("t", i), Step: "pay"})
 		if len(ls) == cap(ls) {
 			w.note(ls)
 			ls = ls[:0]
 		}
 	}
-	fresh := []postgres.TargetStep{{Target: fmt.Sprint("t", n), Step: "pay"}, {Target: "t7", Step: "refund"}}
+	fresh := []store.TargetStep{{Target: fmt.Sprint("t", n), Step: "pay"}, {Target: "t7", Step: "refund"}}
 	if w.mayHaveRows(fresh) {
 		t.Fatalf("after %d targets written, a batch of new ones would read the ledger", n)
 	}
-	for _, again := range [][]postgres.TargetStep{{{Target: "t0", Step: "pay"}}, {fresh[0], {Target: fmt.Sprint("t", n-1), Step: "pay"}}} {
+	for _, again := range [][]store.TargetStep{{{Target: "t0", Step: "pay"}}, {fresh[0], {Target: fmt.Sprint("t", n-1), Step: "pay"}}} {
 		if !w.mayHaveRows(again) {
 			t.Fatalf("%v offered again without a ledger read", again)
 		}
@@ -35,7 +35,7 @@ func TestRunRemembersWrittenTargets(t *testing.T) {
 	saved := maxWritten
 	maxWritten = n
 	t.Cleanup(func() { maxWritten = saved })
-	w.note([]postgres.LedgerWrite{{Target: "one more", Step: "pay"}})
+	w.note([]store.LedgerWrite{{Target: "one more", Step: "pay"}})
 	if !w.mayHaveRows(fresh) || w.keys != nil {
 		t.Fatalf("past maxWritten the run still skips ledger reads (or keeps %d keys)", len(w.keys))
 	}

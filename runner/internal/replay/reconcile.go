@@ -7,7 +7,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Reconciles run off the request path. Request (the API) checks the request and records it
@@ -42,12 +42,12 @@ const attempts = 3
 // ReconcileStore is what reconciles read and write.
 type ReconcileStore interface {
 	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
-	InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit postgres.AuditRecord) (*bt.ReconcileRequest, error)
+	InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit store.AuditRecord) (*bt.ReconcileRequest, error)
 	ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error)
 	RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error)
 	PendingReconciles(ctx context.Context, jobs []string) (int, error)
-	ClaimReconcile(ctx context.Context, jobs []postgres.ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error)
-	FinishReconcile(ctx context.Context, fence postgres.ReconcileFence, out postgres.ReconcileOutcome, audit postgres.AuditRecord) (*bt.ReconcileRequest, error)
+	ClaimReconcile(ctx context.Context, jobs []store.ReconcileLease, instance, token string) (*bt.ReconcileRequest, time.Duration, error)
+	FinishReconcile(ctx context.Context, fence store.ReconcileFence, out store.ReconcileOutcome, audit store.AuditRecord) (*bt.ReconcileRequest, error)
 }
 
 // Slots is the instance's worker pool as reconciles use it.
@@ -72,7 +72,7 @@ type ReconcileConfig struct {
 	// JobFunc returns a job registered on this instance.
 	JobFunc func(name string) (Job, bool)
 	// LeasesFunc lists the jobs registered here with a reconcile hook, and each one's lease.
-	LeasesFunc func() []postgres.ReconcileLease
+	LeasesFunc func() []store.ReconcileLease
 	Slots      Slots
 	// TokenFunc returns a new lease token.
 	TokenFunc func() string
@@ -128,7 +128,7 @@ func (c *Reconciles) record(ctx context.Context, entryID int64, actor string, ar
 		return nil, bt.Errorf(bt.CodeConflict, "ledger entry %d is %s, not AMBIGUOUS_EFFECT", entryID, e.State)
 	}
 	return c.cfg.Store.InsertReconcile(ctx, entryID, NameOr(actor),
-		postgres.AuditRecord{Actor: NameOr(actor), Action: "reconcile", Target: target, Arguments: args, Outcome: string(bt.ReconcilePending)})
+		store.AuditRecord{Actor: NameOr(actor), Action: "reconcile", Target: target, Arguments: args, Outcome: string(bt.ReconcilePending)})
 }
 
 // Get returns one reconcile request, or NOT_FOUND.
@@ -207,7 +207,7 @@ func (c *Reconciles) pass(ctx context.Context) {
 
 // claim takes a free slot and claims a request for it, handing both to a worker goroutine. It
 // reports whether to try another claim.
-func (c *Reconciles) claim(ctx context.Context, leases []postgres.ReconcileLease) bool {
+func (c *Reconciles) claim(ctx context.Context, leases []store.ReconcileLease) bool {
 	if !c.cfg.Slots.Take() {
 		return false // every slot busy: the next poll tries again
 	}
@@ -222,7 +222,7 @@ func (c *Reconciles) claim(ctx context.Context, leases []postgres.ReconcileLease
 		}
 		return false
 	}
-	w := &reconcileWork{c: c, q: q, fence: postgres.ReconcileFence{ID: q.ID, Token: token}, leaseEnd: sent.Add(remaining),
+	w := &reconcileWork{c: c, q: q, fence: store.ReconcileFence{ID: q.ID, Token: token}, leaseEnd: sent.Add(remaining),
 		log: c.cfg.Logger.With("reconcile", q.ID, "entry", q.EntryID, "job", q.JobName)}
 	go w.run()
 	return true

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // reconcileWork is one claimed request on its slot.
 type reconcileWork struct {
 	c     *Reconciles
 	q     *bt.ReconcileRequest
-	fence postgres.ReconcileFence
+	fence store.ReconcileFence
 	// leaseEnd is by this instance's clock, from the remaining time the database gave, so
 	// never later than the real end.
 	leaseEnd time.Time
@@ -49,12 +49,12 @@ func (w *reconcileWork) run() {
 	}
 	if refused != "" {
 		w.c.cfg.Slots.Free()
-		w.finish(postgres.ReconcileOutcome{Message: refused}, nil)
+		w.finish(store.ReconcileOutcome{Message: refused}, nil)
 		return
 	}
 	a, msg := w.call(job.Hook, e)
 	if msg != "" {
-		w.finish(postgres.ReconcileOutcome{Message: msg}, nil)
+		w.finish(store.ReconcileOutcome{Message: msg}, nil)
 		return
 	}
 	w.finish(w.outcome(a.rec, job.SensitiveEvidence))
@@ -102,17 +102,17 @@ func (w *reconcileWork) call(hook Reconciler, e *bt.LedgerEntry) (hookAnswer, st
 		return a, fmt.Sprintf("the reconcile hook did not answer within %s, bounded by %s; the entry stays AMBIGUOUS_EFFECT: try again or resolve it by hand",
 			timeout.Round(time.Millisecond), bound)
 	}
-	return a, fmt.Sprintf("the reconcile hook failed: %s; the entry stays AMBIGUOUS_EFFECT", truncate(a.err.Error(), 500))
+	return a, fmt.Sprintf("the reconcile hook failed: %s; the entry stays AMBIGUOUS_EFFECT", bt.Truncate(a.err.Error(), 500))
 }
 
 // outcome turns the hook's answer into the request's outcome and its audit arguments.
-func (w *reconcileWork) outcome(rec Reconciliation, sensitive bool) (postgres.ReconcileOutcome, map[string]any) {
+func (w *reconcileWork) outcome(rec Reconciliation, sensitive bool) (store.ReconcileOutcome, map[string]any) {
 	to, note := bt.LedgerNotApplied, "reconciled: the outside system has no effect for this key"
 	if rec.Applied {
 		to, note = bt.LedgerConfirmed, "reconciled: the outside system confirmed the effect"
 	}
 	args := map[string]any{"resolution": to}
-	out := postgres.ReconcileOutcome{Resolve: to, Note: note, Message: note}
+	out := store.ReconcileOutcome{Resolve: to, Note: note, Message: note}
 	if !rec.Applied {
 		return out, args
 	}
@@ -132,14 +132,14 @@ func (w *reconcileWork) outcome(rec Reconciliation, sensitive bool) (postgres.Re
 }
 
 // finish writes the outcome, fenced on the request's lease, and publishes it.
-func (w *reconcileWork) finish(out postgres.ReconcileOutcome, args map[string]any) {
+func (w *reconcileWork) finish(out store.ReconcileOutcome, args map[string]any) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if args == nil {
 		args = map[string]any{}
 	}
 	args["instance"] = w.c.cfg.Instance
-	done, err := w.c.cfg.Store.FinishReconcile(ctx, w.fence, out, postgres.AuditRecord{Actor: w.q.RequestedBy, Action: "reconcile",
+	done, err := w.c.cfg.Store.FinishReconcile(ctx, w.fence, out, store.AuditRecord{Actor: w.q.RequestedBy, Action: "reconcile",
 		Target: fmt.Sprintf("ledger:%d", w.q.EntryID), Arguments: args})
 	if err != nil {
 		// LEASE_LOST: the recoverer took the request back; anything else: it will once the
@@ -149,11 +149,4 @@ func (w *reconcileWork) finish(out postgres.ReconcileOutcome, args map[string]an
 	}
 	w.log.Info("reconcile finished", "status", done.Status, "message", done.Message)
 	w.c.publish(done)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Store is what the replay workflow reads and writes.
@@ -24,9 +24,9 @@ type Store interface {
 	CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error)
 	CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error)
 	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
-	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit postgres.AuditRecord) (*bt.LedgerEntry, error)
-	InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit postgres.AuditRecord) (*bt.ReplayRequest, error)
-	DecideReplay(ctx context.Context, id int64, d postgres.ReplayDecision, audit postgres.AuditRecord) (*bt.ReplayRequest, error)
+	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error)
+	InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error)
+	DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error)
 	ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error)
 	ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error)
 }

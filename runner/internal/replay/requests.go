@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // ReplayParams is a replay request.
@@ -82,7 +82,7 @@ func (s *Service) recordRequest(ctx context.Context, req *bt.ReplayRequest, comp
 		req.CompensationRef = &compensationRef
 	}
 	req.RequestedBy, req.RequestedByTokenID = by.name(), by.tokenID()
-	out, err := s.cfg.Store.InsertReplay(ctx, req, postgres.AuditRecord{Actor: by.name(), Action: action, Arguments: args, Outcome: string(req.Status)})
+	out, err := s.cfg.Store.InsertReplay(ctx, req, store.AuditRecord{Actor: by.name(), Action: action, Arguments: args, Outcome: string(req.Status)})
 	if err != nil {
 		return nil, err
 	}
@@ -171,17 +171,17 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 	}
 	name, n := by.name(), note
 	if pf.Blocked {
-		req, err := s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayBlocked,
+		req, err := s.cfg.Store.DecideReplay(ctx, requestID, store.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayBlocked,
 			DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
-			postgres.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayBlocked)})
+			store.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayBlocked)})
 		if err != nil {
 			return nil, err
 		}
 		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was requested: " + strings.Join(pf.BlockingReasons, "; ")}
 	}
-	req, err = s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
+	req, err = s.cfg.Store.DecideReplay(ctx, requestID, store.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
 		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
-		postgres.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayApproved)})
+		store.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayApproved)})
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +240,8 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 	}
 	if pf.Blocked {
 		name := by.name()
-		out, err := s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayBlocked, Preflight: pf},
-			postgres.AuditRecord{Actor: name, Action: "executeReplay", Outcome: string(bt.ReplayBlocked)})
+		out, err := s.cfg.Store.DecideReplay(ctx, requestID, store.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayBlocked, Preflight: pf},
+			store.AuditRecord{Actor: name, Action: "executeReplay", Outcome: string(bt.ReplayBlocked)})
 		if err != nil {
 			return nil, err
 		}
@@ -267,8 +267,8 @@ func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, by Actor) 
 		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
 	runID := run.ID
-	return s.cfg.Store.DecideReplay(ctx, id, postgres.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},
-		postgres.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
+	return s.cfg.Store.DecideReplay(ctx, id, store.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},
+		store.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
 }
 
 // Reject rejects a PENDING_APPROVAL request. As with approval, the decider must be
@@ -289,9 +289,9 @@ func (s *Service) Reject(ctx context.Context, requestID int64, by Actor, note st
 		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot reject it: a second person decides", cur.RequestedBy, kindWord(cur))
 	}
 	name, n := by.name(), note
-	return s.cfg.Store.DecideReplay(ctx, requestID, postgres.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayRejected,
+	return s.cfg.Store.DecideReplay(ctx, requestID, store.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayRejected,
 		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n},
-		postgres.AuditRecord{Actor: name, Action: "rejectReplay", Arguments: map[string]any{"requestId": requestID, "note": note}, Outcome: string(bt.ReplayRejected)})
+		store.AuditRecord{Actor: name, Action: "rejectReplay", Arguments: map[string]any{"requestId": requestID, "note": note}, Outcome: string(bt.ReplayRejected)})
 }
 
 // List lists replay requests, newest first, by keyset on id.

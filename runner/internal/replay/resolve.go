@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Resolution is how an ambiguous target is resolved.
@@ -53,7 +53,7 @@ func (s *Service) ResolveAmbiguous(ctx context.Context, entryID int64, res Resol
 		ev = &stored
 	}
 	e, err := s.cfg.Store.ResolveAmbiguous(ctx, entryID, bt.LedgerState(res), nil, ev, "resolved by hand: "+note,
-		postgres.AuditRecord{Actor: NameOr(actor), Action: "resolveAmbiguous", Target: target, Arguments: args, Outcome: string(res)})
+		store.AuditRecord{Actor: NameOr(actor), Action: "resolveAmbiguous", Target: target, Arguments: args, Outcome: string(res)})
 	if err != nil {
 		s.cfg.AuditFunc(ctx, actor, "resolveAmbiguous", target, args, err)
 	}

@@ -11,16 +11,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Store is what the scheduler reads and writes of the job settings.
 type Store interface {
 	// ScheduleState reads one pass's view: the database clock, the maintenance switch, the
 	// jobs due or without a next fire, and the earliest future fire.
-	ScheduleState(ctx context.Context) (*postgres.ScheduleState, error)
+	ScheduleState(ctx context.Context) (*store.ScheduleState, error)
 	// SetNextFires sets the next fire of jobs that have none yet.
-	SetNextFires(ctx context.Context, fires []postgres.NextFire) (int64, error)
+	SetNextFires(ctx context.Context, fires []store.NextFire) (int64, error)
 }
 
 // Fire is a due fire the scheduler hands to StartFunc: the fire being claimed, the one after
@@ -35,9 +35,11 @@ type Fire struct {
 // Config wires a Scheduler.
 type Config struct {
 	Store Store
-	// DB holds the connection that LISTENs for schedule changes.
-	DB     *pgxpool.Pool
-	Logger *slog.Logger
+	// DB holds the connection that LISTENs for schedule changes on Channel.
+	DB *pgxpool.Pool
+	// Channel is the NOTIFY channel on which the store signals a schedule change.
+	Channel string
+	Logger  *slog.Logger
 	// PollInterval is the safety poll, and how often RecoverFunc runs.
 	PollInterval time.Duration
 	// HasJobsFunc reports whether this instance has any job registered.
@@ -181,7 +183,7 @@ func (s *Scheduler) pass(ctx context.Context, cache scheduleCache) time.Duration
 	if st.Earliest != nil {
 		consider(*st.Earliest)
 	}
-	var unset []postgres.NextFire
+	var unset []store.NextFire
 	var fires sync.WaitGroup
 	for _, j := range st.Jobs {
 		mode, ok := s.cfg.ModeFunc(j.Name)
@@ -196,7 +198,7 @@ func (s *Scheduler) pass(ctx context.Context, cache scheduleCache) time.Duration
 		next := sched.Next(st.Now)
 		consider(next)
 		if j.Next == nil {
-			unset = append(unset, postgres.NextFire{Name: j.Name, Cron: j.Cron, Timezone: j.Timezone, At: next})
+			unset = append(unset, store.NextFire{Name: j.Name, Cron: j.Cron, Timezone: j.Timezone, At: next})
 			continue
 		}
 		f := Fire{Job: j.Name, Mode: mode, Due: *j.Next, Next: next}
@@ -260,7 +262,7 @@ func (s *Scheduler) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+s.cfg.Channel); err != nil {
 		return err
 	}
 	defer func() {

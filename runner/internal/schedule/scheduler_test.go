@@ -10,22 +10,22 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/schedule"
-	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // fakeStore serves one fixed schedule state and records the next fires set.
 type fakeStore struct {
-	st  postgres.ScheduleState
+	st  store.ScheduleState
 	mu  sync.Mutex
-	set []postgres.NextFire
+	set []store.NextFire
 }
 
-func (f *fakeStore) ScheduleState(context.Context) (*postgres.ScheduleState, error) {
+func (f *fakeStore) ScheduleState(context.Context) (*store.ScheduleState, error) {
 	st := f.st
 	return &st, nil
 }
 
-func (f *fakeStore) SetNextFires(_ context.Context, fires []postgres.NextFire) (int64, error) {
+func (f *fakeStore) SetNextFires(_ context.Context, fires []store.NextFire) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.set = append(f.set, fires...)
@@ -40,7 +40,7 @@ type bundle struct {
 	err   error // what StartFunc returns
 }
 
-func setup(t *testing.T, st postgres.ScheduleState) *bundle {
+func setup(t *testing.T, st store.ScheduleState) *bundle {
 	t.Helper()
 	b := &bundle{store: &fakeStore{st: st}}
 	b.sched = schedule.New(schedule.Config{
@@ -64,7 +64,7 @@ func TestPassFiresDueJobsWithTheirMissedFires(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 	due := now.Add(-3 * time.Minute).Truncate(time.Minute)
-	b := setup(t, postgres.ScheduleState{Now: now, Jobs: []postgres.ScheduledJob{
+	b := setup(t, store.ScheduleState{Now: now, Jobs: []store.ScheduledJob{
 		{Name: "minutely", Cron: "* * * * *", Timezone: "UTC", Next: &due},
 		{Name: "elsewhere", Cron: "* * * * *", Timezone: "UTC", Next: &due},
 		{Name: "new", Cron: "0 * * * *", Timezone: "UTC"},
@@ -89,7 +89,7 @@ func TestPassWaitsForASlotWhenEverySlotIsBusy(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 	due := now.Add(-time.Second)
-	b := setup(t, postgres.ScheduleState{Now: now, Jobs: []postgres.ScheduledJob{{Name: "busy", Cron: "@daily", Timezone: "UTC", Next: &due}}})
+	b := setup(t, store.ScheduleState{Now: now, Jobs: []store.ScheduledJob{{Name: "busy", Cron: "@daily", Timezone: "UTC", Next: &due}}})
 	b.err = bt.Errorf(bt.CodeCapacityExceeded, "all slots busy")
 	if wait := b.sched.Pass(context.Background()); wait > 500*time.Millisecond {
 		t.Fatalf("wait %s, want a retry within half a second", wait)
@@ -107,7 +107,7 @@ func TestPassFiresNothingInMaintenance(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	due := now.Add(-time.Second)
-	b := setup(t, postgres.ScheduleState{Now: now, Maintenance: true, Jobs: []postgres.ScheduledJob{{Name: "j", Cron: "* * * * *", Timezone: "UTC", Next: &due}}})
+	b := setup(t, store.ScheduleState{Now: now, Maintenance: true, Jobs: []store.ScheduledJob{{Name: "j", Cron: "* * * * *", Timezone: "UTC", Next: &due}}})
 	if wait := b.sched.Pass(context.Background()); wait != time.Minute || len(b.fires) != 0 {
 		t.Fatalf("wait %s, fires %+v; want the poll interval and no fire", wait, b.fires)
 	}

@@ -1,4 +1,4 @@
-package runner
+package connretry
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func refused(ctx context.Context) error {
 func TestOnConnectRetriesOnlyConnectionFailures(t *testing.T) {
 	ctx := context.Background()
 	calls := 0
-	v, err := onConnect(ctx, func() (int, error) {
+	v, err := OnConnect(ctx, func() (int, error) {
 		if calls++; calls < 3 {
 			return 0, refused(ctx)
 		}
@@ -35,14 +35,14 @@ func TestOnConnectRetriesOnlyConnectionFailures(t *testing.T) {
 
 	calls = 0
 	other := errors.New("duplicate key")
-	if _, err := onConnect(ctx, func() (int, error) { calls++; return 0, other }); !errors.Is(err, other) || calls != 1 {
+	if _, err := OnConnect(ctx, func() (int, error) { calls++; return 0, other }); !errors.Is(err, other) || calls != 1 {
 		t.Fatalf("got %v after %d calls; want the statement's own error at once", err, calls)
 	}
 
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	calls = 0
-	_, err = onConnect(short, func() (int, error) { calls++; return 0, refused(ctx) })
+	_, err = OnConnect(short, func() (int, error) { calls++; return 0, refused(ctx) })
 	if err == nil || short.Err() == nil || calls < 2 {
 		t.Fatalf("got %v after %d calls, context %v; want the connection error once the context ended, after retries", err, calls, short.Err())
 	}
