@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/frontend"
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/pubsub"
@@ -54,15 +54,12 @@ func Serve(ctx context.Context, o Config) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer pool.Close()
-	ropt, err := redis.ParseURL(o.RedisURL)
+	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
+	// lock call past its deadline, long enough to cost a run its lease.
+	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
 	if err != nil {
-		return fmt.Errorf("parse redis url: %w", err)
+		return fmt.Errorf("redis url: %w", err)
 	}
-	// Without ContextTimeoutEnabled go-redis ignores context deadlines on socket reads: a
-	// stalled Redis (accepting, never answering) would hold every lock call for ReadTimeout
-	// and more, long enough to cost a run its lease although PostgreSQL, the fence, is healthy.
-	ropt.ContextTimeoutEnabled = true
-	rdb := redis.NewClient(ropt)
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()

@@ -51,10 +51,10 @@ const (
 	Cluster  Topology = "cluster"
 )
 
-// Field names the settings in errors: an error about the URL has Field "REDIS_URL", one
+// Field names the settings in errors: an error about the URL has Field "BATON_REDIS_URL", one
 // about the CA file "BATON_REDIS_CA_FILE".
 const (
-	FieldURL    = "REDIS_URL"
+	FieldURL    = "BATON_REDIS_URL"
 	FieldCAFile = "BATON_REDIS_CA_FILE"
 )
 
