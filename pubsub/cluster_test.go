@@ -79,3 +79,68 @@ func nextMessage(t *testing.T, sub *pubsub.Subscription) pubsub.Message {
 	}
 	panic("unreachable")
 }
+
+// TestClusterSlotMoveResubscribes: when the master of the channel's slot hands the slot to
+// another master, Redis drops the sharded subscription; the Hub subscribes again on the new
+// owner, sends a Resync, and events flow again.
+func TestClusterSlotMoveResubscribes(t *testing.T) {
+	t.Parallel()
+	set := testenv.PrivateCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", set.Nodes[0].Port)}, ContextTimeoutEnabled: true})
+	defer c.Close()
+	const env = "moving"
+	hub := pubsub.NewHub(c, env, pubsub.HubOptions{MaxBackoff: 200 * time.Millisecond})
+	hctx, hcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(hctx) }()
+	defer func() { hcancel(); <-done }()
+	sub := hub.Subscribe("run:1")
+	if m := nextMessage(t, sub); !m.Resync {
+		t.Fatalf("first message %+v, want the connection's Resync", m)
+	}
+	pub := pubsub.NewPublisher(c, env, pubsub.PublisherOptions{MinInterval: -1})
+	defer pub.Close(ctx)
+
+	slot := c.ClusterKeySlot(ctx, pubsub.Channel(env)).Val()
+	owner, err := c.MasterForKey(ctx, pubsub.Channel(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *redis.Client
+	var nodes []*redis.Client
+	for _, n := range set.Nodes {
+		nc := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", n.Port)})
+		defer nc.Close()
+		nodes = append(nodes, nc)
+		if nc.Options().Addr != owner.Options().Addr && target == nil {
+			target = nc
+		}
+	}
+	targetID := target.Do(ctx, "CLUSTER", "MYID").Val()
+	// The slot holds no keys, so it moves without MIGRATE: the new owner first, then the rest.
+	for _, nc := range append([]*redis.Client{target}, nodes...) {
+		if err := nc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", targetID).Err(); err != nil {
+			t.Fatalf("CLUSTER SETSLOT on %s: %v", nc.Options().Addr, err)
+		}
+	}
+	resynced := false
+	testenv.Eventually(t, 20*time.Second, "an event after the slot moved", func() bool {
+		if err := pub.Publish(ctx, []string{"run:1"}, "run:1", []byte(`{}`), false); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-sub.C():
+			if m.Resync {
+				resynced = true
+			}
+			return resynced && !m.Resync
+		case <-time.After(200 * time.Millisecond):
+			return false
+		}
+	})
+	if got, err := c.MasterForKey(ctx, pubsub.Channel(env)); err != nil || got.Options().Addr != target.Options().Addr {
+		t.Fatalf("the channel's master is %v (%v); want %s", got, err, target.Options().Addr)
+	}
+}

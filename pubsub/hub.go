@@ -270,6 +270,11 @@ func (h *Hub) session(ctx context.Context, failures *int) error {
 				*failures = 0
 				h.subscribed()
 			}
+			if msg.Kind == "sunsubscribe" && msg.Channel == h.channel {
+				// Cluster moved the channel's slot to another master (resharding or a
+				// failover) and dropped the subscription: subscribe again there.
+				return errors.New("the channel's slot moved to another node")
+			}
 		case *redis.Message:
 			h.dispatch([]byte(msg.Payload), time.Now())
 		}
