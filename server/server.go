@@ -37,6 +37,13 @@ func Serve(ctx context.Context, o Config) error {
 	if o.DatabaseURL == "" || o.RedisURL == "" {
 		return errors.New("server: DatabaseURL and RedisURL are required")
 	}
+	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
+	// lock call past its deadline, long enough to cost a run its lease.
+	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
+	if err != nil {
+		return fmt.Errorf("redis url: %w", err)
+	}
+	defer rdb.Close()
 	log.Info("migrating schema")
 	if err := migrations.Up(ctx, o.DatabaseURL); err != nil {
 		return err
@@ -54,13 +61,6 @@ func Serve(ctx context.Context, o Config) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer pool.Close()
-	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
-	// lock call past its deadline, long enough to cost a run its lease.
-	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
-	if err != nil {
-		return fmt.Errorf("redis url: %w", err)
-	}
-	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
