@@ -159,7 +159,7 @@ func newFuzzServer() (_ *fuzzServer, err error) {
 	rc, env := redis.NewClient(ropt), testenv.RandomName("btfuzz")
 	undo = append(undo, func() {
 		ctx := context.Background()
-		iter := rc.Scan(ctx, 0, "baton:"+env+":*", 100).Iterator()
+		iter := rc.Scan(ctx, 0, "baton:{"+env+"}:*", 100).Iterator()
 		for iter.Next(ctx) {
 			rc.Del(ctx, iter.Val())
 		}

@@ -231,12 +231,12 @@ func (h *Hub) stop() {
 // subscription cannot be set up, or when the connection stops answering pings, for which
 // go-redis has no remedy of its own.
 func (h *Hub) session(ctx context.Context, failures *int) error {
-	ps := h.client.Subscribe(ctx)
+	ps, kind, err := subscribe(ctx, h.client, h.channel)
 	defer ps.Close()
 	// Unblock a pending read when ctx ends.
 	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
 
-	if err := ps.Subscribe(ctx, h.channel); err != nil {
+	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	awaitingPong := false
@@ -266,9 +266,14 @@ func (h *Hub) session(ctx context.Context, failures *int) error {
 		awaitingPong = false
 		switch msg := msg.(type) {
 		case *redis.Subscription:
-			if msg.Kind == "subscribe" && msg.Channel == h.channel {
+			if msg.Kind == kind && msg.Channel == h.channel {
 				*failures = 0
 				h.subscribed()
+			}
+			if msg.Kind == "sunsubscribe" && msg.Channel == h.channel {
+				// Cluster moved the channel's slot to another master (resharding or a
+				// failover) and dropped the subscription: subscribe again there.
+				return errors.New("the channel's slot moved to another node")
 			}
 		case *redis.Message:
 			h.dispatch([]byte(msg.Payload), time.Now())

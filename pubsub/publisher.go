@@ -386,7 +386,7 @@ func (p *Publisher) send(batch []*envelope) bool {
 	}
 	cmds, err := p.client.Pipelined(p.sendCtx, func(pipe redis.Pipeliner) error {
 		for _, b := range data {
-			pipe.Publish(p.sendCtx, p.channel, b)
+			publish(p.sendCtx, p.client, pipe, p.channel, b)
 		}
 		return nil
 	})

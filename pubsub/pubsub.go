@@ -2,7 +2,10 @@
 // progress per key and a per-process Hub that keeps one Redis subscription and fans events
 // out to in-process subscribers.
 //
-// Every environment has one Redis channel, "baton:{env}:events". A message on it is a small
+// Every environment has one Redis channel, "baton:{<env>}:events": the braces make the
+// environment its hash tag, so in Redis Cluster it shares the slot of the environment's
+// keys. On a Cluster client the channel is a sharded one (SPUBLISH and SSUBSCRIBE, served by
+// the slot's master alone); on any other client a plain one. A message on it is a small
 // JSON envelope:
 //
 //	{"topics":["run:42","job:demo-collect","runs"],"key":"run:42",
@@ -53,7 +56,7 @@ import (
 var ErrClosed = errors.New("pubsub: closed")
 
 // Channel returns the Redis channel that carries the events of env.
-func Channel(env string) string { return "baton:" + env + ":events" }
+func Channel(env string) string { return "baton:{" + env + "}:events" }
 
 // Seq orders the messages of one key; see the package documentation for the guarantees.
 type Seq struct {

@@ -102,7 +102,7 @@ func isN(t *testing.T, want int) func(pubsub.Message) bool {
 
 func TestChannel(t *testing.T) {
 	t.Parallel()
-	if got, want := pubsub.Channel("prod"), "baton:prod:events"; got != want {
+	if got, want := pubsub.Channel("prod"), "baton:{prod}:events"; got != want {
 		t.Fatalf("Channel = %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/redislock"
 )
 
 // An instance without worker slots (an API-only instance) hands its starts to an instance
@@ -47,8 +48,10 @@ type remoteReply struct {
 // handover hands starts between instances through Redis.
 type handover struct{ r *Runner }
 
-func (h handover) startsKey() string         { return "baton:" + h.r.cfg.Env + ":starts" }
-func (h handover) replyKey(id string) string { return "baton:" + h.r.cfg.Env + ":start-reply:" + id }
+func (h handover) startsKey() string { return redislock.Namespace(h.r.cfg.Env) + "starts" }
+func (h handover) replyKey(id string) string {
+	return redislock.Namespace(h.r.cfg.Env) + "start-reply:" + id
+}
 
 // start hands p to a worker instance and waits for its answer: the run it made, read
 // back from the database, or nil for a fire already taken.

@@ -22,7 +22,7 @@ func TestAPIOnlyInstanceHandsStartsToWorkers(t *testing.T) {
 	if n := b.count(`SELECT count(*) FROM job_runs`); n != 0 {
 		t.Fatalf("a refused start left %d run rows", n)
 	}
-	if n := b.redis.LLen(context.Background(), "baton:"+b.env+":starts").Val(); n != 0 {
+	if n := b.redis.LLen(context.Background(), "baton:{"+b.env+"}:starts").Val(); n != 0 {
 		t.Fatalf("%d start requests left waiting: starts must not queue", n)
 	}
 

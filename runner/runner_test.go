@@ -19,54 +19,64 @@ func TestConcurrentStartsRunOnce(t *testing.T) {
 		name            string
 		runners, starts int
 	}{{"2x8", 2, 8}, {"3x64", 3, 64}} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := setup(t)
-			job := newItemsJob("collect", 3)
-			gate := make(chan struct{})
-			job.gate = func(int) <-chan struct{} { return gate }
-			var runners []*runner.Runner
-			for range tc.runners {
-				// Separate job values per runner, sharing counters through the one job.
-				runners = append(runners, b.runner(func(c *runner.Config) { c.PoolSize = tc.starts }, job))
+		t.Run(tc.name, func(t *testing.T) { concurrentStartsRunOnce(t, setup(t), tc.runners, tc.starts, nil) })
+	}
+}
+
+// concurrentStartsRunOnce makes starts concurrent starts of one job through runners runners
+// on b (each runner's Config changed by mod, if not nil) and checks that exactly one run
+// starts and its body runs once.
+func concurrentStartsRunOnce(t *testing.T, b *bundle, runners, starts int, mod func(*runner.Config)) {
+	t.Helper()
+	job := newItemsJob("collect", 3)
+	gate := make(chan struct{})
+	job.gate = func(int) <-chan struct{} { return gate }
+	var rs []*runner.Runner
+	for range runners {
+		// Separate job values per runner, sharing counters through the one job.
+		rs = append(rs, b.runner(func(c *runner.Config) {
+			c.PoolSize = starts
+			if mod != nil {
+				mod(c)
 			}
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			ids, already := map[int64]bool{}, 0
-			release := make(chan struct{})
-			for i := range tc.starts {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-release
-					run, err := runners[i%len(runners)].Start(context.Background(), runner.StartParams{Job: "collect", Actor: "test"})
-					mu.Lock()
-					defer mu.Unlock()
-					switch {
-					case err == nil:
-						ids[run.ID] = true
-					case errors.Is(err, bt.ErrAlreadyRunning):
-						already++
-					default:
-						t.Errorf("unexpected start error: %v", err)
-					}
-				}()
+		}, job))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids, already := map[int64]bool{}, 0
+	release := make(chan struct{})
+	for i := range starts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			run, err := rs[i%len(rs)].Start(context.Background(), runner.StartParams{Job: "collect", Actor: "test"})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ids[run.ID] = true
+			case errors.Is(err, bt.ErrAlreadyRunning):
+				already++
+			default:
+				t.Errorf("unexpected start error: %v", err)
 			}
-			close(release)
-			wg.Wait()
-			if len(ids) != 1 || already != tc.starts-1 {
-				t.Fatalf("got %d runs and %d ALREADY_RUNNING; want 1 and %d", len(ids), already, tc.starts-1)
-			}
-			close(gate)
-			for id := range ids {
-				b.waitStatus(id, bt.StatusSucceeded)
-			}
-			if n := job.bodies.Load(); n != 1 {
-				t.Fatalf("job body ran %d times, want 1", n)
-			}
-			if n := b.count(`SELECT count(*) FROM job_runs`); n != 1 {
-				t.Fatalf("%d run rows, want 1 (no noise rows)", n)
-			}
-		})
+		}()
+	}
+	close(release)
+	wg.Wait()
+	if len(ids) != 1 || already != starts-1 {
+		t.Fatalf("got %d runs and %d ALREADY_RUNNING; want 1 and %d", len(ids), already, starts-1)
+	}
+	close(gate)
+	for id := range ids {
+		b.waitStatus(id, bt.StatusSucceeded)
+	}
+	if n := job.bodies.Load(); n != 1 {
+		t.Fatalf("job body ran %d times, want 1", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_runs`); n != 1 {
+		t.Fatalf("%d run rows, want 1 (no noise rows)", n)
 	}
 }
 

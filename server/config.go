@@ -25,8 +25,13 @@ import (
 type Config struct {
 	// DatabaseURL is the PostgreSQL URL; required.
 	DatabaseURL string
-	// RedisURL is the Redis URL; required.
+	// RedisURL is the Redis URL; required. Its scheme picks the topology: redis:// or
+	// rediss:// (TLS) for one server, redis+sentinel://h1,h2,h3/master for Sentinel,
+	// redis+cluster://h1,h2,h3 for Cluster (see docs/deployment.md).
 	RedisURL string
+	// RedisCAFile is a PEM file of the CA certificates that sign the Redis servers'
+	// certificates, for rediss URLs; "" trusts the system's roots.
+	RedisCAFile string
 	// Env namespaces Redis keys and channels (baton:{Env}:...); "" means runner.DefaultEnv.
 	// Instances that share a Redis and a database must share it too.
 	Env string
@@ -132,7 +137,10 @@ var settings = []Setting{
 	stringSetting("database-url", "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/baton?sslmode=disable",
 		"PostgreSQL URL", func(c *Config) *string { return &c.DatabaseURL }),
 	stringSetting("redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0",
-		"Redis URL", func(c *Config) *string { return &c.RedisURL }),
+		"Redis URL: redis://, rediss:// (TLS), redis+sentinel://h1,h2,h3/master or redis+cluster://h1,h2,h3",
+		func(c *Config) *string { return &c.RedisURL }),
+	stringSetting("redis-ca-file", "", "", "PEM file of the CA that signs the Redis servers' certificates (rediss URLs); empty trusts the system's",
+		func(c *Config) *string { return &c.RedisCAFile }),
 	stringSetting("env", "", runner.DefaultEnv,
 		"environment name: the Redis key namespace baton:{env}:", func(c *Config) *string { return &c.Env }),
 	stringSetting("addr", "", ":8080", "HTTP listen address", func(c *Config) *string { return &c.Addr }),

@@ -144,7 +144,7 @@ func TestRunnerWithoutEnvSharesServeNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := DefaultConfig().Env
-	testenv.Eventually(t, 10*time.Second, "the run's lock under baton:"+env+":", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the run's lock under baton:{"+env+"}:", func() bool {
 		_, held, err := redislock.New(rc, env).Holder(context.Background(), job)
 		return err == nil && held
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/frontend"
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/pubsub"
@@ -112,13 +113,22 @@ func Serve(ctx context.Context, o Config) error {
 }
 
 // connect migrates the schema and opens the PostgreSQL pool and the Redis client.
-func connect(ctx context.Context, o Config) (*pgxpool.Pool, *redis.Client, error) {
+func connect(ctx context.Context, o Config) (*pgxpool.Pool, redis.UniversalClient, error) {
+	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
+	// lock call past its deadline, long enough to cost a run its lease. A bad Redis URL or CA
+	// file stops here, before anything touches the database.
+	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis url: %w", err)
+	}
 	o.Logger.Info("migrating schema")
 	if err := migrations.Up(ctx, o.DatabaseURL); err != nil {
+		_ = rdb.Close()
 		return nil, nil, err
 	}
 	pcfg, err := pgxpool.ParseConfig(o.DatabaseURL)
 	if err != nil {
+		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("parse database url: %w", err)
 	}
 	pcfg.MaxConns = int32(2*o.PoolSize + 8)
@@ -127,23 +137,15 @@ func connect(ctx context.Context, o Config) (*pgxpool.Pool, *redis.Client, error
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
+		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
-	ropt, err := redis.ParseURL(o.RedisURL)
-	if err != nil {
-		pool.Close()
-		return nil, nil, fmt.Errorf("parse redis url: %w", err)
-	}
-	// Without ContextTimeoutEnabled go-redis ignores context deadlines on socket reads: a
-	// stalled Redis (accepting, never answering) would hold every lock call for ReadTimeout
-	// and more, long enough to cost a run its lease although PostgreSQL, the fence, is healthy.
-	ropt.ContextTimeoutEnabled = true
-	return pool, redis.NewClient(ropt), nil
+	return pool, rdb, nil
 }
 
 // newRunner builds the runner over pool and rdb, its metrics in reg and its events through
 // pub, and registers the instance's jobs (o.Jobs and those of o.JobsFunc), which it returns.
-func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb *redis.Client, reg *prometheus.Registry, pub *pubsub.Publisher) (*runner.Runner, []runner.Job, error) {
+func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, pub *pubsub.Publisher) (*runner.Runner, []runner.Job, error) {
 	poolSize := o.PoolSize
 	if poolSize == 0 {
 		poolSize = -1
@@ -174,7 +176,7 @@ func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb *redis.Cli
 
 // routes lays out the instance's HTTP endpoints: health, readiness (503 once draining
 // reports true), metrics, GraphQL and the console.
-func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb *redis.Client, reg *prometheus.Registry, tokens *httpapi.TokenStore, draining func() bool) *http.ServeMux {
+func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, tokens *httpapi.TokenStore, draining func() bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpapi.Live())
 	mux.Handle("GET /readyz", httpapi.Ready(draining,

@@ -222,7 +222,7 @@ func scenarioRedisFlushRestart(t *testing.T, s sizes) {
 		// The holder takes the flushed lock back at its next renewal.
 		deadline := time.Now().Add(c.Cfg.Lease + 3*time.Second)
 		for {
-			n, err := c.RDB.Exists(context.Background(), "baton:"+Env+":lock:"+job).Result()
+			n, err := c.RDB.Exists(context.Background(), "baton:{"+Env+"}:lock:"+job).Result()
 			if err == nil && n == 1 {
 				c.Logf("round %d: the holder took its Redis lock back", round)
 				break

@@ -186,6 +186,14 @@ type RedisServer struct {
 // 127.0.0.1, with persistence off, and stops it when the test ends.
 func PrivateRedis(t testing.TB) *RedisServer {
 	t.Helper()
+	return privateRedis(t, "redis", nil)
+}
+
+// privateRedis starts a private redis-server as PrivateRedis does, with the arguments extra
+// returns added to its command line (extra is called at every start, after the port is
+// known).
+func privateRedis(t testing.TB, name string, extra func(s *RedisServer) []string) *RedisServer {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("testenv: redis-server not found on PATH (apt-get install redis-server): %v", err)
@@ -197,18 +205,22 @@ func PrivateRedis(t testing.TB) *RedisServer {
 	}
 	s := &RedisServer{Port: port, Dir: dir, LogFile: filepath.Join(dir, "redis.log")}
 	s.srv = &managedServer{
-		name:    "redis",
+		name:    name,
 		logPath: s.LogFile,
 		dir:     dir,
 		command: func() *exec.Cmd {
-			return exec.Command(bin,
+			var head []string
+			if extra != nil {
+				head = extra(s)
+			}
+			return exec.Command(bin, append(head,
 				"--port", strconv.Itoa(s.Port),
 				"--bind", "127.0.0.1",
 				"--save", "",
 				"--appendonly", "no",
 				"--dir", dir,
 				"--daemonize", "no",
-			)
+			)...)
 		},
 		ping: func(ctx context.Context) error {
 			c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
@@ -221,11 +233,11 @@ func PrivateRedis(t testing.TB) *RedisServer {
 		movePort:   func(p int) { s.Port = p },
 	}
 	if err := s.srv.start(true); err != nil {
-		t.Fatalf("testenv: start private redis on port %d: %v\n%s", s.Port, err, logTail(s.LogFile))
+		t.Fatalf("testenv: start private %s on port %d: %v\n%s", name, s.Port, err, logTail(s.LogFile))
 	}
 	t.Cleanup(func() {
 		if err := s.srv.stop(); err != nil {
-			t.Errorf("testenv: stop private redis on port %d: %v\n%s", s.Port, err, logTail(s.LogFile))
+			t.Errorf("testenv: stop private %s on port %d: %v\n%s", name, s.Port, err, logTail(s.LogFile))
 		}
 	})
 	return s

@@ -133,7 +133,7 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := c.Scan(ctx, 0, "baton:"+prefix+":*", 100).Iterator()
+		iter := c.Scan(ctx, 0, "baton:{"+prefix+"}:*", 100).Iterator()
 		var keys []string
 		for iter.Next(ctx) {
 			keys = append(keys, iter.Val())

@@ -1,5 +1,5 @@
 // Package redislock is Baton's ShedLock-style job lock on Redis: one key per job,
-// "baton:{env}:lock:{name}", holding the token of the run that owns it, with a TTL that the
+// "baton:{<env>}:lock:<name>", holding the token of the run that owns it, with a TTL that the
 // holder extends while it makes progress.
 //
 // The lock is the fast path of the one-active-run-per-job invariant; the database's partial
@@ -8,7 +8,11 @@
 //
 // Extend and Release compare the stored token before they touch the key, in one Lua script,
 // so a holder whose lock expired and was taken by someone else can neither prolong nor
-// delete the new holder's lock.
+// delete the new holder's lock. The scripts touch only the key passed in KEYS.
+//
+// Every Redis key and channel of one environment starts with Namespace(env): the braces
+// make the environment name the key's hash tag, so in Redis Cluster all of them live in
+// one hash slot, on one master.
 package redislock
 
 import (
@@ -43,9 +47,13 @@ type Locker struct {
 	prefix string
 }
 
-// New returns a Locker whose keys are "baton:{env}:lock:{name}".
+// Namespace returns the prefix of every Redis key and channel of env: "baton:{<env>}:",
+// whose hash tag puts them all in one Cluster hash slot.
+func Namespace(env string) string { return "baton:{" + env + "}:" }
+
+// New returns a Locker whose keys are "baton:{<env>}:lock:<name>".
 func New(client redis.UniversalClient, env string) *Locker {
-	return &Locker{client: client, prefix: "baton:" + env + ":lock:"}
+	return &Locker{client: client, prefix: Namespace(env) + "lock:"}
 }
 
 // Key returns the Redis key of the lock called name.

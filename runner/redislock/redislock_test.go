@@ -51,7 +51,7 @@ func holder(t *testing.T, b *testBundle, name string) string {
 func TestKey(t *testing.T) {
 	t.Parallel()
 	l := redislock.New(nil, "prod")
-	if got, want := l.Key("demo-collect"), "baton:prod:lock:demo-collect"; got != want {
+	if got, want := l.Key("demo-collect"), "baton:{prod}:lock:demo-collect"; got != want {
 		t.Fatalf("Key = %q, want %q", got, want)
 	}
 }
@@ -73,7 +73,7 @@ func TestAcquireHeldLockFails(t *testing.T) {
 		t.Fatalf("Holder = %q, want t1", got)
 	}
 	// The key is where the design says, with a TTL in the requested range.
-	pttl, err := b.client.PTTL(b.ctx, "baton:"+b.env+":lock:job").Result()
+	pttl, err := b.client.PTTL(b.ctx, "baton:{"+b.env+"}:lock:job").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
