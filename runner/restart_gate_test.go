@@ -12,19 +12,19 @@ import (
 // restartApproved restarts a gated job the way an operator must: a RESTART request by one
 // person, approved by another. It returns the RESTART run's id.
 func (b *bundle) restartApproved(r *runner.Runner, job string) int64 {
-	b.t.Helper()
+	b.T.Helper()
 	ctx := context.Background()
 	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: job, Reason: "test restart", CompensationRef: "TEST-1", Actor: "requester"})
 	if err != nil {
-		b.t.Fatalf("request a RESTART of %s: %v", job, err)
+		b.T.Fatalf("request a RESTART of %s: %v", job, err)
 	}
 	if req.Status == bt.ReplayPendingApproval {
 		if req, err = r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "approver"}, "test"); err != nil {
-			b.t.Fatalf("approve the RESTART of %s: %v", job, err)
+			b.T.Fatalf("approve the RESTART of %s: %v", job, err)
 		}
 	}
 	if req.Status != bt.ReplayExecuted || req.ReplayRunID == nil {
-		b.t.Fatalf("RESTART request of %s is %s without a run", job, req.Status)
+		b.T.Fatalf("RESTART request of %s is %s without a run", job, req.Status)
 	}
 	return *req.ReplayRunID
 }
@@ -271,11 +271,11 @@ func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
 	first := b.succeed(r, runner.StartParams{Job: "notify"})
 	// Plant a dead worker's intent for n3, counters included, as the intent write would.
 	key := runner.IdempotencyKey("notify", first.Generation, "n3", "")
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
 		VALUES ('notify', $1, 'n3', '', 'IN_FLIGHT', 1, $2, true, $3)`, first.Generation, key, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
 		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
 		t.Fatal(err)
 	}

@@ -79,8 +79,8 @@ func TestRedisKeyLostDatabaseStillGuards(t *testing.T) {
 	r2 := b.runner(nil, job)
 	id := mustStart(t, r1, runner.StartParams{Job: "guarded"})
 	b.waitStatus(id, bt.StatusRunning)
-	key := redislock.New(b.redis, b.env).Key("guarded")
-	if n := b.redis.Del(context.Background(), key).Val(); n != 1 {
+	key := redislock.New(b.Redis, b.Env).Key("guarded")
+	if n := b.Redis.Del(context.Background(), key).Val(); n != 1 {
 		t.Fatalf("deleted %d keys, want the lock key %s", n, key)
 	}
 	_, err := r2.Start(context.Background(), runner.StartParams{Job: "guarded"})
@@ -88,7 +88,7 @@ func TestRedisKeyLostDatabaseStillGuards(t *testing.T) {
 		t.Fatalf("start with the Redis key gone: %v, want ALREADY_RUNNING from the database", err)
 	}
 	// r2 must not have left its own lock behind after the database refused it.
-	if n := b.redis.Exists(context.Background(), key).Val(); n != 0 {
+	if n := b.Redis.Exists(context.Background(), key).Val(); n != 0 {
 		t.Fatalf("lock key exists after a refused start")
 	}
 	close(gate)
@@ -291,7 +291,7 @@ func TestCapacityExceededWritesNothing(t *testing.T) {
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'c'`); n != 0 {
 		t.Fatalf("a refused start left %d run rows", n)
 	}
-	if ok, _, _ := redislock.New(b.redis, b.env).Holder(context.Background(), "c"); ok != "" {
+	if ok, _, _ := redislock.New(b.Redis, b.Env).Holder(context.Background(), "c"); ok != "" {
 		t.Fatalf("a refused start left a lock")
 	}
 	if _, err := r.Start(context.Background(), runner.StartParams{Job: "nope"}); code(err) != bt.CodeNotFound {

@@ -87,7 +87,7 @@ func childWorker() int {
 func TestSIGTERMLeavesRunResumable(t *testing.T) {
 	b := setup(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BATON_TEST_CHILD=1", "BATON_TEST_DB="+b.url, "BATON_TEST_ENV="+b.env)
+	cmd.Env = append(os.Environ(), "BATON_TEST_CHILD=1", "BATON_TEST_DB="+b.URL, "BATON_TEST_ENV="+b.Env)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

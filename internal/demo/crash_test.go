@@ -82,7 +82,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		trials = v
 	}
 	accounts := trials * 6
-	jobs, provider := Jobs(b.pool, crashConfig(accounts, 1))
+	jobs, provider := Jobs(b.Pool, crashConfig(accounts, 1))
 	settle := jobs[2]
 	r := b.runner(settle)
 	ctx := context.Background()
@@ -98,7 +98,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		if trial%2 == 1 {
 			batch = 6
 		}
-		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.url, "BATON_CRASH_ENV="+b.env,
+		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.URL, "BATON_CRASH_ENV="+b.Env,
 			"BATON_CRASH_ACCOUNTS="+strconv.Itoa(accounts), "BATON_CRASH_BATCH="+strconv.Itoa(batch))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -129,11 +129,11 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		// the rest, so what is IN_FLIGHT after it is exactly what the kill left in doubt. The
 		// lease ends an hour back: a statement the dead worker began a moment ago judges the
 		// fence by its own start time, and must find the lease over too.
-		if _, err := b.pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 hour'
+		if _, err := b.Pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 hour'
 			WHERE id = $1 AND status IN ('STARTING', 'RUNNING')`, id); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := b.pool.Query(ctx, `SELECT target_key FROM job_ledger WHERE run_id = $1 AND state = 'IN_FLIGHT'`, id)
+		rows, err := b.Pool.Query(ctx, `SELECT target_key FROM job_ledger WHERE run_id = $1 AND state = 'IN_FLIGHT'`, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	for target := range inFlightAtKill {
 		if s := b.stateOf(target); s != string(bt.LedgerAmbiguous) {
 			var run, attempt, effects int
-			_ = b.pool.QueryRow(ctx, `SELECT run_id, attempt, (SELECT count(*) FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)
+			_ = b.Pool.QueryRow(ctx, `SELECT run_id, attempt, (SELECT count(*) FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)
 				FROM job_ledger l WHERE target_key = $1`, target).Scan(&run, &attempt, &effects)
 			t.Errorf("%s was IN_FLIGHT at a kill (run %d) and is %s (run %d, attempt %d, %d effects), want AMBIGUOUS_EFFECT",
 				target, inFlightAtKill[target], s, run, attempt, effects)
@@ -209,8 +209,8 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 
 func (b *bundle) stateOf(target string) string {
 	var s string
-	if err := b.pool.QueryRow(context.Background(), `SELECT state FROM job_ledger WHERE target_key = $1`, target).Scan(&s); err != nil {
-		b.t.Fatal(err)
+	if err := b.Pool.QueryRow(context.Background(), `SELECT state FROM job_ledger WHERE target_key = $1`, target).Scan(&s); err != nil {
+		b.T.Fatal(err)
 	}
 	return s
 }
