@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
@@ -201,13 +200,4 @@ var errBoom = errors.New("boom")
 
 func lockHolder(b *bundle, job string) (string, bool, error) {
 	return redislock.New(b.Redis, b.Env).Holder(context.Background(), job)
-}
-
-// testenvPool opens a pool outside a test (the child worker process).
-func testenvPool(url string) *pgxpool.Pool {
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		panic(err)
-	}
-	return pool
 }

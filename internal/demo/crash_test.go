@@ -1,21 +1,15 @@
 package demo
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
@@ -23,12 +17,7 @@ import (
 )
 
 // TestMain lets the test binary double as a worker process that the crash test kills.
-func TestMain(m *testing.M) {
-	if os.Getenv("BATON_CRASH_CHILD") == "1" {
-		os.Exit(crashChild())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testenv.WorkerMain(m, crashChild) }
 
 // crashConfig is demo-settlement with a quick provider that still fails in every way,
 // including timeouts after applying.
@@ -43,15 +32,14 @@ func crashConfig(accounts, batch int) Config {
 
 // crashChild resumes demo-settlement and works until it is killed.
 func crashChild() int {
-	pool, err := pgxpool.New(context.Background(), os.Getenv("BATON_CRASH_DB"))
+	pool, rc, env, err := testenv.WorkerDeps()
 	if err != nil {
 		return 2
 	}
-	opt, _ := redis.ParseURL(testenv.RedisURL())
 	accounts, _ := strconv.Atoi(os.Getenv("BATON_CRASH_ACCOUNTS"))
 	batch, _ := strconv.Atoi(os.Getenv("BATON_CRASH_BATCH"))
 	jobs, _ := Jobs(pool, crashConfig(accounts, batch))
-	r, err := runner.New(runner.Config{DB: pool, Redis: redis.NewClient(opt), Env: os.Getenv("BATON_CRASH_ENV"), PoolSize: 1,
+	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 1,
 		DefaultLease: 30 * time.Second, MaintenanceCron: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -91,38 +79,18 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 
 	inFlightAtKill := map[string]int64{}
 	for trial := range trials {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		// Every other worker pays in batches (intents and results for many accounts per
 		// commit, results updating the intents in place), the rest one by one.
 		batch := 1
 		if trial%2 == 1 {
 			batch = 6
 		}
-		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.URL, "BATON_CRASH_ENV="+b.Env,
+		w := testenv.StartWorker(t, fmt.Sprintf("trial %d: child", trial), b.URL, b.Env,
 			"BATON_CRASH_ACCOUNTS="+strconv.Itoa(accounts), "BATON_CRASH_BATCH="+strconv.Itoa(batch))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("trial %d: child said nothing: %v %s", trial, err, stderr.String())
-		}
-		var id int64
-		if _, err := fmt.Sscanf(line, "run %d", &id); err != nil {
-			t.Fatalf("trial %d: child said %q", trial, line)
-		}
+		id := w.Run
 		// Kill at a random point: before, during or after calls and commits.
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond) // the crash point, not a wait for async work
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		w.Kill()
 
 		// The worker is dead: let its lease run out now (as time would). This UPDATE waits for
 		// any write the worker sent before dying (it holds the run's row lock), and fences off
