@@ -29,6 +29,21 @@ func (b *bundle) restartApproved(r *runner.Runner, job string) int64 {
 	return *req.ReplayRunID
 }
 
+// settledOnce runs job name over targets once to success (risk set, unless ""), then moves it
+// to its second phase, in which every target succeeds. It returns the runner, the job and the
+// first run.
+func (b *bundle) settledOnce(name string, risk bt.RiskLevel, targets ...string) (*runner.Runner, *ledgerJob, *bt.RunRecord) {
+	b.T.Helper()
+	job, phase := settleJob(name, targets...)
+	if risk != "" {
+		job.info.Risk = risk
+	}
+	r := b.runner(nil, job)
+	run := b.succeed(r, runner.StartParams{Job: name})
+	phase.Store(2)
+	return r, job, run
+}
+
 // currentGeneration reads the job's current generation.
 func (b *bundle) currentGeneration(job string) int {
 	return b.count(`SELECT current_generation FROM job_settings WHERE name = $1`, job)
@@ -40,11 +55,7 @@ func (b *bundle) currentGeneration(job string) int {
 func TestRestartOfHighRiskJobNeedsApproval(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("payout", "ok1", "ok2")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	b.succeed(r, runner.StartParams{Job: "payout"})
-	phase.Store(2)
+	r, job, _ := b.settledOnce("payout", bt.RiskHigh, "ok1", "ok2")
 	gen := b.currentGeneration("payout")
 
 	_, err := r.Start(ctx, runner.StartParams{Job: "payout", Mode: bt.ModeRestart, Actor: "alice"})
@@ -68,10 +79,7 @@ func TestRestartOfHighRiskJobNeedsApproval(t *testing.T) {
 func TestRestartWithTargetInDoubtIsBlocked(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("mail", "ok", "amb")
-	r := b.runner(nil, job)
-	b.succeed(r, runner.StartParams{Job: "mail"})
-	phase.Store(2)
+	r, job, _ := b.settledOnce("mail", "", "ok", "amb")
 	gen := b.currentGeneration("mail")
 
 	_, err := r.Start(ctx, runner.StartParams{Job: "mail", Mode: bt.ModeRestart, Actor: "alice"})
@@ -130,11 +138,7 @@ func TestRejectReplayRefusesTheRequester(t *testing.T) {
 func TestRestartRequestLifecycle(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("payout", "ok1", "ok2")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	first := b.succeed(r, runner.StartParams{Job: "payout"})
-	phase.Store(2)
+	r, job, first := b.settledOnce("payout", bt.RiskHigh, "ok1", "ok2")
 	alice := runner.Actor{Name: "alice", TokenID: 7}
 
 	if _, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "new business date", Actor: alice.Name, ActorTokenID: alice.TokenID}); code(err) != bt.CodeApprovalRequired {
@@ -202,10 +206,7 @@ func TestRestartRequestLifecycle(t *testing.T) {
 func TestRestartRequestBlockedByDoubt(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("mail", "ok", "amb")
-	r := b.runner(nil, job)
-	b.succeed(r, runner.StartParams{Job: "mail"})
-	phase.Store(2)
+	r, job, _ := b.settledOnce("mail", "", "ok", "amb")
 	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "mail", Reason: "resend", Actor: "alice"})
 	if code(err) != bt.CodeReplayBlocked || req == nil || req.Status != bt.ReplayBlocked || !hasCheck(&req.Preflight, "ambiguous effects", bt.VerdictBlock) {
 		t.Fatalf("RESTART request with a target in doubt: %v %+v, want BLOCKED", err, req)
@@ -300,11 +301,7 @@ func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
 // and has alice request a TRANSIENT replay of it, which waits for an approver.
 func pendingRefundReplay(t *testing.T, b *bundle) (*runner.Runner, *ledgerJob, *bt.ReplayRequest) {
 	t.Helper()
-	job, phase := settleJob("refund", "ok", "tr1")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	run := b.succeed(r, runner.StartParams{Job: "refund"})
-	phase.Store(2)
+	r, job, run := b.settledOnce("refund", bt.RiskHigh, "ok", "tr1")
 	req, err := r.Replays().Request(context.Background(), runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient,
 		Reason: "retry", CompensationRef: "REFUND-1", Actor: "alice"})
 	if err != nil || req.Status != bt.ReplayPendingApproval {

@@ -125,16 +125,7 @@ func TestLeaseRenewedWhileProgressing(t *testing.T) {
 
 func TestFencingStaleWorkerWritesNothing(t *testing.T) {
 	b := setup(t)
-	job := newItemsJob("fenced", 3)
-	job.lease = time.Second
-	gate := make(chan struct{})
-	job.gate = func(i int) <-chan struct{} {
-		if i == 2 {
-			return gate
-		}
-		return nil
-	}
-	job.reached = make(chan int, 10)
+	job, gate := gatedItemsJob("fenced", 3)
 	r := b.runner(func(c *runner.Config) { c.Scheduler = true; c.PollInterval = 100 * time.Millisecond }, job)
 	id := mustStart(t, r, runner.StartParams{Job: "fenced"})
 	for i := range 2 {
@@ -326,16 +317,7 @@ func TestClockSkewChangesNothing(t *testing.T) {
 		t.Run(skew.String(), func(t *testing.T) {
 			b := setup(t)
 			now := func() time.Time { return time.Now().Add(skew) }
-			job := newItemsJob("skewed", 4)
-			job.lease = time.Second
-			gate := make(chan struct{})
-			job.gate = func(i int) <-chan struct{} {
-				if i == 2 {
-					return gate
-				}
-				return nil
-			}
-			job.reached = make(chan int, 10)
+			job, gate := gatedItemsJob("skewed", 4)
 			r1 := b.runner(func(c *runner.Config) { c.NowFunc = now; c.Scheduler = true; c.PollInterval = 100 * time.Millisecond }, job)
 			r2 := b.runner(func(c *runner.Config) { c.NowFunc = func() time.Time { return time.Now().Add(-skew) } }, job)
 			id := mustStart(t, r1, runner.StartParams{Job: "skewed"})
@@ -371,4 +353,20 @@ func TestItemContextEndsWithLease(t *testing.T) {
 	if !hasDeadline || deadlineLeft <= 0 || deadlineLeft > 2*time.Second {
 		t.Fatalf("item context deadline: set %v, %s left; want one within the 2s lease", hasDeadline, deadlineLeft)
 	}
+}
+
+// gatedItemsJob is an itemsJob of n items under a 1s lease whose item 2 waits at gate; items
+// announce themselves on reached as they start.
+func gatedItemsJob(name string, n int) (*itemsJob, chan struct{}) {
+	job := newItemsJob(name, n)
+	job.lease = time.Second
+	gate := make(chan struct{})
+	job.gate = func(i int) <-chan struct{} {
+		if i == 2 {
+			return gate
+		}
+		return nil
+	}
+	job.reached = make(chan int, 10)
+	return job, gate
 }

@@ -97,13 +97,7 @@ func TestCronChangeAppliesWithoutRestart(t *testing.T) {
 	})
 	before := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'rescheduled'`)
 	// Wait past two would-be fires, measured by the database's clock.
-	var until time.Time
-	_ = b.Pool.QueryRow(context.Background(), `SELECT now() + interval '2.2 seconds'`).Scan(&until)
-	testenv.Eventually(t, 10*time.Second, "two would-be fires to pass", func() bool {
-		var past bool
-		_ = b.Pool.QueryRow(context.Background(), `SELECT now() > $1`, until).Scan(&past)
-		return past
-	})
+	b.waitTwoFires()
 	if after := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'rescheduled'`); after != before {
 		t.Fatalf("%d runs started after the job was disabled", after-before)
 	}
@@ -200,13 +194,7 @@ func TestPauseAndResumeJob(t *testing.T) {
 		t.Fatalf("manual start of a paused job: %v, want JOB_PAUSED", err)
 	}
 	// No scheduled fire while paused (the cron fires every second).
-	var until time.Time
-	_ = b.Pool.QueryRow(context.Background(), `SELECT now() + interval '2.2 seconds'`).Scan(&until)
-	testenv.Eventually(t, 10*time.Second, "two would-be fires to pass", func() bool {
-		var past bool
-		_ = b.Pool.QueryRow(context.Background(), `SELECT now() > $1`, until).Scan(&past)
-		return past
-	})
+	b.waitTwoFires()
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'pausable'`); n != 1 {
 		t.Fatalf("%d runs while paused, want the 1 paused run", n)
 	}
@@ -426,4 +414,17 @@ func TestLocalZoneRefused(t *testing.T) {
 	if j, err := r.Jobs().Get(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
 		t.Fatalf("the refused update changed the job: %+v, %v", j, err)
 	}
+}
+
+// waitTwoFires waits, by the database's clock, until two fires of a job due every second
+// have passed.
+func (b *bundle) waitTwoFires() {
+	b.T.Helper()
+	var until time.Time
+	_ = b.Pool.QueryRow(context.Background(), `SELECT now() + interval '2.2 seconds'`).Scan(&until)
+	testenv.Eventually(b.T, 10*time.Second, "two would-be fires to pass", func() bool {
+		var past bool
+		_ = b.Pool.QueryRow(context.Background(), `SELECT now() > $1`, until).Scan(&past)
+		return past
+	})
 }
