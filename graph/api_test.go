@@ -23,12 +23,12 @@ import (
 
 // insertRuns adds n finished runs of job straight into the database.
 func (b *bundle) insertRuns(job string, n int) {
-	b.t.Helper()
-	_, err := b.pool.Exec(context.Background(), `INSERT INTO job_runs (job_name, status, trigger, mode, requested_by,
+	b.T.Helper()
+	_, err := b.Pool.Exec(context.Background(), `INSERT INTO job_runs (job_name, status, trigger, mode, requested_by,
 			instance, lease_token, lease_seconds, lease_until, generation, finished_at)
 		SELECT $1, 'SUCCEEDED', 'MANUAL', 'RESUME', 'test', 'test', 'tok', 30, now(), 1, now() FROM generate_series(1, $2)`, job, n)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 }
 
@@ -147,7 +147,7 @@ func TestJobsQueryIsNotNPlusOne(t *testing.T) {
 		b.insertRuns(fmt.Sprintf("job-%02d", k), 3)
 	}
 	// Half the jobs have an active run.
-	_, err := b.pool.Exec(context.Background(), `UPDATE job_runs SET status = 'RUNNING', finished_at = NULL, lease_until = now() + interval '1 hour'
+	_, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET status = 'RUNNING', finished_at = NULL, lease_until = now() + interval '1 hour'
 		WHERE id IN (SELECT max(id) FROM job_runs WHERE job_name < 'job-10' GROUP BY job_name)`)
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +320,7 @@ func TestUpdateJobSchedule(t *testing.T) {
 		var data struct{ Job job }
 		i.post(t, op, `{ job(name: "sched") { cron timezone enabled nextFireTimes(n: 3) } }`, nil).decode(t, &data)
 		var version int64
-		if err := b.pool.QueryRow(context.Background(), `SELECT version FROM job_settings WHERE name = 'sched'`).Scan(&version); err != nil {
+		if err := b.Pool.QueryRow(context.Background(), `SELECT version FROM job_settings WHERE name = 'sched'`).Scan(&version); err != nil {
 			t.Fatal(err)
 		}
 		return data.Job, version
@@ -480,7 +480,7 @@ func TestAuthentication(t *testing.T) {
 	viewer := b.token(model.RoleViewer)
 
 	revoked := b.token(model.RoleAdmin)
-	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, httpapi.HashToken(revoked)); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, httpapi.HashToken(revoked)); err != nil {
 		t.Fatal(err)
 	}
 	for name, token := range map[string]string{
@@ -502,7 +502,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatalf("me = %+v", me.Me)
 	}
 	var used *time.Time
-	if err := b.pool.QueryRow(context.Background(), `SELECT last_used_at FROM api_tokens WHERE token_hash = $1`, httpapi.HashToken(viewer)).Scan(&used); err != nil || used == nil {
+	if err := b.Pool.QueryRow(context.Background(), `SELECT last_used_at FROM api_tokens WHERE token_hash = $1`, httpapi.HashToken(viewer)).Scan(&used); err != nil || used == nil {
 		t.Fatalf("last_used_at not recorded: %v %v", used, err)
 	}
 }

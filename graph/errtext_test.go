@@ -118,7 +118,7 @@ func TestRunMessagesHideInternalErrors(t *testing.T) {
 		t.Fatalf("the item's error rows: %+v", d.Run.Errors.Nodes)
 	}
 	var last string
-	if err := b.pool.QueryRow(context.Background(), `SELECT last_error FROM job_ledger WHERE job_name = 'rejected'`).Scan(&last); err != nil {
+	if err := b.Pool.QueryRow(context.Background(), `SELECT last_error FROM job_ledger WHERE job_name = 'rejected'`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
 	if last != "card 4111 declined by the provider" {
@@ -132,7 +132,7 @@ func TestItemErrorsHideInternalErrors(t *testing.T) {
 	b := setup(t)
 	logs := &syncBuffer{}
 	b.log = slog.New(slog.NewTextHandler(logs, nil))
-	var pool = b.pool
+	var pool = b.Pool
 	job := &failingJob{name: "item-db", fail: func(ctx context.Context, run *runner.Run) error {
 		err := run.Process(ctx, runner.Item{Target: "db", Checkpoint: "1"}, func(ctx context.Context, a *runner.Attempt) error {
 			_, err := pool.Exec(ctx, `SELECT * FROM no_such_table_of_the_item`)
@@ -167,7 +167,7 @@ func TestItemErrorsHideInternalErrors(t *testing.T) {
 			t.Errorf("error row of %s = %q; want an internal error with a ref", e.ItemKey, e.Message)
 		}
 	}
-	rows, err := b.pool.Query(context.Background(), `SELECT last_error FROM job_ledger WHERE job_name = 'item-db'`)
+	rows, err := b.Pool.Query(context.Background(), `SELECT last_error FROM job_ledger WHERE job_name = 'item-db'`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
@@ -28,19 +27,16 @@ import (
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/pubsub"
+	"github.com/baton-run/baton/pubsub/pubsubtest"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
-// bundle is one test's slice of PostgreSQL and Redis, and the instances made on it. The
-// fields are the shared bundle's, under the short names the tests use, and the test's logger.
+// bundle is one test's slice of PostgreSQL and Redis (the shared bundle), the instances made
+// on it, and the test's logger.
 type bundle struct {
 	*testbundle.Bundle
-	t        *testing.T
-	url, env string
-	pool     *pgxpool.Pool
-	redis    *redis.Client
-	log      *slog.Logger
+	log *slog.Logger
 }
 
 func setup(t *testing.T) *bundle {
@@ -50,7 +46,7 @@ func setup(t *testing.T) *bundle {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis, log: log}
+	return &bundle{Bundle: tb, log: log}
 }
 
 type testWriter struct{ t *testing.T }
@@ -79,12 +75,12 @@ type instance struct {
 }
 
 func (b *bundle) instance(o instanceOpts) *instance {
-	t := b.t
+	t := b.T
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 
-	pcfg, err := pgxpool.ParseConfig(b.url)
+	pcfg, err := pgxpool.ParseConfig(b.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +92,9 @@ func (b *bundle) instance(o instanceOpts) *instance {
 	}
 	t.Cleanup(pool.Close)
 
-	pub := pubsub.NewPublisher(b.redis, b.env, pubsub.PublisherOptions{Logger: b.log})
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		_ = pub.Close(cctx)
-	})
-	// Cleanups run last-registered first: the server, then the runner and hub, then the
-	// publisher and the pool they use.
+	pub := pubsubtest.Publisher(t, b.Redis, b.Env, pubsub.PublisherOptions{Logger: b.log})
+	// Cleanups run last-registered first: the server, the hub, the runner, then the publisher
+	// and the pool they use.
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	if o.poolSize == 0 {
 		o.poolSize = 4
@@ -117,15 +108,7 @@ func (b *bundle) instance(o instanceOpts) *instance {
 	}
 	cfg := httpapi.Config{Tokens: httpapi.NewTokenStore(pool), GraphQL: graph.Config{Runner: r, Logger: b.log}}
 	if o.hub {
-		hub := pubsub.NewHub(b.redis, b.env, pubsub.HubOptions{Logger: b.log})
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = hub.Run(ctx) }()
-		select {
-		case <-hub.Ready():
-		case <-time.After(10 * time.Second):
-			t.Fatal("hub did not connect to redis")
-		}
-		cfg.GraphQL.Hub = hub
+		cfg.GraphQL.Hub = pubsubtest.Hub(t, b.Redis, b.Env, pubsub.HubOptions{Logger: b.log})
 	}
 	if o.graph != nil {
 		o.graph(&cfg)
@@ -141,28 +124,28 @@ var tokenSeq atomic.Int64
 
 // token mints a token with role and returns it.
 func (b *bundle) token(role model.Role) string {
-	b.t.Helper()
+	b.T.Helper()
 	name := fmt.Sprintf("%s-%d", strings.ToLower(string(role)), tokenSeq.Add(1))
-	tok, _, err := httpapi.CreateToken(context.Background(), httpapi.NewTokenStore(b.pool), name, role)
+	tok, _, err := httpapi.CreateToken(context.Background(), httpapi.NewTokenStore(b.Pool), name, role)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return tok
 }
 
 // tokenName returns the name behind a token.
 func (b *bundle) tokenName(tok string) string {
-	b.t.Helper()
-	t, err := httpapi.NewTokenStore(b.pool).TokenByHash(context.Background(), httpapi.HashToken(tok))
+	b.T.Helper()
+	t, err := httpapi.NewTokenStore(b.Pool).TokenByHash(context.Background(), httpapi.HashToken(tok))
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return t.Name
 }
 
 func (b *bundle) count(sql string, args ...any) int {
-	b.t.Helper()
-	return testbundle.Count(b.t, b.pool, sql, args...)
+	b.T.Helper()
+	return testbundle.Count(b.T, b.Pool, sql, args...)
 }
 
 // response is a GraphQL response.

@@ -60,7 +60,7 @@ func TestLeaseOverrideIsTheRunsLease(t *testing.T) {
 			t.Fatal("the run did not reach its item")
 		}
 		var secs float64
-		if err := b.pool.QueryRow(ctx, `SELECT lease_seconds, EXTRACT(EPOCH FROM lease_until - heartbeat_at)::float8
+		if err := b.Pool.QueryRow(ctx, `SELECT lease_seconds, EXTRACT(EPOCH FROM lease_until - heartbeat_at)::float8
 			FROM job_runs WHERE job_name = 'leased' AND status = 'RUNNING'`).Scan(&stored, &secs); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestLeaseOverrideIsTheRunsLease(t *testing.T) {
 		t.Fatalf("with a 120s override the run holds lease_seconds %d, lease_until - heartbeat_at %s (API: %s); want 120s",
 			stored, byDB, byAPI)
 	}
-	ttl, err := b.redis.PTTL(ctx, "baton:{"+b.env+"}:lock:leased").Result()
+	ttl, err := b.Redis.PTTL(ctx, "baton:{"+b.Env+"}:lock:leased").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestLeaseOverrideIsTheRunsLease(t *testing.T) {
 	i.waitRunStatus(t, op, id, "SUCCEEDED")
 	// The worker releases the lock just after the final status commits.
 	testenv.Eventually(t, 10*time.Second, "the run's lock to be released", func() bool {
-		n, err := b.redis.Exists(ctx, "baton:{"+b.env+"}:lock:leased").Result()
+		n, err := b.Redis.Exists(ctx, "baton:{"+b.Env+"}:lock:leased").Result()
 		return err == nil && n == 0
 	})
 

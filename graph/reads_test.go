@@ -170,7 +170,7 @@ func TestJobsPageCostsFixedStatements(t *testing.T) {
 			SELECT job_name, 1, 0, 'CONFIRMED', 7 FROM job_runs GROUP BY job_name
 			UNION ALL SELECT job_name, 1, id, 'CONFIRMED', 3 FROM job_runs`,
 	} {
-		if _, err := b.pool.Exec(ctx, sql); err != nil {
+		if _, err := b.Pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,7 +269,7 @@ func TestSubscriptionsPerConnectionCapped(t *testing.T) {
 	viewer := b.token(model.RoleViewer)
 	b.insertRuns("job-000", 2)
 	// The newer run is running (as far as the API can tell: nothing runs it here).
-	if _, err := b.pool.Exec(context.Background(), `UPDATE job_runs SET status = 'RUNNING', finished_at = NULL,
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET status = 'RUNNING', finished_at = NULL,
 		lease_until = now() + interval '1 hour' WHERE id = (SELECT max(id) FROM job_runs)`); err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func TestFourEyesOnTokenIdentity(t *testing.T) {
 	if req == nil || len(ues) != 0 {
 		t.Fatalf("requestRestart: %+v %+v", req, ues)
 	}
-	store := httpapi.NewTokenStore(b.pool)
+	store := httpapi.NewTokenStore(b.Pool)
 	name := b.tokenName(requester)
 	if _, err := store.RevokeToken(context.Background(), name); err != nil {
 		t.Fatal(err)

@@ -310,7 +310,7 @@ func TestRevokedTokenClosesWebSockets(t *testing.T) {
 	b := setup(t)
 	slow := func(c *httpapi.Config) { c.TokenCacheTTL = time.Hour }
 	insts := []*instance{b.instance(instanceOpts{noRun: true, graph: slow}), b.instance(instanceOpts{noRun: true, graph: slow})}
-	store := httpapi.NewTokenStore(b.pool)
+	store := httpapi.NewTokenStore(b.Pool)
 	canary, victim, bystander := b.token(model.RoleViewer), b.token(model.RoleOperator), b.token(model.RoleViewer)
 
 	type conn struct {
@@ -383,7 +383,7 @@ func TestRevokedTokenClosesWebSocketsWithoutAnnouncement(t *testing.T) {
 	for _, i := range insts {
 		conns = append(conns, openWS(t, i, protoTransportWS, victim), openWS(t, i, protoLegacyWS, victim))
 	}
-	if _, err := b.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, httpapi.HashToken(victim)); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1`, httpapi.HashToken(victim)); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range conns {

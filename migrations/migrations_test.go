@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/baton-run/baton/internal/demo"
 	"github.com/baton-run/baton/internal/testenv"
 )
@@ -19,7 +17,7 @@ func TestUpCreatesNoDemoTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testenv.Schema(t) // the product's migrations, and only those
-	product := tables(t, url)
+	product := testenv.Tables(t, url)
 	if !slices.Contains(product, "job_runs") {
 		t.Fatalf("the product's migrations left %v: no job_runs, so the listing looks in the wrong place", product)
 	}
@@ -33,7 +31,7 @@ func TestUpCreatesNoDemoTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var added []string
-	for _, name := range tables(t, url) {
+	for _, name := range testenv.Tables(t, url) {
 		if !slices.Contains(product, name) {
 			added = append(added, name)
 		}
@@ -47,24 +45,4 @@ func TestUpCreatesNoDemoTable(t *testing.T) {
 			t.Errorf("the demo's migrations created %s, a table not named demo_*", name)
 		}
 	}
-}
-
-// tables lists the tables of url's schema (its search_path), sorted.
-func tables(t *testing.T, url string) []string {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(),
-		`SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
 }

@@ -97,7 +97,7 @@ func TestRunAlarmsFollowTheClock(t *testing.T) {
 	run := fmt.Sprintf(" held run:%d", id)
 	set := func(sql string) {
 		t.Helper()
-		if _, err := b.pool.Exec(ctx, `UPDATE job_runs SET `+sql+` WHERE id = $1`, id); err != nil {
+		if _, err := b.Pool.Exec(ctx, `UPDATE job_runs SET `+sql+` WHERE id = $1`, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,7 +184,7 @@ func TestLedgerAlarms(t *testing.T) {
 		t.Fatalf("r1 after the replay: %s attempt %d, want CONFIRMED attempt 4", e.State, e.Attempt)
 	}
 	wantAlarms(t, r, "DOWNSTREAM_ERRORS flaky-api")
-	if _, err := b.pool.Exec(ctx, `UPDATE job_call_stats SET minute = minute - interval '10 minutes' WHERE job_name = 'flaky-api'`); err != nil {
+	if _, err := b.Pool.Exec(ctx, `UPDATE job_call_stats SET minute = minute - interval '10 minutes' WHERE job_name = 'flaky-api'`); err != nil {
 		t.Fatal(err)
 	}
 	wantAlarms(t, r)

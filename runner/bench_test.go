@@ -3,69 +3,26 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"runtime"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// benchRunner makes a runner on a fresh schema for a benchmark.
-func benchRunner(b *testing.B, jobs ...runner.Job) (*runner.Runner, *finals) {
+// benchRunner makes a runner on a fresh schema for a benchmark, with the sink that signals
+// its runs' final events.
+func benchRunner(b *testing.B, jobs ...runner.Job) (*runner.Runner, *testbundle.Finals) {
 	b.Helper()
-	url := testenv.Schema(b)
-	rc, env := testenv.Redis(b)
-	f := &finals{done: map[int64]chan bt.RunRecord{}}
-	r, err := runner.New(runner.Config{DB: testenv.Pool(b, url), Redis: rc, Env: env, PoolSize: 4, Events: f,
-		DefaultLease: 30 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaintenanceCron: "-"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Register(context.Background(), jobs...); err != nil {
-		b.Fatal(err)
-	}
-	return r, f
-}
-
-// finals signals each run's final event, so a benchmark times to the moment a run ends
-// rather than to the next poll.
-type finals struct {
-	mu   sync.Mutex
-	done map[int64]chan bt.RunRecord
-}
-
-func (f *finals) ch(id int64) chan bt.RunRecord {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.done[id]
-	if !ok {
-		c = make(chan bt.RunRecord, 1)
-		f.done[id] = c
-	}
-	return c
-}
-
-func (f *finals) RunChanged(ev runner.RunEvent) {
-	if ev.Final {
-		f.ch(ev.Run.ID) <- ev.Run
-	}
-}
-
-func (f *finals) wait(b *testing.B, id int64) bt.RunRecord {
-	b.Helper()
-	select {
-	case run := <-f.ch(id):
-		return run
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("run %d did not finish", id)
-		return bt.RunRecord{}
-	}
+	tb := testbundle.New(b, testenv.Schema)
+	f := &testbundle.Finals{}
+	cfg := tb.BenchConfig()
+	cfg.PoolSize, cfg.Events, cfg.DefaultLease = 4, f, 30*time.Second
+	return tb.NewRunner(cfg, jobs...), f
 }
 
 // BenchmarkStart measures Start — lock, insert, hand-off — on a job that returns at once.
@@ -84,7 +41,7 @@ func BenchmarkStart(b *testing.B) {
 		}
 		id := started.ID
 		b.StopTimer()
-		f.wait(b, id)
+		f.Wait(b, id)
 		for r.Active(id) { // the slot and lock are freed just after the final event
 			runtime.Gosched()
 		}
@@ -129,7 +86,7 @@ func itemsBench(b *testing.B, n int, external bool, batch, parallelism int) {
 			b.Fatal(err)
 		}
 		id := started.ID
-		run := f.wait(b, id)
+		run := f.Wait(b, id)
 		total += time.Since(t0)
 		for r.Active(id) {
 			runtime.Gosched()

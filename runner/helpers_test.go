@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
@@ -21,21 +19,17 @@ import (
 	"github.com/baton-run/baton/runner/redislock"
 )
 
-// bundle is one test's slice of PostgreSQL and Redis, and the runners made on it. The fields
-// are the shared bundle's, under the short names the tests use.
+// bundle is one test's slice of PostgreSQL and Redis (the shared bundle), and the runners
+// made on it.
 type bundle struct {
 	*testbundle.Bundle
-	t        *testing.T
-	url, env string
-	pool     *pgxpool.Pool
-	redis    *redis.Client
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	tb := testbundle.Setup(t, testenv.Schema)
-	b := &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis}
-	if _, err := b.pool.Exec(context.Background(), `CREATE TABLE job_output (target text PRIMARY KEY, run_id bigint)`); err != nil {
+	b := &bundle{Bundle: tb}
+	if _, err := b.Pool.Exec(context.Background(), `CREATE TABLE job_output (target text PRIMARY KEY, run_id bigint)`); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -44,7 +38,7 @@ func setup(t *testing.T) *bundle {
 // runner makes a Runner on the bundle's database and Redis, with a 2s lease unless mod says
 // otherwise, running until the test ends.
 func (b *bundle) runner(mod func(*runner.Config), jobs ...runner.Job) *runner.Runner {
-	b.t.Helper()
+	b.T.Helper()
 	cfg := b.Config()
 	cfg.DefaultLease = 2 * time.Second
 	if mod != nil {
@@ -54,32 +48,32 @@ func (b *bundle) runner(mod func(*runner.Config), jobs ...runner.Job) *runner.Ru
 }
 
 func (b *bundle) run(id int64) *bt.RunRecord {
-	b.t.Helper()
+	b.T.Helper()
 	var r *bt.RunRecord
-	rows, err := b.pool.Query(context.Background(), `SELECT status, processed, succeeded, failed, checkpoint, COALESCE(stop_reason, ''), message, generation, mode, trigger FROM job_runs WHERE id = $1`, id)
+	rows, err := b.Pool.Query(context.Background(), `SELECT status, processed, succeeded, failed, checkpoint, COALESCE(stop_reason, ''), message, generation, mode, trigger FROM job_runs WHERE id = $1`, id)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var status, stop, mode, trigger string
 		r = &bt.RunRecord{ID: id}
 		if err := rows.Scan(&status, &r.Processed, &r.Succeeded, &r.Failed, &r.Checkpoint, &stop, &r.Message, &r.Generation, &mode, &trigger); err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 		r.Status, r.StopReason, r.Mode, r.Trigger = bt.RunStatus(status), bt.StopReason(stop), bt.Mode(mode), bt.Trigger(trigger)
 	}
 	if r == nil {
-		b.t.Fatalf("run %d not found", id)
+		b.T.Fatalf("run %d not found", id)
 	}
 	return r
 }
 
 // waitStatus polls until run id reaches one of statuses.
 func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.RunRecord {
-	b.t.Helper()
+	b.T.Helper()
 	var last *bt.RunRecord
-	testenv.Eventually(b.t, 20*time.Second, fmt.Sprintf("run %d to reach %v", id, statuses), func() bool {
+	testenv.Eventually(b.T, 20*time.Second, fmt.Sprintf("run %d to reach %v", id, statuses), func() bool {
 		last = b.run(id)
 		for _, s := range statuses {
 			if last.Status == s {
@@ -92,10 +86,10 @@ func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.RunRecord {
 		// The worker releases the run's Redis lock just after the final status commits; a
 		// start made in between would meet the lock.
 		var job, token string
-		if err := b.pool.QueryRow(context.Background(), `SELECT job_name, lease_token FROM job_runs WHERE id = $1`, id).Scan(&job, &token); err != nil {
-			b.t.Fatal(err)
+		if err := b.Pool.QueryRow(context.Background(), `SELECT job_name, lease_token FROM job_runs WHERE id = $1`, id).Scan(&job, &token); err != nil {
+			b.T.Fatal(err)
 		}
-		testenv.Eventually(b.t, 10*time.Second, fmt.Sprintf("run %d's lock to be released", id), func() bool {
+		testenv.Eventually(b.T, 10*time.Second, fmt.Sprintf("run %d's lock to be released", id), func() bool {
 			held, ok, err := lockHolder(b, job)
 			return err == nil && (!ok || held != token)
 		})
@@ -104,8 +98,8 @@ func (b *bundle) waitStatus(id int64, statuses ...bt.RunStatus) *bt.RunRecord {
 }
 
 func (b *bundle) count(sql string, args ...any) int {
-	b.t.Helper()
-	return testbundle.Count(b.t, b.pool, sql, args...)
+	b.T.Helper()
+	return testbundle.Count(b.T, b.Pool, sql, args...)
 }
 
 // itemsJob walks items 1..n, resuming after its checkpoint. Each item may be held at a gate,
@@ -190,7 +184,7 @@ func (j *itemsJob) callsOf(i int) int {
 
 func code(err error) bt.Code { return bt.CodeOf(err) }
 
-func mustStart(t *testing.T, r *runner.Runner, p runner.StartParams) int64 {
+func mustStart(t testing.TB, r *runner.Runner, p runner.StartParams) int64 {
 	t.Helper()
 	run, err := r.Start(context.Background(), p)
 	if err != nil {
@@ -205,14 +199,5 @@ func mustStart(t *testing.T, r *runner.Runner, p runner.StartParams) int64 {
 var errBoom = errors.New("boom")
 
 func lockHolder(b *bundle, job string) (string, bool, error) {
-	return redislock.New(b.redis, b.env).Holder(context.Background(), job)
-}
-
-// testenvPool opens a pool outside a test (the child worker process).
-func testenvPool(url string) *pgxpool.Pool {
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		panic(err)
-	}
-	return pool
+	return redislock.New(b.Redis, b.Env).Holder(context.Background(), job)
 }

@@ -43,7 +43,7 @@ func TestLeaseOverrideHoldsThroughRenewals(t *testing.T) {
 	lease := func() (secs int, span time.Duration, beat time.Time) {
 		t.Helper()
 		var f float64
-		if err := b.pool.QueryRow(ctx, `SELECT lease_seconds, EXTRACT(EPOCH FROM lease_until - heartbeat_at)::float8, heartbeat_at
+		if err := b.Pool.QueryRow(ctx, `SELECT lease_seconds, EXTRACT(EPOCH FROM lease_until - heartbeat_at)::float8, heartbeat_at
 			FROM job_runs WHERE id = $1`, id).Scan(&secs, &f, &beat); err != nil {
 			t.Fatal(err)
 		}

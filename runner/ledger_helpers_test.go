@@ -173,10 +173,10 @@ type entry struct {
 
 // entry returns target's row in the job's newest generation that has one, or nil.
 func (b *bundle) entry(job, target string) *entry {
-	b.t.Helper()
+	b.T.Helper()
 	var e entry
 	var state string
-	err := b.pool.QueryRow(context.Background(), `SELECT id, generation, state, attempt, idempotency_key, input_hash,
+	err := b.Pool.QueryRow(context.Background(), `SELECT id, generation, state, attempt, idempotency_key, input_hash,
 			input_changed, external, effect_ref, evidence_ref, last_error, same_error_count, run_id
 		FROM job_ledger WHERE job_name = $1 AND target_key = $2 ORDER BY generation DESC LIMIT 1`, job, target).
 		Scan(&e.ID, &e.Generation, &state, &e.Attempt, &e.Key, &e.InputHash, &e.InputChanged, &e.External,
@@ -185,7 +185,7 @@ func (b *bundle) entry(job, target string) *entry {
 		return nil
 	}
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	e.State = bt.LedgerState(state)
 	return &e
@@ -193,20 +193,20 @@ func (b *bundle) entry(job, target string) *entry {
 
 // mustEntry is entry that fails the test when the row is missing.
 func (b *bundle) mustEntry(job, target string) *entry {
-	b.t.Helper()
+	b.T.Helper()
 	e := b.entry(job, target)
 	if e == nil {
-		b.t.Fatalf("no ledger row for %s/%s", job, target)
+		b.T.Fatalf("no ledger row for %s/%s", job, target)
 	}
 	return e
 }
 
 // wantStates checks each target's ledger state.
 func (b *bundle) wantStates(job string, want map[string]bt.LedgerState) {
-	b.t.Helper()
+	b.T.Helper()
 	for target, st := range want {
 		if e := b.mustEntry(job, target); e.State != st {
-			b.t.Errorf("%s/%s is %s (attempt %d, error %v), want %s", job, target, e.State, e.Attempt, deref(e.LastError), st)
+			b.T.Errorf("%s/%s is %s (attempt %d, error %v), want %s", job, target, e.State, e.Attempt, deref(e.LastError), st)
 		}
 	}
 }
@@ -222,29 +222,29 @@ func deref(s *string) string {
 // releases the Redis lock after the final status commits, so a start made on seeing the
 // status alone may still find the lock held), and returns the run as stored.
 func (b *bundle) finish(r *runner.Runner, id int64) *bt.RunRecord {
-	b.t.Helper()
+	b.T.Helper()
 	b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused)
-	waitFor(b.t, fmt.Sprintf("the worker of run %d to release it", id), func() bool { return !r.Active(id) })
+	waitFor(b.T, fmt.Sprintf("the worker of run %d to release it", id), func() bool { return !r.Active(id) })
 	rec, err := r.Runs().Get(context.Background(), id)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	// What the runner tracks of ledger states (rows it knows are new, states it wrote or read)
 	// must never be wrong: a write that relied on it and was refused is redone as an upsert,
 	// correct but a sign of a bookkeeping bug.
 	if n := r.RedoneWrites(); n != 0 {
-		b.t.Fatalf("%d item writes relied on a ledger state that was not so", n)
+		b.T.Fatalf("%d item writes relied on a ledger state that was not so", n)
 	}
 	return rec
 }
 
 // succeed starts a run and waits for it to succeed.
 func (b *bundle) succeed(r *runner.Runner, p runner.StartParams) *bt.RunRecord {
-	b.t.Helper()
-	id := mustStart(b.t, r, p)
+	b.T.Helper()
+	id := mustStart(b.T, r, p)
 	rec := b.finish(r, id)
 	if rec.Status != bt.StatusSucceeded {
-		b.t.Fatalf("run %d of %s ended %s (%s: %s), want SUCCEEDED", id, p.Job, rec.Status, rec.StopReason, rec.Message)
+		b.T.Fatalf("run %d of %s ended %s (%s: %s), want SUCCEEDED", id, p.Job, rec.Status, rec.StopReason, rec.Message)
 	}
 	return rec
 }
@@ -252,30 +252,30 @@ func (b *bundle) succeed(r *runner.Runner, p runner.StartParams) *bt.RunRecord {
 type counters struct{ processed, succeeded, failed, skipped, ambiguous int64 }
 
 func (b *bundle) wantCounters(rec *bt.RunRecord, want counters) {
-	b.t.Helper()
+	b.T.Helper()
 	got := counters{rec.Processed, rec.Succeeded, rec.Failed, rec.Skipped, rec.Ambiguous}
 	if got != want {
-		b.t.Errorf("run %d counters %+v, want %+v", rec.ID, got, want)
+		b.T.Errorf("run %d counters %+v, want %+v", rec.ID, got, want)
 	}
 }
 
 // runErrors returns run id's error rows as target → failure class; a target with two rows
 // fails the test (one row per failed item, not per attempt).
 func (b *bundle) runErrors(id int64) map[string]string {
-	b.t.Helper()
-	rows, err := b.pool.Query(context.Background(), `SELECT item_key, failure_class FROM job_run_errors WHERE run_id = $1`, id)
+	b.T.Helper()
+	rows, err := b.Pool.Query(context.Background(), `SELECT item_key, failure_class FROM job_run_errors WHERE run_id = $1`, id)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
 		var k, c string
 		if err := rows.Scan(&k, &c); err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 		if prev, dup := out[k]; dup {
-			b.t.Errorf("run %d has two error rows for %s (%s, %s)", id, k, prev, c)
+			b.T.Errorf("run %d has two error rows for %s (%s, %s)", id, k, prev, c)
 		}
 		out[k] = c
 	}
@@ -284,10 +284,10 @@ func (b *bundle) runErrors(id int64) map[string]string {
 
 // stateCounts runs a counting query returning (state, n) rows.
 func (b *bundle) stateCounts(sql string, args ...any) map[bt.LedgerState]int64 {
-	b.t.Helper()
-	rows, err := b.pool.Query(context.Background(), sql, args...)
+	b.T.Helper()
+	rows, err := b.Pool.Query(context.Background(), sql, args...)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	defer rows.Close()
 	out := map[bt.LedgerState]int64{}
@@ -295,7 +295,7 @@ func (b *bundle) stateCounts(sql string, args ...any) map[bt.LedgerState]int64 {
 		var st string
 		var n int64
 		if err := rows.Scan(&st, &n); err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 		if n != 0 {
 			out[bt.LedgerState(st)] = n
@@ -308,24 +308,24 @@ func (b *bundle) stateCounts(sql string, args ...any) map[bt.LedgerState]int64 {
 // over the ledger: for the generation, and for each run in runs (which must be the last
 // writer of every row it wrote). It returns the generation's counts.
 func (b *bundle) checkCounts(r *runner.Runner, job string, gen int64, runs ...int64) map[bt.LedgerState]int64 {
-	b.t.Helper()
+	b.T.Helper()
 	ctx := context.Background()
 	want := b.stateCounts(`SELECT state, count(*) FROM job_ledger WHERE job_name = $1 AND generation = $2 GROUP BY state`, job, gen)
 	got, err := r.Ledger().Summary(ctx, job, gen, 0)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	if !sameCounts(got, want) {
-		b.t.Errorf("generation %d counters %v, COUNT(*) over the ledger %v", gen, got, want)
+		b.T.Errorf("generation %d counters %v, COUNT(*) over the ledger %v", gen, got, want)
 	}
 	for _, id := range runs {
 		want := b.stateCounts(`SELECT state, count(*) FROM job_ledger WHERE run_id = $1 GROUP BY state`, id)
 		got, err := r.Ledger().Summary(ctx, job, gen, id)
 		if err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 		if !sameCounts(got, want) {
-			b.t.Errorf("run %d counters %v, COUNT(*) over its ledger rows %v", id, got, want)
+			b.T.Errorf("run %d counters %v, COUNT(*) over its ledger rows %v", id, got, want)
 		}
 	}
 	return want
@@ -347,17 +347,17 @@ func sameCounts(a, b map[bt.LedgerState]int64) bool {
 
 // replayNow requests a replay that needs no approval and waits for its REPLAY run to end.
 func (b *bundle) replayNow(r *runner.Runner, runID int64, scope bt.ReplayScope) *bt.RunRecord {
-	b.t.Helper()
+	b.T.Helper()
 	req, err := r.Replays().Request(context.Background(), runner.ReplayParams{RunID: runID, Scope: scope, Reason: "retry " + string(scope), Actor: "ops"})
 	if err != nil {
-		b.t.Fatalf("replay %s of run %d: %v", scope, runID, err)
+		b.T.Fatalf("replay %s of run %d: %v", scope, runID, err)
 	}
 	if req.Status != bt.ReplayExecuted || req.ReplayRunID == nil {
-		b.t.Fatalf("replay %s of run %d is %s (run %v), want EXECUTED with a run", scope, runID, req.Status, req.ReplayRunID)
+		b.T.Fatalf("replay %s of run %d is %s (run %v), want EXECUTED with a run", scope, runID, req.Status, req.ReplayRunID)
 	}
 	rec := b.finish(r, *req.ReplayRunID)
 	if rec.Status != bt.StatusSucceeded || rec.Trigger != bt.TriggerReplay || rec.Generation != req.Generation {
-		b.t.Fatalf("replay run %d: %s %s generation %d (%s), want a SUCCEEDED REPLAY of generation %d",
+		b.T.Fatalf("replay run %d: %s %s generation %d (%s), want a SUCCEEDED REPLAY of generation %d",
 			rec.ID, rec.Status, rec.Trigger, rec.Generation, rec.Message, req.Generation)
 	}
 	return rec
@@ -368,10 +368,10 @@ type auditRow struct{ Actor, Action, Target, Outcome string }
 
 // audits returns the audit rows of action, oldest first.
 func (b *bundle) audits(action string) []auditRow {
-	b.t.Helper()
-	rows, err := b.pool.Query(context.Background(), `SELECT actor, action, target, outcome FROM audit_log WHERE action = $1 ORDER BY id`, action)
+	b.T.Helper()
+	rows, err := b.Pool.Query(context.Background(), `SELECT actor, action, target, outcome FROM audit_log WHERE action = $1 ORDER BY id`, action)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
 		var a auditRow
@@ -379,20 +379,20 @@ func (b *bundle) audits(action string) []auditRow {
 		return a, err
 	})
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return out
 }
 
 // wantAudit checks that an audit row (actor, action, target, outcome) exists.
 func (b *bundle) wantAudit(actor, action, target, outcome string) {
-	b.t.Helper()
+	b.T.Helper()
 	for _, a := range b.audits(action) {
 		if a.Actor == actor && a.Target == target && a.Outcome == outcome {
 			return
 		}
 	}
-	b.t.Errorf("no audit row %s %s %s → %s; rows of %s: %+v", actor, action, target, outcome, action, b.audits(action))
+	b.T.Errorf("no audit row %s %s %s → %s; rows of %s: %+v", actor, action, target, outcome, action, b.audits(action))
 }
 
 func hasCheck(p *bt.Preflight, name string, v bt.Verdict) bool {
@@ -405,7 +405,7 @@ func hasCheck(p *bt.Preflight, name string, v bt.Verdict) bool {
 }
 
 // waitFor polls cond with a deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testenv.Eventually(t, 20*time.Second, what, cond)
 }

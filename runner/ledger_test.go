@@ -176,11 +176,11 @@ func TestInFlightFoundByNewRunBecomesAmbiguousWithoutCall(t *testing.T) {
 
 	// Plant a dead worker's intent for n2, counters included, as the intent write would.
 	key := runner.IdempotencyKey("notify", first.Generation, "n2", "")
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
 		VALUES ('notify', $1, 'n2', '', 'IN_FLIGHT', 1, $2, true, $3)`, first.Generation, key, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
 		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestTransientRetriedWithinRun(t *testing.T) {
 			// Each retry of an external step writes a fresh intent first.
 			var state string
 			var attempt int
-			err := b.pool.QueryRow(ctx, `SELECT state, attempt FROM job_ledger WHERE target_key = $1`, target).Scan(&state, &attempt)
+			err := b.Pool.QueryRow(ctx, `SELECT state, attempt FROM job_ledger WHERE target_key = $1`, target).Scan(&state, &attempt)
 			if err != nil || state != string(bt.LedgerInFlight) || attempt != a.Number {
 				mu.Lock()
 				intentErrs = append(intentErrs, fmt.Sprintf("%s attempt %d: row %s attempt %d (%v)", target, a.Number, state, attempt, err))
@@ -510,7 +510,7 @@ func TestProcessBatch(t *testing.T) {
 				// Every external item of the batch is IN_FLIGHT, all from one statement, before
 				// any call returns; internal items have no intent.
 				var inFlight, stamps, internalRows int
-				err := b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'IN_FLIGHT' AND external),
+				err := b.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'IN_FLIGHT' AND external),
 						count(DISTINCT created_at), count(*) FILTER (WHERE NOT external)
 					FROM job_ledger WHERE job_name = 'bulk' AND target_key LIKE 'b%'`).Scan(&inFlight, &stamps, &internalRows)
 				if err != nil || inFlight != 32 || stamps != 1 || internalRows != 0 {

@@ -29,7 +29,7 @@ func ambiguousJob(name string, hook func(ctx context.Context, target, step, key 
 // reconcile requests a reconcile of entry id on r and waits for its outcome: the entry as
 // resolved, or an error (the refusal, or the request's FAILED message).
 func (b *bundle) reconcile(r *runner.Runner, id int64, actor string) (*bt.LedgerEntry, error) {
-	b.t.Helper()
+	b.T.Helper()
 	req, err := r.Ledger().Reconcile(context.Background(), id, actor)
 	if err != nil {
 		return nil, err
@@ -42,12 +42,12 @@ func (b *bundle) reconcile(r *runner.Runner, id int64, actor string) (*bt.Ledger
 }
 
 func (b *bundle) awaitReconcile(r *runner.Runner, id int64) *bt.ReconcileRequest {
-	b.t.Helper()
+	b.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	q, err := r.Ledger().AwaitReconcile(ctx, id)
 	if err != nil {
-		b.t.Fatalf("reconcile request %d did not end: %v (%+v)", id, err, q)
+		b.T.Fatalf("reconcile request %d did not end: %v (%+v)", id, err, q)
 	}
 	return q
 }
@@ -170,7 +170,7 @@ func TestReconcileStaleHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-firstIn
-	if _, err := b.pool.Exec(context.Background(), `UPDATE reconcile_requests SET lease_until = statement_timestamp() - interval '1 second' WHERE id = $1`, req.ID); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE reconcile_requests SET lease_until = statement_timestamp() - interval '1 second' WHERE id = $1`, req.ID); err != nil {
 		t.Fatal(err)
 	}
 	done := b.awaitReconcile(r, req.ID)

@@ -47,9 +47,9 @@ func TestRedisSentinelFailoverMidRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rc := topologyClient(t, set.URL())
-	pub := pubsub.NewPublisher(rc, b.env, pubsub.PublisherOptions{MinInterval: -1})
+	pub := pubsub.NewPublisher(rc, b.Env, pubsub.PublisherOptions{MinInterval: -1})
 	t.Cleanup(func() { _ = pub.Close(context.Background()) })
-	hub := pubsub.NewHub(topologyClient(t, set.URL()), b.env, pubsub.HubOptions{HealthCheckInterval: 500 * time.Millisecond})
+	hub := pubsub.NewHub(topologyClient(t, set.URL()), b.Env, pubsub.HubOptions{HealthCheckInterval: 500 * time.Millisecond})
 	hctx, hcancel := context.WithCancel(ctx)
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Run(hctx) }()
@@ -68,7 +68,7 @@ func TestRedisSentinelFailoverMidRun(t *testing.T) {
 	token := leaseToken(t, b, run.ID)
 	sub := hub.Subscribe(live.RunTopic(run.ID))
 	defer sub.Close()
-	locks := redislock.New(rc, b.env)
+	locks := redislock.New(rc, b.Env)
 
 	// advance lets one item through and reports whether an event of the run arrives within
 	// wait; with afterResync, only an event that follows a Resync (the Hub's reconnection)
@@ -151,7 +151,7 @@ func TestRedisSentinelFailoverMidRun(t *testing.T) {
 func leaseToken(t *testing.T, b *bundle, id int64) string {
 	t.Helper()
 	var token string
-	if err := b.pool.QueryRow(context.Background(), `SELECT lease_token FROM job_runs WHERE id = $1`, id).Scan(&token); err != nil {
+	if err := b.Pool.QueryRow(context.Background(), `SELECT lease_token FROM job_runs WHERE id = $1`, id).Scan(&token); err != nil {
 		t.Fatal(err)
 	}
 	return token

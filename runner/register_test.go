@@ -31,11 +31,11 @@ func TestRegisterManyJobs(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "every job registered with its next fire", func() bool {
 		return b.count(`SELECT count(*) FROM job_settings WHERE name LIKE 'bulk-%' AND description = 'first' AND next_scheduled_at IS NOT NULL`) == n
 	})
-	if _, err := b.pool.Exec(context.Background(), `UPDATE job_settings SET cron = '0 4 * * *' WHERE name = 'bulk-0042'`); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_settings SET cron = '0 4 * * *' WHERE name = 'bulk-0042'`); err != nil {
 		t.Fatal(err)
 	}
 
-	other, err := runner.New(runner.Config{DB: b.pool, Redis: b.redis, Env: b.env, MaintenanceCron: "-"})
+	other, err := runner.New(runner.Config{DB: b.Pool, Redis: b.Redis, Env: b.Env, MaintenanceCron: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSchedulerSkipsJobsItDoesNotRun(t *testing.T) {
 	mine := newItemsJob("mine", 1)
 	mine.cron = "0 0 4 * * *"
 	ctx := context.Background()
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_settings (name, cron, next_scheduled_at) VALUES
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_settings (name, cron, next_scheduled_at) VALUES
 		('theirs', '0 0 4 * * *', now() - interval '1 minute'), ('theirs-unset', '0 0 4 * * *', NULL)`); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestSchedulerSkipsJobsItDoesNotRun(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "own next fire computed", func() bool {
 		return b.count(`SELECT count(*) FROM job_settings WHERE name = 'mine' AND next_scheduled_at IS NOT NULL`) == 1
 	})
-	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'mine'`); err != nil {
+	if _, err := b.Pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'mine'`); err != nil {
 		t.Fatal(err)
 	}
 	r.Wake()

@@ -22,7 +22,7 @@ func TestAPIOnlyInstanceHandsStartsToWorkers(t *testing.T) {
 	if n := b.count(`SELECT count(*) FROM job_runs`); n != 0 {
 		t.Fatalf("a refused start left %d run rows", n)
 	}
-	if n := b.redis.LLen(context.Background(), "baton:{"+b.env+"}:starts").Val(); n != 0 {
+	if n := b.Redis.LLen(context.Background(), "baton:{"+b.Env+"}:starts").Val(); n != 0 {
 		t.Fatalf("%d start requests left waiting: starts must not queue", n)
 	}
 
@@ -34,7 +34,7 @@ func TestAPIOnlyInstanceHandsStartsToWorkers(t *testing.T) {
 	id := run.ID
 	b.waitStatus(id, bt.StatusSucceeded)
 	var instance, actor string
-	if err := b.pool.QueryRow(context.Background(), `SELECT instance, requested_by FROM job_runs WHERE id = $1`, id).Scan(&instance, &actor); err != nil {
+	if err := b.Pool.QueryRow(context.Background(), `SELECT instance, requested_by FROM job_runs WHERE id = $1`, id).Scan(&instance, &actor); err != nil {
 		t.Fatal(err)
 	}
 	if instance != "worker-1" || actor != "ops" {

@@ -18,7 +18,7 @@ func TestReplayOfEmptiedGenerationBlocked(t *testing.T) {
 	run := b.succeed(r, runner.StartParams{Job: "emptied"})
 	// The generation is emptied as retention empties one: rows and counters together.
 	for _, sql := range []string{`DELETE FROM job_ledger WHERE job_name = 'emptied'`, `DELETE FROM job_ledger_counts WHERE job_name = 'emptied'`} {
-		if _, err := b.pool.Exec(ctx, sql); err != nil {
+		if _, err := b.Pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}

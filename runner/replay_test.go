@@ -50,7 +50,7 @@ func TestPreflightNumbers(t *testing.T) {
 	r1 := b.runner(nil, job)
 	run := b.succeed(r1, runner.StartParams{Job: "settle"})
 	// The generation's checkpoint last moved ten minutes ago, by the database clock.
-	if _, err := b.pool.Exec(ctx, `UPDATE job_checkpoints SET updated_at = now() - interval '10 minutes' WHERE job_name = 'settle'`); err != nil {
+	if _, err := b.Pool.Exec(ctx, `UPDATE job_checkpoints SET updated_at = now() - interval '10 minutes' WHERE job_name = 'settle'`); err != nil {
 		t.Fatal(err)
 	}
 

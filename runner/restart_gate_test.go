@@ -12,21 +12,36 @@ import (
 // restartApproved restarts a gated job the way an operator must: a RESTART request by one
 // person, approved by another. It returns the RESTART run's id.
 func (b *bundle) restartApproved(r *runner.Runner, job string) int64 {
-	b.t.Helper()
+	b.T.Helper()
 	ctx := context.Background()
 	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: job, Reason: "test restart", CompensationRef: "TEST-1", Actor: "requester"})
 	if err != nil {
-		b.t.Fatalf("request a RESTART of %s: %v", job, err)
+		b.T.Fatalf("request a RESTART of %s: %v", job, err)
 	}
 	if req.Status == bt.ReplayPendingApproval {
 		if req, err = r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "approver"}, "test"); err != nil {
-			b.t.Fatalf("approve the RESTART of %s: %v", job, err)
+			b.T.Fatalf("approve the RESTART of %s: %v", job, err)
 		}
 	}
 	if req.Status != bt.ReplayExecuted || req.ReplayRunID == nil {
-		b.t.Fatalf("RESTART request of %s is %s without a run", job, req.Status)
+		b.T.Fatalf("RESTART request of %s is %s without a run", job, req.Status)
 	}
 	return *req.ReplayRunID
+}
+
+// settledOnce runs job name over targets once to success (risk set, unless ""), then moves it
+// to its second phase, in which every target succeeds. It returns the runner, the job and the
+// first run.
+func (b *bundle) settledOnce(name string, risk bt.RiskLevel, targets ...string) (*runner.Runner, *ledgerJob, *bt.RunRecord) {
+	b.T.Helper()
+	job, phase := settleJob(name, targets...)
+	if risk != "" {
+		job.info.Risk = risk
+	}
+	r := b.runner(nil, job)
+	run := b.succeed(r, runner.StartParams{Job: name})
+	phase.Store(2)
+	return r, job, run
 }
 
 // currentGeneration reads the job's current generation.
@@ -40,11 +55,7 @@ func (b *bundle) currentGeneration(job string) int {
 func TestRestartOfHighRiskJobNeedsApproval(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("payout", "ok1", "ok2")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	b.succeed(r, runner.StartParams{Job: "payout"})
-	phase.Store(2)
+	r, job, _ := b.settledOnce("payout", bt.RiskHigh, "ok1", "ok2")
 	gen := b.currentGeneration("payout")
 
 	_, err := r.Start(ctx, runner.StartParams{Job: "payout", Mode: bt.ModeRestart, Actor: "alice"})
@@ -68,10 +79,7 @@ func TestRestartOfHighRiskJobNeedsApproval(t *testing.T) {
 func TestRestartWithTargetInDoubtIsBlocked(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("mail", "ok", "amb")
-	r := b.runner(nil, job)
-	b.succeed(r, runner.StartParams{Job: "mail"})
-	phase.Store(2)
+	r, job, _ := b.settledOnce("mail", "", "ok", "amb")
 	gen := b.currentGeneration("mail")
 
 	_, err := r.Start(ctx, runner.StartParams{Job: "mail", Mode: bt.ModeRestart, Actor: "alice"})
@@ -130,11 +138,7 @@ func TestRejectReplayRefusesTheRequester(t *testing.T) {
 func TestRestartRequestLifecycle(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("payout", "ok1", "ok2")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	first := b.succeed(r, runner.StartParams{Job: "payout"})
-	phase.Store(2)
+	r, job, first := b.settledOnce("payout", bt.RiskHigh, "ok1", "ok2")
 	alice := runner.Actor{Name: "alice", TokenID: 7}
 
 	if _, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "payout", Reason: "new business date", Actor: alice.Name, ActorTokenID: alice.TokenID}); code(err) != bt.CodeApprovalRequired {
@@ -202,10 +206,7 @@ func TestRestartRequestLifecycle(t *testing.T) {
 func TestRestartRequestBlockedByDoubt(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	job, phase := settleJob("mail", "ok", "amb")
-	r := b.runner(nil, job)
-	b.succeed(r, runner.StartParams{Job: "mail"})
-	phase.Store(2)
+	r, job, _ := b.settledOnce("mail", "", "ok", "amb")
 	req, err := r.Replays().RequestRestart(ctx, runner.RestartParams{Job: "mail", Reason: "resend", Actor: "alice"})
 	if code(err) != bt.CodeReplayBlocked || req == nil || req.Status != bt.ReplayBlocked || !hasCheck(&req.Preflight, "ambiguous effects", bt.VerdictBlock) {
 		t.Fatalf("RESTART request with a target in doubt: %v %+v, want BLOCKED", err, req)
@@ -271,11 +272,11 @@ func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
 	first := b.succeed(r, runner.StartParams{Job: "notify"})
 	// Plant a dead worker's intent for n3, counters included, as the intent write would.
 	key := runner.IdempotencyKey("notify", first.Generation, "n3", "")
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
 		VALUES ('notify', $1, 'n3', '', 'IN_FLIGHT', 1, $2, true, $3)`, first.Generation, key, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
 		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
 		t.Fatal(err)
 	}
@@ -300,11 +301,7 @@ func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
 // and has alice request a TRANSIENT replay of it, which waits for an approver.
 func pendingRefundReplay(t *testing.T, b *bundle) (*runner.Runner, *ledgerJob, *bt.ReplayRequest) {
 	t.Helper()
-	job, phase := settleJob("refund", "ok", "tr1")
-	job.info.Risk = bt.RiskHigh
-	r := b.runner(nil, job)
-	run := b.succeed(r, runner.StartParams{Job: "refund"})
-	phase.Store(2)
+	r, job, run := b.settledOnce("refund", bt.RiskHigh, "ok", "tr1")
 	req, err := r.Replays().Request(context.Background(), runner.ReplayParams{RunID: run.ID, Scope: bt.ScopeTransient,
 		Reason: "retry", CompensationRef: "REFUND-1", Actor: "alice"})
 	if err != nil || req.Status != bt.ReplayPendingApproval {

@@ -28,7 +28,7 @@ func TestRetentionPrunesExactlyExpiredGenerations(t *testing.T) {
 	ctx := context.Background()
 	// Generation 2 expired 91 days ago; generation 3 is 89 days old; 4 is current.
 	exec := func(sql string) {
-		if _, err := b.pool.Exec(ctx, sql); err != nil {
+		if _, err := b.Pool.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestRetentionKeepsOwedGenerations(t *testing.T) {
 	}
 	exec := func(sql string, args ...any) {
 		t.Helper()
-		if _, err := b.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := b.Pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestRetentionPeriodsPerTable(t *testing.T) {
 	}
 	exec := func(sql string, args ...any) {
 		t.Helper()
-		if _, err := b.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := b.Pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,7 +196,7 @@ func TestRetentionPrunesResumeChains(t *testing.T) {
 	b.waitStatus(last, bt.StatusSucceeded)
 	exec := func(sql string, args ...any) {
 		t.Helper()
-		if _, err := b.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := b.Pool.Exec(ctx, sql, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,12 +232,12 @@ func TestRetentionConfiguredPeriods(t *testing.T) {
 	},
 		newItemsJob("ev", 1))
 	for _, days := range []int{11, 9} {
-		if _, err := b.pool.Exec(ctx, `INSERT INTO audit_log (actor, action, target, outcome, created_at) VALUES ('ops', 'test', $1, 'ok', now() - make_interval(days => $2))`,
+		if _, err := b.Pool.Exec(ctx, `INSERT INTO audit_log (actor, action, target, outcome, created_at) VALUES ('ops', 'test', $1, 'ok', now() - make_interval(days => $2))`,
 			fmt.Sprintf("aged:%d", days), days); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_schedule_events (job_name, scheduled_for, outcome, instance, created_at)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_schedule_events (job_name, scheduled_for, outcome, instance, created_at)
 		VALUES ('ev', now(), 'SKIPPED_RUNNING', 'test', now() - interval '10 years')`); err != nil {
 		t.Fatal(err)
 	}

@@ -89,8 +89,8 @@ func TestRedisKeyLostDatabaseStillGuards(t *testing.T) {
 	r2 := b.runner(nil, job)
 	id := mustStart(t, r1, runner.StartParams{Job: "guarded"})
 	b.waitStatus(id, bt.StatusRunning)
-	key := redislock.New(b.redis, b.env).Key("guarded")
-	if n := b.redis.Del(context.Background(), key).Val(); n != 1 {
+	key := redislock.New(b.Redis, b.Env).Key("guarded")
+	if n := b.Redis.Del(context.Background(), key).Val(); n != 1 {
 		t.Fatalf("deleted %d keys, want the lock key %s", n, key)
 	}
 	_, err := r2.Start(context.Background(), runner.StartParams{Job: "guarded"})
@@ -98,7 +98,7 @@ func TestRedisKeyLostDatabaseStillGuards(t *testing.T) {
 		t.Fatalf("start with the Redis key gone: %v, want ALREADY_RUNNING from the database", err)
 	}
 	// r2 must not have left its own lock behind after the database refused it.
-	if n := b.redis.Exists(context.Background(), key).Val(); n != 0 {
+	if n := b.Redis.Exists(context.Background(), key).Val(); n != 0 {
 		t.Fatalf("lock key exists after a refused start")
 	}
 	close(gate)
@@ -135,16 +135,7 @@ func TestLeaseRenewedWhileProgressing(t *testing.T) {
 
 func TestFencingStaleWorkerWritesNothing(t *testing.T) {
 	b := setup(t)
-	job := newItemsJob("fenced", 3)
-	job.lease = time.Second
-	gate := make(chan struct{})
-	job.gate = func(i int) <-chan struct{} {
-		if i == 2 {
-			return gate
-		}
-		return nil
-	}
-	job.reached = make(chan int, 10)
+	job, gate := gatedItemsJob("fenced", 3)
 	r := b.runner(func(c *runner.Config) { c.Scheduler = true; c.PollInterval = 100 * time.Millisecond }, job)
 	id := mustStart(t, r, runner.StartParams{Job: "fenced"})
 	for i := range 2 {
@@ -301,7 +292,7 @@ func TestCapacityExceededWritesNothing(t *testing.T) {
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'c'`); n != 0 {
 		t.Fatalf("a refused start left %d run rows", n)
 	}
-	if ok, _, _ := redislock.New(b.redis, b.env).Holder(context.Background(), "c"); ok != "" {
+	if ok, _, _ := redislock.New(b.Redis, b.Env).Holder(context.Background(), "c"); ok != "" {
 		t.Fatalf("a refused start left a lock")
 	}
 	if _, err := r.Start(context.Background(), runner.StartParams{Job: "nope"}); code(err) != bt.CodeNotFound {
@@ -336,16 +327,7 @@ func TestClockSkewChangesNothing(t *testing.T) {
 		t.Run(skew.String(), func(t *testing.T) {
 			b := setup(t)
 			now := func() time.Time { return time.Now().Add(skew) }
-			job := newItemsJob("skewed", 4)
-			job.lease = time.Second
-			gate := make(chan struct{})
-			job.gate = func(i int) <-chan struct{} {
-				if i == 2 {
-					return gate
-				}
-				return nil
-			}
-			job.reached = make(chan int, 10)
+			job, gate := gatedItemsJob("skewed", 4)
 			r1 := b.runner(func(c *runner.Config) { c.NowFunc = now; c.Scheduler = true; c.PollInterval = 100 * time.Millisecond }, job)
 			r2 := b.runner(func(c *runner.Config) { c.NowFunc = func() time.Time { return time.Now().Add(-skew) } }, job)
 			id := mustStart(t, r1, runner.StartParams{Job: "skewed"})
@@ -381,4 +363,20 @@ func TestItemContextEndsWithLease(t *testing.T) {
 	if !hasDeadline || deadlineLeft <= 0 || deadlineLeft > 2*time.Second {
 		t.Fatalf("item context deadline: set %v, %s left; want one within the 2s lease", hasDeadline, deadlineLeft)
 	}
+}
+
+// gatedItemsJob is an itemsJob of n items under a 1s lease whose item 2 waits at gate; items
+// announce themselves on reached as they start.
+func gatedItemsJob(name string, n int) (*itemsJob, chan struct{}) {
+	job := newItemsJob(name, n)
+	job.lease = time.Second
+	gate := make(chan struct{})
+	job.gate = func(i int) <-chan struct{} {
+		if i == 2 {
+			return gate
+		}
+		return nil
+	}
+	job.reached = make(chan int, 10)
+	return job, gate
 }

@@ -26,7 +26,7 @@ func TestScheduledFireRunsOnceAcrossInstances(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "next fire computed", func() bool {
 		return b.count(`SELECT count(*) FROM job_settings WHERE name = 'nightly' AND next_scheduled_at IS NOT NULL`) == 1
 	})
-	if _, err := b.pool.Exec(context.Background(), `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'nightly'`); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'nightly'`); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
@@ -65,7 +65,7 @@ func TestCronStormFiresEachSecondOnce(t *testing.T) {
 	// Fires do not wait for the 10 s poll: each starts well within it. (The figure itself is
 	// in BENCHMARKS.md; this only tells "sleeps until the fire" from "waits for the poll".)
 	var worst float64
-	if err := b.pool.QueryRow(context.Background(), `SELECT max(EXTRACT(EPOCH FROM started_at - scheduled_for))
+	if err := b.Pool.QueryRow(context.Background(), `SELECT max(EXTRACT(EPOCH FROM started_at - scheduled_for))
 		FROM job_runs WHERE job_name = 'every-second'`).Scan(&worst); err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +97,7 @@ func TestCronChangeAppliesWithoutRestart(t *testing.T) {
 	})
 	before := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'rescheduled'`)
 	// Wait past two would-be fires, measured by the database's clock.
-	var until time.Time
-	_ = b.pool.QueryRow(context.Background(), `SELECT now() + interval '2.2 seconds'`).Scan(&until)
-	testenv.Eventually(t, 10*time.Second, "two would-be fires to pass", func() bool {
-		var past bool
-		_ = b.pool.QueryRow(context.Background(), `SELECT now() > $1`, until).Scan(&past)
-		return past
-	})
+	b.waitTwoFires()
 	if after := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'rescheduled'`); after != before {
 		t.Fatalf("%d runs started after the job was disabled", after-before)
 	}
@@ -180,7 +174,7 @@ func TestPauseAndResumeJob(t *testing.T) {
 	// The every-second cron starts a run; hold it at item 3.
 	var id int64
 	testenv.Eventually(t, 10*time.Second, "a scheduled run", func() bool {
-		_ = b.pool.QueryRow(context.Background(), `SELECT COALESCE(max(id), 0) FROM job_runs WHERE job_name = 'pausable'`).Scan(&id)
+		_ = b.Pool.QueryRow(context.Background(), `SELECT COALESCE(max(id), 0) FROM job_runs WHERE job_name = 'pausable'`).Scan(&id)
 		return id != 0
 	})
 	for got := range job.reached {
@@ -200,13 +194,7 @@ func TestPauseAndResumeJob(t *testing.T) {
 		t.Fatalf("manual start of a paused job: %v, want JOB_PAUSED", err)
 	}
 	// No scheduled fire while paused (the cron fires every second).
-	var until time.Time
-	_ = b.pool.QueryRow(context.Background(), `SELECT now() + interval '2.2 seconds'`).Scan(&until)
-	testenv.Eventually(t, 10*time.Second, "two would-be fires to pass", func() bool {
-		var past bool
-		_ = b.pool.QueryRow(context.Background(), `SELECT now() > $1`, until).Scan(&past)
-		return past
-	})
+	b.waitTwoFires()
 	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'pausable'`); n != 1 {
 		t.Fatalf("%d runs while paused, want the 1 paused run", n)
 	}
@@ -297,7 +285,7 @@ func TestMissedFiresAreRecorded(t *testing.T) {
 	r := b.runner(nil, job)
 	ctx := context.Background()
 	// Every scheduler was down for five seconds: the fire due then is still claimed once.
-	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = date_trunc('second', now()) - interval '5 seconds'
+	if _, err := b.Pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = date_trunc('second', now()) - interval '5 seconds'
 		WHERE name = 'outage'`); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +320,7 @@ func TestDueFireStartsWhenASlotFrees(t *testing.T) {
 		return b.count(`SELECT count(*) FROM job_settings WHERE name = 'yearly' AND next_scheduled_at IS NOT NULL`) == 1
 	})
 	held := mustStart(t, r, runner.StartParams{Job: "busy"})
-	if _, err := b.pool.Exec(context.Background(), `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'yearly'`); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_settings SET next_scheduled_at = now() - interval '1 second' WHERE name = 'yearly'`); err != nil {
 		t.Fatal(err)
 	}
 	r.Wake()
@@ -358,7 +346,7 @@ func TestStaleClaimDoesNotRunAFireTwice(t *testing.T) {
 	r := b.runner(nil, job)
 	ctx := context.Background()
 	var due time.Time
-	if err := b.pool.QueryRow(ctx, `UPDATE job_settings SET next_scheduled_at = date_trunc('second', now()) - interval '1 second'
+	if err := b.Pool.QueryRow(ctx, `UPDATE job_settings SET next_scheduled_at = date_trunc('second', now()) - interval '1 second'
 		WHERE name = 'stale-claim' RETURNING next_scheduled_at`).Scan(&due); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +362,7 @@ func TestStaleClaimDoesNotRunAFireTwice(t *testing.T) {
 	b.waitStatus(first.ID, bt.StatusSucceeded)
 
 	// The claim is reset to the instant that already ran.
-	if _, err := b.pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = $1 WHERE name = 'stale-claim'`, due); err != nil {
+	if _, err := b.Pool.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = $1 WHERE name = 'stale-claim'`, due); err != nil {
 		t.Fatal(err)
 	}
 	again, err := fire()
@@ -426,4 +414,17 @@ func TestLocalZoneRefused(t *testing.T) {
 	if j, err := r.Jobs().Get(ctx, "zoned"); err != nil || j.Timezone != "UTC" || j.Version != 1 {
 		t.Fatalf("the refused update changed the job: %+v, %v", j, err)
 	}
+}
+
+// waitTwoFires waits, by the database's clock, until two fires of a job due every second
+// have passed.
+func (b *bundle) waitTwoFires() {
+	b.T.Helper()
+	var until time.Time
+	_ = b.Pool.QueryRow(context.Background(), `SELECT now() + interval '2.2 seconds'`).Scan(&until)
+	testenv.Eventually(b.T, 10*time.Second, "two would-be fires to pass", func() bool {
+		var past bool
+		_ = b.Pool.QueryRow(context.Background(), `SELECT now() > $1`, until).Scan(&past)
+		return past
+	})
 }

@@ -1,21 +1,16 @@
 package runner_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
@@ -23,12 +18,7 @@ import (
 )
 
 // TestMain lets the test binary double as a Baton worker process for the shutdown test.
-func TestMain(m *testing.M) {
-	if os.Getenv("BATON_TEST_CHILD") == "1" {
-		os.Exit(childWorker())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testenv.WorkerMain(m, childWorker) }
 
 // slowJob walks n items of a few milliseconds each, resuming after its checkpoint.
 func slowJob(n int) runner.Job {
@@ -58,9 +48,12 @@ func slowJob(n int) runner.Job {
 func childWorker() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	pool := testenvPool(os.Getenv("BATON_TEST_DB"))
-	opt, _ := redis.ParseURL(testenv.RedisURL())
-	r, err := runner.New(runner.Config{DB: pool, Redis: redis.NewClient(opt), Env: os.Getenv("BATON_TEST_ENV"), PoolSize: 1,
+	pool, rc, env, err := testenv.WorkerDeps()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 1,
 		ShutdownTimeout: 10 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -86,26 +79,8 @@ func childWorker() int {
 
 func TestSIGTERMLeavesRunResumable(t *testing.T) {
 	b := setup(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BATON_TEST_CHILD=1", "BATON_TEST_DB="+b.url, "BATON_TEST_ENV="+b.env)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v (%s)", err, stderr.String())
-	}
-	var id int64
-	if _, err := fmt.Sscanf(line, "run %d", &id); err != nil {
-		t.Fatalf("child said %q", line)
-	}
+	w := testenv.StartWorker(t, "child", b.URL, b.Env)
+	cmd, id := w.Cmd, w.Run
 	testenv.Eventually(t, 10*time.Second, "the child to commit some items", func() bool {
 		return b.run(id).Processed >= 20
 	})
@@ -117,7 +92,7 @@ func TestSIGTERMLeavesRunResumable(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("child exited with %v: %s", err, stderr.String())
+			t.Fatalf("child exited with %v: %s", err, w.Stderr())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("child did not exit within 30s of SIGTERM")

@@ -63,11 +63,11 @@ func TestSkipAndFailNeverMoveSettledTargets(t *testing.T) {
 	first := b.succeed(r, runner.StartParams{Job: "settled"})
 	// A dead worker's intent for "flight", counters included.
 	key := runner.IdempotencyKey("settled", first.Generation, "flight", "pay")
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, external, run_id)
 		VALUES ('settled', $1, 'flight', 'pay', 'IN_FLIGHT', 1, $2, true, $3)`, first.Generation, key, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('settled', $1, 0, 'IN_FLIGHT', 1)
+	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('settled', $1, 0, 'IN_FLIGHT', 1)
 		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 func writeBehindJob(b *bundle, name string, body func(ctx context.Context, run *runner.Run, lock pgx.Tx) error) runner.Job {
 	return runner.NewJob(runner.JobInfo{Name: name, Lease: time.Minute, Retry: runner.RetryPolicy{MaxAttempts: 1}},
 		func(ctx context.Context, run *runner.Run) error {
-			lock, err := b.pool.Begin(ctx)
+			lock, err := b.Pool.Begin(ctx)
 			if err != nil {
 				return err
 			}
@@ -184,15 +184,15 @@ func TestWriteBehindTwoInFlight(t *testing.T) {
 // refuseCheckpoint makes every write that would move a run's checkpoint to cp fail, with
 // "refused by the test".
 func refuseCheckpoint(b *bundle, cp string) {
-	b.t.Helper()
-	if _, err := b.pool.Exec(context.Background(), `
+	b.T.Helper()
+	if _, err := b.Pool.Exec(context.Background(), `
 		CREATE FUNCTION refuse_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.checkpoint = '`+cp+`' THEN RAISE EXCEPTION 'refused by the test'; END IF;
 			RETURN NEW;
 		END $$;
 		CREATE TRIGGER refuse_checkpoint BEFORE UPDATE ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_checkpoint()`); err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 }
 
@@ -254,7 +254,7 @@ func TestRunEndWaitsForTheWritesBehind(t *testing.T) {
 // staged) a batch of new rows is not staged, so it cannot take the last connection from it.
 func TestWriteBehindStagesOnlyBehindAHeldWrite(t *testing.T) {
 	b := setup(t)
-	pool := testenv.Pool(t, b.url) // the runner's own, to count its connections
+	pool := testenv.Pool(t, b.URL) // the runner's own, to count its connections
 	var problems []string
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	job := runner.NewJob(runner.JobInfo{Name: "held", Lease: time.Minute, Retry: runner.RetryPolicy{MaxAttempts: 1}},
@@ -271,7 +271,7 @@ func TestWriteBehindStagesOnlyBehindAHeldWrite(t *testing.T) {
 			if err := run.Sync(ctx); err != nil {
 				return err
 			}
-			lock, err := b.pool.Begin(ctx)
+			lock, err := b.Pool.Begin(ctx)
 			if err != nil {
 				return err
 			}
@@ -315,7 +315,7 @@ func TestWriteBehindStagesOnlyBehindAHeldWrite(t *testing.T) {
 // connection: three runs of many batches each finish on a pool of one connection.
 func TestWriteBehindOnOneConnection(t *testing.T) {
 	b := setup(t)
-	cfg, err := pgxpool.ParseConfig(b.url)
+	cfg, err := pgxpool.ParseConfig(b.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestProcessBatchRetriesExternalInPlace(t *testing.T) {
 		}
 		var state string
 		var attempt int
-		if err := b.pool.QueryRow(context.Background(), `SELECT state, attempt FROM job_ledger WHERE job_name = 'retrying' AND target_key = $1`, target).Scan(&state, &attempt); err != nil {
+		if err := b.Pool.QueryRow(context.Background(), `SELECT state, attempt FROM job_ledger WHERE job_name = 'retrying' AND target_key = $1`, target).Scan(&state, &attempt); err != nil {
 			t.Fatal(err)
 		}
 		if state != string(bt.LedgerConfirmed) || attempt != n {

@@ -46,7 +46,7 @@ func TestCollectToken(t *testing.T) {
 func TestCollectRunsToSucceeded(t *testing.T) {
 	b := setup(t)
 	cfg := FastConfig().Collect
-	job := newCollectJob(b.pool, cfg)
+	job := newCollectJob(b.Pool, cfg)
 	r := b.runner(job)
 	id := b.start(r, runner.StartParams{Job: CollectJobName})
 	got := b.waitStatus(r, id, bt.StatusSucceeded)
@@ -85,7 +85,7 @@ func TestCollectCancelThenResume(t *testing.T) {
 	b := setup(t)
 	cfg := FastConfig().Collect
 	cfg.Pages, cfg.FailureRate = 40, Off // no retries: every page is fetched exactly once
-	job := newCollectJob(b.pool, cfg)
+	job := newCollectJob(b.Pool, cfg)
 	counter := &fetchCounter{fetches: map[int]int{}}
 	reached, release := make(chan struct{}), make(chan struct{})
 	job.beforeFetch = func(page, _ int) {
@@ -136,7 +136,7 @@ func TestCollectCheckpointOfAnotherDateStartsOver(t *testing.T) {
 	b := setup(t)
 	cfg := FastConfig().Collect
 	cfg.Pages, cfg.FailureRate = 5, Off
-	job := newCollectJob(b.pool, cfg)
+	job := newCollectJob(b.Pool, cfg)
 	var mu sync.Mutex
 	fetches := 0
 	job.beforeFetch = func(int, int) { mu.Lock(); fetches++; mu.Unlock() }
@@ -150,7 +150,7 @@ func TestCollectCheckpointOfAnotherDateStartsOver(t *testing.T) {
 		t.Fatalf("resume of a collected date processed %d pages, want 0", got.Processed)
 	}
 
-	if _, err := b.pool.Exec(context.Background(), `UPDATE job_checkpoints SET token = 'source:1999-01-01:p5' WHERE job_name = $1`, CollectJobName); err != nil {
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_checkpoints SET token = 'source:1999-01-01:p5' WHERE job_name = $1`, CollectJobName); err != nil {
 		t.Fatal(err)
 	}
 	third := b.start(r, runner.StartParams{Job: CollectJobName, Mode: bt.ModeResume})

@@ -1,21 +1,15 @@
 package demo
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
@@ -23,12 +17,7 @@ import (
 )
 
 // TestMain lets the test binary double as a worker process that the crash test kills.
-func TestMain(m *testing.M) {
-	if os.Getenv("BATON_CRASH_CHILD") == "1" {
-		os.Exit(crashChild())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testenv.WorkerMain(m, crashChild) }
 
 // crashConfig is demo-settlement with a quick provider that still fails in every way,
 // including timeouts after applying.
@@ -43,15 +32,14 @@ func crashConfig(accounts, batch int) Config {
 
 // crashChild resumes demo-settlement and works until it is killed.
 func crashChild() int {
-	pool, err := pgxpool.New(context.Background(), os.Getenv("BATON_CRASH_DB"))
+	pool, rc, env, err := testenv.WorkerDeps()
 	if err != nil {
 		return 2
 	}
-	opt, _ := redis.ParseURL(testenv.RedisURL())
 	accounts, _ := strconv.Atoi(os.Getenv("BATON_CRASH_ACCOUNTS"))
 	batch, _ := strconv.Atoi(os.Getenv("BATON_CRASH_BATCH"))
 	jobs, _ := Jobs(pool, crashConfig(accounts, batch))
-	r, err := runner.New(runner.Config{DB: pool, Redis: redis.NewClient(opt), Env: os.Getenv("BATON_CRASH_ENV"), PoolSize: 1,
+	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 1,
 		DefaultLease: 30 * time.Second, MaintenanceCron: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -82,7 +70,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		trials = v
 	}
 	accounts := trials * 6
-	jobs, provider := Jobs(b.pool, crashConfig(accounts, 1))
+	jobs, provider := Jobs(b.Pool, crashConfig(accounts, 1))
 	settle := jobs[2]
 	r := b.runner(settle)
 	ctx := context.Background()
@@ -91,49 +79,29 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 
 	inFlightAtKill := map[string]int64{}
 	for trial := range trials {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		// Every other worker pays in batches (intents and results for many accounts per
 		// commit, results updating the intents in place), the rest one by one.
 		batch := 1
 		if trial%2 == 1 {
 			batch = 6
 		}
-		cmd.Env = append(os.Environ(), "BATON_CRASH_CHILD=1", "BATON_CRASH_DB="+b.url, "BATON_CRASH_ENV="+b.env,
+		w := testenv.StartWorker(t, fmt.Sprintf("trial %d: child", trial), b.URL, b.Env,
 			"BATON_CRASH_ACCOUNTS="+strconv.Itoa(accounts), "BATON_CRASH_BATCH="+strconv.Itoa(batch))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("trial %d: child said nothing: %v %s", trial, err, stderr.String())
-		}
-		var id int64
-		if _, err := fmt.Sscanf(line, "run %d", &id); err != nil {
-			t.Fatalf("trial %d: child said %q", trial, line)
-		}
+		id := w.Run
 		// Kill at a random point: before, during or after calls and commits.
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond) // the crash point, not a wait for async work
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		w.Kill()
 
 		// The worker is dead: let its lease run out now (as time would). This UPDATE waits for
 		// any write the worker sent before dying (it holds the run's row lock), and fences off
 		// the rest, so what is IN_FLIGHT after it is exactly what the kill left in doubt. The
 		// lease ends an hour back: a statement the dead worker began a moment ago judges the
 		// fence by its own start time, and must find the lease over too.
-		if _, err := b.pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 hour'
+		if _, err := b.Pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 hour'
 			WHERE id = $1 AND status IN ('STARTING', 'RUNNING')`, id); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := b.pool.Query(ctx, `SELECT target_key FROM job_ledger WHERE run_id = $1 AND state = 'IN_FLIGHT'`, id)
+		rows, err := b.Pool.Query(ctx, `SELECT target_key FROM job_ledger WHERE run_id = $1 AND state = 'IN_FLIGHT'`, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +128,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	for target := range inFlightAtKill {
 		if s := b.stateOf(target); s != string(bt.LedgerAmbiguous) {
 			var run, attempt, effects int
-			_ = b.pool.QueryRow(ctx, `SELECT run_id, attempt, (SELECT count(*) FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)
+			_ = b.Pool.QueryRow(ctx, `SELECT run_id, attempt, (SELECT count(*) FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)
 				FROM job_ledger l WHERE target_key = $1`, target).Scan(&run, &attempt, &effects)
 			t.Errorf("%s was IN_FLIGHT at a kill (run %d) and is %s (run %d, attempt %d, %d effects), want AMBIGUOUS_EFFECT",
 				target, inFlightAtKill[target], s, run, attempt, effects)
@@ -209,8 +177,8 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 
 func (b *bundle) stateOf(target string) string {
 	var s string
-	if err := b.pool.QueryRow(context.Background(), `SELECT state FROM job_ledger WHERE target_key = $1`, target).Scan(&s); err != nil {
-		b.t.Fatal(err)
+	if err := b.Pool.QueryRow(context.Background(), `SELECT state FROM job_ledger WHERE target_key = $1`, target).Scan(&s); err != nil {
+		b.T.Fatal(err)
 	}
 	return s
 }

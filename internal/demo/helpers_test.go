@@ -6,29 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// bundle is one test's migrated schema and Redis prefix. The fields are the shared bundle's,
-// under the short names the tests use; a provider test sets only t, url and pool.
+// bundle is one test's migrated schema and Redis prefix (the shared bundle); a provider test
+// sets only T, URL and Pool.
 type bundle struct {
 	*testbundle.Bundle
-	t        *testing.T
-	url, env string
-	pool     *pgxpool.Pool
-	redis    *redis.Client
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	tb := testbundle.Setup(t, demoSchema)
-	return &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis}
+	return &bundle{Bundle: tb}
 }
 
 // demoSchema returns a fresh schema migrated as a demo server migrates it: the product's
@@ -46,27 +39,27 @@ func demoSchema(t testing.TB) string {
 
 // runner starts a Runner with jobs registered, running until the test ends.
 func (b *bundle) runner(jobs ...runner.Job) *runner.Runner {
-	b.t.Helper()
+	b.T.Helper()
 	return b.Runner(b.Config(), jobs...)
 }
 
 func (b *bundle) start(r *runner.Runner, p runner.StartParams) int64 {
-	b.t.Helper()
+	b.T.Helper()
 	run, err := r.Start(context.Background(), p)
 	if err != nil || run == nil {
-		b.t.Fatalf("start %s: run %v, %v", p.Job, run, err)
+		b.T.Fatalf("start %s: run %v, %v", p.Job, run, err)
 	}
 	return run.ID
 }
 
 // waitEnd polls until run id has finished and returns it.
 func (b *bundle) waitEnd(r *runner.Runner, id int64) *bt.RunRecord {
-	b.t.Helper()
+	b.T.Helper()
 	var last *bt.RunRecord
-	testenv.Eventually(b.t, 30*time.Second, fmt.Sprintf("run %d to finish", id), func() bool {
+	testenv.Eventually(b.T, 30*time.Second, fmt.Sprintf("run %d to finish", id), func() bool {
 		run, err := r.Runs().Get(context.Background(), id)
 		if err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 		last = run
 		return !run.Status.Active() && !r.Active(id)
@@ -76,25 +69,25 @@ func (b *bundle) waitEnd(r *runner.Runner, id int64) *bt.RunRecord {
 
 // waitStatus waits for run id to finish with status want.
 func (b *bundle) waitStatus(r *runner.Runner, id int64, want bt.RunStatus) *bt.RunRecord {
-	b.t.Helper()
+	b.T.Helper()
 	got := b.waitEnd(r, id)
 	if got.Status != want {
-		b.t.Fatalf("run %d ended %s (%s: %s), want %s", id, got.Status, got.StopReason, got.Message, want)
+		b.T.Fatalf("run %d ended %s (%s: %s), want %s", id, got.Status, got.StopReason, got.Message, want)
 	}
 	return got
 }
 
 func (b *bundle) count(sql string, args ...any) int {
-	b.t.Helper()
-	return testbundle.Count(b.t, b.pool, sql, args...)
+	b.T.Helper()
+	return testbundle.Count(b.T, b.Pool, sql, args...)
 }
 
 // ledgerStates counts job's ledger rows by state.
 func (b *bundle) ledgerStates(job string) map[string]int {
-	b.t.Helper()
-	rows, err := b.pool.Query(context.Background(), `SELECT state, count(*) FROM job_ledger WHERE job_name = $1 GROUP BY state`, job)
+	b.T.Helper()
+	rows, err := b.Pool.Query(context.Background(), `SELECT state, count(*) FROM job_ledger WHERE job_name = $1 GROUP BY state`, job)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	defer rows.Close()
 	out := map[string]int{}
@@ -102,23 +95,23 @@ func (b *bundle) ledgerStates(job string) map[string]int {
 		var s string
 		var n int
 		if err := rows.Scan(&s, &n); err != nil {
-			b.t.Fatal(err)
+			b.T.Fatal(err)
 		}
 		out[s] = n
 	}
 	if err := rows.Err(); err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return out
 }
 
 // runDate is the UTC date, by the database clock, on which run id started.
 func (b *bundle) runDate(id int64) string {
-	b.t.Helper()
+	b.T.Helper()
 	var d string
-	err := b.pool.QueryRow(context.Background(), `SELECT to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM job_runs WHERE id = $1`, id).Scan(&d)
+	err := b.Pool.QueryRow(context.Background(), `SELECT to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM job_runs WHERE id = $1`, id).Scan(&d)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	return d
 }

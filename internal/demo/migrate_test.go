@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/migrations"
 )
@@ -28,8 +25,7 @@ func TestMigrateCreatesTheDemoTablesOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testenv.Schema(t)
-	pool := testenv.Pool(t, url)
-	if got := schemaTables(t, pool); slices.ContainsFunc(demoTables, func(n string) bool { return slices.Contains(got, n) }) {
+	if got := testenv.Tables(t, url); slices.ContainsFunc(demoTables, func(n string) bool { return slices.Contains(got, n) }) {
 		t.Fatalf("the product's migrations alone made demo tables: %v", got)
 	}
 	// Three at once, as three demo instances starting together: one migrates, the others wait
@@ -45,7 +41,7 @@ func TestMigrateCreatesTheDemoTablesOnce(t *testing.T) {
 			t.Fatalf("Migrate %d: %v", i, err)
 		}
 	}
-	got := schemaTables(t, pool)
+	got := testenv.Tables(t, url)
 	for _, n := range append(slices.Clone(demoTables), MigrationsTable) {
 		if !slices.Contains(got, n) {
 			t.Errorf("after Migrate no table %s in %v", n, got)
@@ -107,18 +103,4 @@ func wantVersions(t *testing.T, ctx context.Context, url string) {
 	if v, dirty, err := schema.Version(ctx, url); err != nil || dirty || v != 1 {
 		t.Fatalf("demo schema at version %d (dirty %v, %v), want 1", v, dirty, err)
 	}
-}
-
-// schemaTables lists the tables of pool's schema.
-func schemaTables(t *testing.T, pool *pgxpool.Pool) []string {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
 }

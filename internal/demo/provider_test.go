@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -34,11 +35,11 @@ func TestProviderRecordsEveryApplicationByDefault(t *testing.T) {
 
 func newTestProvider(t *testing.T, cfg ProviderConfig) (*Provider, *bundle) {
 	t.Helper()
-	b := &bundle{t: t}
+	b := &bundle{Bundle: &testbundle.Bundle{T: t}}
 	t.Parallel()
-	b.url = demoSchema(t)
-	b.pool = testenv.Pool(t, b.url)
-	return NewProvider(b.pool, cfg), b
+	b.URL = demoSchema(t)
+	b.Pool = testenv.Pool(t, b.URL)
+	return NewProvider(b.Pool, cfg), b
 }
 
 func TestProviderApplyIsIdempotent(t *testing.T) {

@@ -13,7 +13,7 @@ func TestSettlementTimeoutsLeaveConfirmedOrAmbiguous(t *testing.T) {
 	b := setup(t)
 	cfg := FastConfig()
 	cfg.Provider.ServerErrorRate, cfg.Provider.ThrottleRate, cfg.Provider.TimeoutAfterApplyRate = 0.1, 0.1, 0.25
-	jobs, provider := Jobs(b.pool, cfg)
+	jobs, provider := Jobs(b.Pool, cfg)
 	settlement := jobs[2].(*settlementJob)
 	if info := settlement.Info(); info.Name != SettlementJobName || info.Risk != bt.RiskHigh || info.Version != "1" {
 		t.Fatalf("info %+v", info)
@@ -58,7 +58,7 @@ func TestSettlementTimeoutsLeaveConfirmedOrAmbiguous(t *testing.T) {
 	}
 
 	// Reconciliation finds each ambiguous payment; an unknown key is not applied.
-	rows, err := b.pool.Query(context.Background(), `SELECT target_key, step, idempotency_key FROM job_ledger WHERE state = 'AMBIGUOUS_EFFECT'`)
+	rows, err := b.Pool.Query(context.Background(), `SELECT target_key, step, idempotency_key FROM job_ledger WHERE state = 'AMBIGUOUS_EFFECT'`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestWriteItemsMeetsAConcurrentResolution(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := postgres.New(testenv.Postgres(t))
-			f, gen := storetest.RunningRun(t, s)
+			f, gen := storetest.RunningRun(t, s, 60)
 			pool := s.Pool()
 			// The target in doubt: its intent, then the quarantine of it.
 			for _, l := range []store.LedgerWrite{
@@ -156,23 +156,7 @@ func assertCountsEqualLedger(t *testing.T, s *postgres.Store, gen int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.Pool().Query(ctx, `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	actual := map[bt.LedgerState]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			t.Fatal(err)
-		}
-		actual[bt.LedgerState(st)] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	actual := storetest.LedgerRows(t, s.Pool(), gen)
 	same := len(got) == len(actual)
 	for st, n := range actual {
 		same = same && got[st] == n

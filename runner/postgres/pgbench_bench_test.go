@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,8 +11,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/internal/testenv"
-	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/store"
+	"github.com/baton-run/baton/runner/store/storetest"
 )
 
 // The strict path's goal is judged against pgbench's single-row INSERT+COMMIT. These two
@@ -54,21 +52,11 @@ func pgbenchBench(b *testing.B, script func(runID, gen int64) string) {
 	if err != nil {
 		b.Skip("pgbench is not installed (Debian: postgresql-client)")
 	}
-	ctx := context.Background()
 	u := testenv.Schema(b)
 	s := New(testenv.Pool(b, u))
-	if err := s.EnsureJob(ctx, store.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
-		b.Fatal(err)
-	}
-	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "b", Instance: "b", Token: "tok", LeaseSeconds: 86400})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, _, err := s.Activate(ctx, store.Fence{RunID: run.ID, Token: "tok"}); err != nil {
-		b.Fatal(err)
-	}
+	f, gen := storetest.RunningRun(b, s, 86400)
 	file := filepath.Join(b.TempDir(), "script.sql")
-	text := "\\set n random(1, 4611686018427387904)\n" + regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(run.ID, run.Generation), "") + ";\n"
+	text := "\\set n random(1, 4611686018427387904)\n" + regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(f.RunID, gen), "") + ";\n"
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
 	}

@@ -10,28 +10,19 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/store"
+	"github.com/baton-run/baton/runner/store/storetest"
 )
 
 // BenchmarkWriteItem measures one fenced single-item write: the strict path's commit.
 func BenchmarkWriteItem(b *testing.B) {
 	ctx := context.Background()
 	s := postgres.New(testenv.Postgres(b))
-	if err := s.EnsureJob(ctx, store.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
-		b.Fatal(err)
-	}
-	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "b", Instance: "b", Token: "t", LeaseSeconds: 3600})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := store.Fence{RunID: run.ID, Token: "t"}
-	if _, _, err := s.Activate(ctx, f); err != nil {
-		b.Fatal(err)
-	}
+	f, gen := storetest.RunningRun(b, s, 3600)
 	i := 0
 	for b.Loop() {
 		i++
 		cp := fmt.Sprint(i)
-		w := &store.ItemsWrite{JobName: "j", Generation: run.Generation, Delta: store.RunDelta{Processed: 1, Succeeded: 1},
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: store.RunDelta{Processed: 1, Succeeded: 1},
 			Ledger: []store.LedgerWrite{{Target: cp, State: bt.LedgerConfirmed, Attempt: 1, IdempotencyKey: cp, CountInRun: true}}, Checkpoint: &cp}
 		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
 			b.Fatal(err)

@@ -16,17 +16,7 @@ func testAddCallStatsFencedAndByDatabaseClock(t *testing.T, open Open) {
 	ctx := context.Background()
 	s := open(t)
 	pool := s.Pool
-	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := store.Fence{RunID: run.ID, Token: "tok"}
-	if _, _, err := s.Activate(ctx, f); err != nil {
-		t.Fatal(err)
-	}
+	f, _ := RunningRun(t, s.Store, 60)
 	sums := func(window time.Duration) [3]int64 {
 		t.Helper()
 		c, d, r, err := s.CallStats(ctx, "j", window)
@@ -52,10 +42,10 @@ func testAddCallStatsFencedAndByDatabaseClock(t *testing.T, open Open) {
 
 	// A fence with another token, and the run's own after its lease ran out: nothing lands.
 	stale := []store.CallCounts{{Calls: 1000, Downstream: 1000}}
-	if err := s.AddCallStats(ctx, store.Fence{RunID: run.ID, Token: "other"}, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
+	if err := s.AddCallStats(ctx, store.Fence{RunID: f.RunID, Token: "other"}, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("write with another token: %v, want LEASE_LOST", err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, run.ID); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, f.RunID); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddCallStats(ctx, f, stale); bt.CodeOf(err) != bt.CodeLeaseLost {

@@ -39,7 +39,7 @@ func testEndedRunIsFenced(t *testing.T, open Open) {
 			t.Parallel()
 			ctx := context.Background()
 			s := open(t)
-			live, gen := RunningRun(t, s.Store)
+			live, gen := RunningRun(t, s.Store, 60)
 			if err := s.Audit(ctx, store.AuditRecord{Actor: "t", Action: "seed"}); err != nil {
 				t.Fatal(err)
 			}

@@ -19,7 +19,7 @@ import (
 func itemsFixture(t *testing.T, open Open) (DB, store.Fence, int64) {
 	t.Helper()
 	s := open(t)
-	f, gen := RunningRun(t, s.Store)
+	f, gen := RunningRun(t, s.Store, 60)
 	return s, f, gen
 }
 
@@ -81,22 +81,7 @@ func wantLedgerCounts(t *testing.T, s DB, f store.Fence, gen int64, want, wantRu
 	if !maps.Equal(got, want) {
 		t.Fatalf("generation counts = %v, want %v", got, want)
 	}
-	rows, err := s.Pool.Query(ctx, `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actual := map[bt.LedgerState]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			t.Fatal(err)
-		}
-		actual[bt.LedgerState(st)] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	actual := LedgerRows(t, s.Pool, gen)
 	if !maps.Equal(actual, want) {
 		t.Fatalf("ledger rows by state = %v, want %v", actual, want)
 	}
@@ -388,19 +373,9 @@ func testStagedCommitJudgesTheLeaseAtCommit(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
 	s := open(t)
-	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := store.Fence{RunID: run.ID, Token: "tok"}
-	if _, _, err := s.Activate(ctx, f); err != nil {
-		t.Fatal(err)
-	}
+	f, gen := RunningRun(t, s.Store, 1)
 	cp := "cp-b"
-	w := &store.ItemsWrite{JobName: "j", Generation: run.Generation, Delta: store.RunDelta{Processed: 2, Succeeded: 2},
+	w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: store.RunDelta{Processed: 2, Succeeded: 2},
 		Ledger: fresh(ledgerWrites(bt.LedgerConfirmed, true, "a", "b")), Checkpoint: &cp, Lease: time.Minute}
 	sw, err := s.HoldStaged(ctx, f, w)
 	if err != nil {

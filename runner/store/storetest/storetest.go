@@ -64,14 +64,14 @@ func Run(t *testing.T, open Open) {
 }
 
 // RunningRun registers job "j" in s and starts a RUNNING run of it under lease token "tok",
-// a minute long, and returns the run's fence and generation.
-func RunningRun(t testing.TB, s store.Store) (store.Fence, int64) {
+// leaseSeconds long, and returns the run's fence and generation.
+func RunningRun(t testing.TB, s store.Store, leaseSeconds int) (store.Fence, int64) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 60})
+	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: leaseSeconds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +80,27 @@ func RunningRun(t testing.TB, s store.Store) (store.Fence, int64) {
 		t.Fatal(err)
 	}
 	return f, run.Generation
+}
+
+// LedgerRows counts the ledger rows of job "j"'s generation gen by state, read through pool.
+func LedgerRows(t testing.TB, pool *pgxpool.Pool, gen int64) map[bt.LedgerState]int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	actual := map[bt.LedgerState]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			t.Fatal(err)
+		}
+		actual[bt.LedgerState(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return actual
 }

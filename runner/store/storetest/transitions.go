@@ -227,22 +227,7 @@ func (w *transitionWalk) checkCounts() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := w.s.Pool.Query(w.ctx, `SELECT state, count(*) FROM job_ledger WHERE job_name = 'j' AND generation = $1 GROUP BY state`, w.gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	actual := map[bt.LedgerState]int64{}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			t.Fatal(err)
-		}
-		actual[bt.LedgerState(st)] = n
-	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
+	actual := LedgerRows(t, w.s.Pool, w.gen)
 	for st, n := range actual {
 		if got[st] != n {
 			t.Errorf("generation counts %v, ledger rows by state %v", got, actual)
