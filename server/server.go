@@ -46,7 +46,6 @@ func Serve(ctx context.Context, o Config) error {
 	}
 	defer dbs.Close()
 	defer rdb.Close()
-	pool := dbs.main
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -59,9 +58,9 @@ func Serve(ctx context.Context, o Config) error {
 	}
 
 	var draining atomic.Bool
-	tokens := httpapi.NewTokenStore(pool)
+	tokens := httpapi.NewTokenStore(dbs.main)
 	tokens.ListenOn(dbs.listen)
-	mux := routes(o, r, hub, pool, rdb, reg, tokens, draining.Load)
+	mux := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {

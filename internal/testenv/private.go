@@ -63,11 +63,10 @@ type PostgresServer struct {
 // runs as root the server runs as the postgres user (PostgreSQL refuses to run as root).
 func PrivatePostgres(t testing.TB) *PostgresServer {
 	t.Helper()
-	return privatePostgres(t, nil)
+	return privatePostgres(t, func(*PostgresServer) []string { return nil })
 }
 
-// privatePostgres starts a private PostgreSQL as PrivatePostgres does. prepare, if not nil,
-// runs once the data directory is in place, before the directory is handed to the server
+// privatePostgres starts a private PostgreSQL as PrivatePostgres does. prepare runs once the data directory is in place, before the directory is handed to the server
 // user; it may put files in s.Dir and returns more arguments for the postgres command.
 func privatePostgres(t testing.TB, prepare func(s *PostgresServer) []string) *PostgresServer {
 	t.Helper()
@@ -101,10 +100,7 @@ func privatePostgres(t testing.TB, prepare func(s *PostgresServer) []string) *Po
 		t.Fatalf("testenv: copy the initdb template: %v", err)
 	}
 
-	var extra []string
-	if prepare != nil {
-		extra = prepare(s)
-	}
+	extra := prepare(s)
 	if cred != nil {
 		if err := handOver(cred, dir, s.SocketDir); err != nil {
 			t.Fatalf("testenv: prepare %s for the server user: %v", dir, err)
