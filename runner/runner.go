@@ -50,9 +50,14 @@ type Config struct {
 	DB *pgxpool.Pool
 	// Store is the database behind the runner, as package store declares it; nil means
 	// runner/postgres over DB. Another implementation (one that passes store/storetest) can be
-	// plugged in here. DB is still required: the scheduler LISTENs on it for schedule changes
-	// (postgres.ScheduleChannel), so the implementation must NOTIFY there as runner/postgres does.
+	// plugged in here. DB is still required: the scheduler LISTENs on it (or on ListenDB) for
+	// schedule changes (postgres.ScheduleChannel), so the implementation must NOTIFY there as
+	// runner/postgres does.
 	Store store.Store
+	// ListenDB is the pool the scheduler LISTENs on for schedule changes; nil means DB. Give
+	// a pool on a direct connection to PostgreSQL when DB goes through PgBouncer in
+	// transaction mode, which cannot hold a LISTEN.
+	ListenDB *pgxpool.Pool
 	// Redis is the shared Redis, used for the ShedLock-style pre-emption lock. Build it with
 	// ContextTimeoutEnabled set (server.Serve does): every lock call carries a short deadline,
 	// which go-redis otherwise ignores on socket reads, so a stalled Redis could hold a lease
@@ -206,7 +211,11 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Events != nil {
 		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
 	}
-	r.sched = schedule.New(schedule.Config{Store: st, DB: cfg.DB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
+	listenDB := cfg.ListenDB
+	if listenDB == nil {
+		listenDB = cfg.DB
+	}
+	r.sched = schedule.New(schedule.Config{Store: st, DB: listenDB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
 		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
 	r.replays = replay.New(replay.Config{Store: st, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
 		AuditFunc: r.audit, MaskFunc: maskEvidence})

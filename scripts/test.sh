@@ -58,6 +58,20 @@ ensure_chromium() {
 	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 }
 
+# ensure_pgbouncer installs Debian's PgBouncer, which the tests start in front of a private
+# PostgreSQL (internal/testenv.PrivatePgBouncer), when it is missing.
+ensure_pgbouncer() {
+	if [[ -x /usr/sbin/pgbouncer ]] || command -v pgbouncer >/dev/null; then
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null; then
+		echo "pgbouncer is not installed and there is no apt-get to install it" >&2
+		return 1
+	fi
+	log "installing pgbouncer (apt-get)"
+	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer
+}
+
 ensure_go_modules() {
 	command -v "$GO" >/dev/null || die "go is not installed (Go $(sed -n 's/^go //p' go.mod) needed)"
 	log "go mod download"
@@ -86,6 +100,7 @@ browser_tests() {
 ensure_go_modules
 # A failed install fails the run, but the Go tests still run first.
 ensure_chromium || failed+=("install chromium")
+ensure_pgbouncer || failed+=("install pgbouncer")
 if [[ -x /usr/bin/chromium ]]; then
 	# The names the common browser drivers look for.
 	export CHROME_BIN=/usr/bin/chromium CHROME_PATH=/usr/bin/chromium

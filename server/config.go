@@ -23,8 +23,17 @@ import (
 // Scheduler and the flags keep their zero (no workers, no scheduler, off), which is why
 // DefaultConfig is the way to get the defaults of `baton serve`.
 type Config struct {
-	// DatabaseURL is the PostgreSQL URL; required.
+	// DatabaseURL is the PostgreSQL URL; required. It may list several hosts
+	// (postgres://h1:5432,h2:5432/baton?target_session_attrs=read-write) and may point at
+	// PgBouncer in transaction mode, given DatabaseDirectURL (see docs/deployment.md).
 	DatabaseURL string
+	// DatabaseDirectURL is a URL of the same database that bypasses any connection pooler; ""
+	// means DatabaseURL. Set it when DatabaseURL points at PgBouncer in transaction mode: the
+	// migrations (which hold a session-level advisory lock) and the LISTENs for schedule
+	// changes and token revocations use it, and the pool on DatabaseURL then runs its queries
+	// without server-side prepared statements (pgx's cache_describe mode, unless DatabaseURL
+	// names a default_query_exec_mode of its own).
+	DatabaseDirectURL string
 	// RedisURL is the Redis URL; required. Its scheme picks the topology: redis:// or
 	// rediss:// (TLS) for one server, redis+sentinel://h1,h2,h3/master for Sentinel,
 	// redis+cluster://h1,h2,h3 for Cluster (see docs/deployment.md).
@@ -135,7 +144,11 @@ func Settings() []Setting { return append([]Setting(nil), settings...) }
 // from its constants, so an embedded runner and `baton serve` cannot disagree.
 var settings = []Setting{
 	stringSetting("database-url", "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/baton?sslmode=disable",
-		"PostgreSQL URL", func(c *Config) *string { return &c.DatabaseURL }),
+		"PostgreSQL URL; may list several hosts (with target_session_attrs=read-write) or point at PgBouncer in transaction mode",
+		func(c *Config) *string { return &c.DatabaseURL }),
+	stringSetting("database-direct-url", "", "",
+		"PostgreSQL URL bypassing PgBouncer, for migrations and LISTEN, when database-url points at PgBouncer in transaction mode; empty means database-url",
+		func(c *Config) *string { return &c.DatabaseDirectURL }),
 	stringSetting("redis-url", "REDIS_URL", "redis://127.0.0.1:6379/0",
 		"Redis URL: redis://, rediss:// (TLS), redis+sentinel://h1,h2,h3/master or redis+cluster://h1,h2,h3",
 		func(c *Config) *string { return &c.RedisURL }),

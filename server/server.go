@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -38,11 +40,11 @@ func Serve(ctx context.Context, o Config) error {
 	if o.DatabaseURL == "" || o.RedisURL == "" {
 		return errors.New("server: DatabaseURL and RedisURL are required")
 	}
-	pool, rdb, err := connect(ctx, o)
+	dbs, rdb, err := connect(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer dbs.Close()
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()
@@ -50,14 +52,15 @@ func Serve(ctx context.Context, o Config) error {
 
 	pub := pubsub.NewPublisher(rdb, o.Env, pubsub.PublisherOptions{InstanceID: o.Instance, Logger: log})
 	hub := pubsub.NewHub(rdb, o.Env, pubsub.HubOptions{Logger: log})
-	r, jobs, err := newRunner(ctx, o, pool, rdb, reg, pub)
+	r, jobs, err := newRunner(ctx, o, dbs, rdb, reg, pub)
 	if err != nil {
 		return err
 	}
 
 	var draining atomic.Bool
-	tokens := httpapi.NewTokenStore(pool)
-	mux := routes(o, r, hub, pool, rdb, reg, tokens, draining.Load)
+	tokens := httpapi.NewTokenStore(dbs.main)
+	tokens.ListenOn(dbs.listen)
+	mux := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -112,46 +115,104 @@ func Serve(ctx context.Context, o Config) error {
 	return nil
 }
 
-// connect migrates the schema and opens the PostgreSQL pool and the Redis client.
-func connect(ctx context.Context, o Config) (*pgxpool.Pool, redis.UniversalClient, error) {
+// databases are an instance's PostgreSQL pools: main for its queries (perhaps through
+// PgBouncer), listen for its LISTENs (main itself unless DatabaseDirectURL is set).
+type databases struct {
+	main, listen *pgxpool.Pool
+}
+
+// Close closes both pools.
+func (d databases) Close() {
+	if d.listen != d.main {
+		d.listen.Close()
+	}
+	d.main.Close()
+}
+
+// connect migrates the schema and opens the PostgreSQL pools and the Redis client.
+func connect(ctx context.Context, o Config) (databases, redis.UniversalClient, error) {
 	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
 	// lock call past its deadline, long enough to cost a run its lease. A bad Redis URL or CA
 	// file stops here, before anything touches the database.
 	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis url: %w", err)
+		return databases{}, nil, fmt.Errorf("redis url: %w", err)
+	}
+	dbs, err := openDatabases(ctx, o)
+	if err != nil {
+		_ = rdb.Close()
+		return databases{}, nil, err
+	}
+	return dbs, rdb, nil
+}
+
+// openDatabases migrates the schema and opens the pools. Migrations hold a session-level
+// advisory lock and LISTENs a session, neither of which PgBouncer's transaction pooling
+// keeps, so both go to DatabaseDirectURL when it is set; the main pool then needs no
+// server-side prepared statements (see poolConfig).
+func openDatabases(ctx context.Context, o Config) (databases, error) {
+	direct := o.DatabaseDirectURL
+	if direct == "" {
+		direct = o.DatabaseURL
 	}
 	o.Logger.Info("migrating schema")
-	if err := migrations.Up(ctx, o.DatabaseURL); err != nil {
-		_ = rdb.Close()
-		return nil, nil, err
+	if err := migrations.Up(ctx, direct); err != nil {
+		return databases{}, err
 	}
-	pcfg, err := pgxpool.ParseConfig(o.DatabaseURL)
-	if err != nil {
-		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("parse database url: %w", err)
-	}
-	pcfg.MaxConns = int32(2*o.PoolSize + 8)
+	maxConns := 2*o.PoolSize + 8
 	if o.DBMaxConns > 0 {
-		pcfg.MaxConns = int32(o.DBMaxConns)
+		maxConns = o.DBMaxConns
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pcfg, err := poolConfig(o.DatabaseURL, o.DatabaseDirectURL != "", maxConns)
 	if err != nil {
-		_ = rdb.Close()
-		return nil, nil, fmt.Errorf("open database: %w", err)
+		return databases{}, fmt.Errorf("parse database url: %w", err)
 	}
-	return pool, rdb, nil
+	main, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return databases{}, fmt.Errorf("open database: %w", err)
+	}
+	if o.DatabaseDirectURL == "" {
+		return databases{main: main, listen: main}, nil
+	}
+	// Two listeners: the scheduler's and the token revocations'; one spare for a reconnect.
+	lcfg, err := poolConfig(o.DatabaseDirectURL, false, 3)
+	if err != nil {
+		main.Close()
+		return databases{}, fmt.Errorf("parse database direct url: %w", err)
+	}
+	listen, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		main.Close()
+		return databases{}, fmt.Errorf("open database direct url: %w", err)
+	}
+	return databases{main: main, listen: listen}, nil
+}
+
+// poolConfig parses a pool's URL. A pool behind a transaction pooler (pooled) runs its
+// queries in pgx's cache_describe mode, which prepares only the unnamed statement and sends
+// each query whole in its Bind, so no statement outlives the transaction that PgBouncer gave
+// a server connection to; a default_query_exec_mode named in the URL wins.
+func poolConfig(databaseURL string, pooled bool, maxConns int) (*pgxpool.Config, error) {
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if pooled && !strings.Contains(databaseURL, "default_query_exec_mode") {
+		pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	pcfg.MaxConns = int32(maxConns)
+	return pcfg, nil
 }
 
 // newRunner builds the runner over pool and rdb, its metrics in reg and its events through
 // pub, and registers the instance's jobs (o.Jobs and those of o.JobsFunc), which it returns.
-func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, pub *pubsub.Publisher) (*runner.Runner, []runner.Job, error) {
+func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.UniversalClient, reg *prometheus.Registry, pub *pubsub.Publisher) (*runner.Runner, []runner.Job, error) {
 	poolSize := o.PoolSize
 	if poolSize == 0 {
 		poolSize = -1
 	}
 	r, err := runner.New(runner.Config{
-		DB: pool, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
+		DB: dbs.main, ListenDB: dbs.listen, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention,
@@ -162,7 +223,7 @@ func newRunner(ctx context.Context, o Config, pool *pgxpool.Pool, rdb redis.Univ
 	reg.MustRegister(r.AlertCollector())
 	jobs := o.Jobs
 	if o.JobsFunc != nil {
-		more, err := o.JobsFunc(pool)
+		more, err := o.JobsFunc(dbs.main)
 		if err != nil {
 			return nil, nil, err
 		}

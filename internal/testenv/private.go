@@ -63,6 +63,13 @@ type PostgresServer struct {
 // runs as root the server runs as the postgres user (PostgreSQL refuses to run as root).
 func PrivatePostgres(t testing.TB) *PostgresServer {
 	t.Helper()
+	return privatePostgres(t, func(*PostgresServer) []string { return nil })
+}
+
+// privatePostgres starts a private PostgreSQL as PrivatePostgres does. prepare runs once the data directory is in place, before the directory is handed to the server
+// user; it may put files in s.Dir and returns more arguments for the postgres command.
+func privatePostgres(t testing.TB, prepare func(s *PostgresServer) []string) *PostgresServer {
+	t.Helper()
 	bin, err := postgresBinDir()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -93,6 +100,7 @@ func PrivatePostgres(t testing.TB) *PostgresServer {
 		t.Fatalf("testenv: copy the initdb template: %v", err)
 	}
 
+	extra := prepare(s)
 	if cred != nil {
 		if err := handOver(cred, dir, s.SocketDir); err != nil {
 			t.Fatalf("testenv: prepare %s for the server user: %v", dir, err)
@@ -105,7 +113,7 @@ func PrivatePostgres(t testing.TB) *PostgresServer {
 		dir:     dir,
 		cred:    cred,
 		command: func() *exec.Cmd {
-			return exec.Command(filepath.Join(bin, "postgres"),
+			return exec.Command(filepath.Join(bin, "postgres"), append([]string{
 				"-D", s.DataDir,
 				"-p", strconv.Itoa(s.Port),
 				"-k", s.SocketDir,
@@ -114,7 +122,7 @@ func PrivatePostgres(t testing.TB) *PostgresServer {
 				// acknowledged commits, which fault-injection tests must be able to trust.
 				"-c", "fsync=off",
 				"-c", "shared_buffers=32MB",
-			)
+			}, extra...)...)
 		},
 		ping: func(ctx context.Context) error {
 			conn, err := pgx.Connect(ctx, s.URL("postgres"))

@@ -17,8 +17,13 @@ import (
 // TokenStore keeps the API tokens (table api_tokens): authentication reads them, `baton token`
 // and the admin token of a fresh install write them. Only hashes are stored, never a token.
 type TokenStore struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	listen *pgxpool.Pool // the pool ListenTokenRevocations LISTENs on; nil means pool
 }
+
+// ListenOn makes ListenTokenRevocations LISTEN on pool, one that reaches PostgreSQL directly,
+// for a store whose own pool goes through PgBouncer in transaction mode.
+func (s *TokenStore) ListenOn(pool *pgxpool.Pool) { s.listen = pool }
 
 // NewTokenStore returns a TokenStore on pool.
 func NewTokenStore(pool *pgxpool.Pool) *TokenStore { return &TokenStore{pool: pool} }
@@ -149,7 +154,11 @@ func (s *TokenStore) LiveTokenIDs(ctx context.Context, ids []int64) (map[int64]b
 // revoked may hear of ids that are not this store's; treat each as a hint to re-check). It
 // returns when ctx ends (nil) or the connection fails.
 func (s *TokenStore) ListenTokenRevocations(ctx context.Context, listening func(), revoked func(id int64)) error {
-	conn, err := s.pool.Acquire(ctx)
+	pool := s.pool
+	if s.listen != nil {
+		pool = s.listen
+	}
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

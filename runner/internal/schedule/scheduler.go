@@ -35,7 +35,9 @@ type Fire struct {
 // Config wires a Scheduler.
 type Config struct {
 	Store Store
-	// DB holds the connection that LISTENs for schedule changes on Channel.
+	// DB holds the connection that LISTENs for schedule changes on Channel. It must reach
+	// PostgreSQL directly (or through a pooler in session mode): a LISTEN does not survive
+	// PgBouncer's transaction pooling.
 	DB *pgxpool.Pool
 	// Channel is the NOTIFY channel on which the store signals a schedule change.
 	Channel string
