@@ -42,8 +42,8 @@ func pooledSetup(t *testing.T, backend *testenv.PostgresServer, pooler *testenv.
 		}
 		return pooler.URL(name) + "&default_query_exec_mode=cache_describe"
 	})
-	b := &bundle{Bundle: tb, t: t, url: tb.URL, env: tb.Env, pool: tb.Pool, redis: tb.Redis}
-	if _, err := b.pool.Exec(context.Background(), `CREATE TABLE job_output (target text PRIMARY KEY, run_id bigint)`); err != nil {
+	b := &bundle{Bundle: tb}
+	if _, err := b.Pool.Exec(context.Background(), `CREATE TABLE job_output (target text PRIMARY KEY, run_id bigint)`); err != nil {
 		t.Fatal(err)
 	}
 	listen := testenv.Pool(t, direct)
