@@ -85,14 +85,7 @@ func PrivatePgBouncer(t testing.TB, backend *PostgresServer) *PgBouncer {
 		portInUse:  "Address already in use",
 		movePort:   func(p int) { b.Port = p },
 	}
-	if err := b.srv.start(true); err != nil {
-		t.Fatalf("testenv: start private pgbouncer on port %d: %v\n%s", b.Port, err, logTail(b.LogFile))
-	}
-	t.Cleanup(func() {
-		if err := b.srv.stop(); err != nil {
-			t.Errorf("testenv: stop private pgbouncer on port %d: %v\n%s", b.Port, err, logTail(b.LogFile))
-		}
-	})
+	b.srv.startFor(t, func() int { return b.Port })
 	return b
 }
 

@@ -137,14 +137,7 @@ func privatePostgres(t testing.TB, prepare func(s *PostgresServer) []string) *Po
 		portInUse:  "could not bind",
 		movePort:   func(p int) { s.Port = p },
 	}
-	if err := s.srv.start(true); err != nil {
-		t.Fatalf("testenv: start private postgres on port %d: %v\n%s", s.Port, err, logTail(s.LogFile))
-	}
-	t.Cleanup(func() {
-		if err := s.srv.stop(); err != nil {
-			t.Errorf("testenv: stop private postgres on port %d: %v\n%s", s.Port, err, logTail(s.LogFile))
-		}
-	})
+	s.srv.startFor(t, func() int { return s.Port })
 	return s
 }
 
@@ -240,14 +233,7 @@ func privateRedis(t testing.TB, name string, extra func(s *RedisServer) []string
 		portInUse:  "Address already in use",
 		movePort:   func(p int) { s.Port = p },
 	}
-	if err := s.srv.start(true); err != nil {
-		t.Fatalf("testenv: start private %s on port %d: %v\n%s", name, s.Port, err, logTail(s.LogFile))
-	}
-	t.Cleanup(func() {
-		if err := s.srv.stop(); err != nil {
-			t.Errorf("testenv: stop private %s on port %d: %v\n%s", name, s.Port, err, logTail(s.LogFile))
-		}
-	})
+	s.srv.startFor(t, func() int { return s.Port })
 	return s
 }
 
@@ -344,6 +330,20 @@ type managedServer struct {
 
 	mu   sync.Mutex
 	proc *serverProcess
+}
+
+// startFor starts the server for t's length: t fails if it does not start, and the server is
+// stopped when t ends (a failed stop fails t). port reads the port it ended up on.
+func (m *managedServer) startFor(t testing.TB, port func() int) {
+	t.Helper()
+	if err := m.start(true); err != nil {
+		t.Fatalf("testenv: start private %s on port %d: %v\n%s", m.name, port(), err, logTail(m.logPath))
+	}
+	t.Cleanup(func() {
+		if err := m.stop(); err != nil {
+			t.Errorf("testenv: stop private %s on port %d: %v\n%s", m.name, port(), err, logTail(m.logPath))
+		}
+	})
 }
 
 var errExited = errors.New("exited before accepting connections")
