@@ -21,12 +21,7 @@ func TestClusterShardedPubSub(t *testing.T) {
 	set := testenv.PrivateCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	client := func(seed *testenv.RedisServer) *redis.ClusterClient {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", seed.Port)}, ContextTimeoutEnabled: true})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	pubClient, subClient := client(set.Nodes[0]), client(set.Nodes[2])
+	pubClient, subClient := set.Client(t, 0), set.Client(t, 2)
 	for _, env := range []string{"alpha", "beta", "gamma"} { // different slots, likely different masters
 		hub := pubsub.NewHub(subClient, env, pubsub.HubOptions{})
 		hctx, hcancel := context.WithCancel(ctx)
@@ -88,8 +83,7 @@ func TestClusterSlotMoveResubscribes(t *testing.T) {
 	set := testenv.PrivateCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", set.Nodes[0].Port)}, ContextTimeoutEnabled: true})
-	defer c.Close()
+	c := set.Client(t, 0)
 	const env = "moving"
 	hub := pubsub.NewHub(c, env, pubsub.HubOptions{MaxBackoff: 200 * time.Millisecond})
 	hctx, hcancel := context.WithCancel(ctx)

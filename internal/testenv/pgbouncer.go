@@ -41,15 +41,8 @@ func PrivatePgBouncer(t testing.TB, backend *PostgresServer) *PgBouncer {
 			t.Fatalf("testenv: pgbouncer not found (apt-get install pgbouncer): %v", err)
 		}
 	}
-	cred, err := serverCredential()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	dir := t.TempDir()
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	cred := mustServerCredential(t)
+	dir, port := serverPlace(t)
 	b := &PgBouncer{Port: port, Dir: dir, LogFile: filepath.Join(dir, "pgbouncer.log"), Backend: backend}
 	if err := os.WriteFile(filepath.Join(dir, "users.txt"), []byte(`"postgres" ""`+"\n"), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)

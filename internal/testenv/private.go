@@ -74,15 +74,8 @@ func privatePostgres(t testing.TB, prepare func(s *PostgresServer) []string) *Po
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	cred, err := serverCredential()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	dir := t.TempDir()
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	cred := mustServerCredential(t)
+	dir, port := serverPlace(t)
 	s := &PostgresServer{
 		Port:    port,
 		Dir:     dir,
@@ -199,11 +192,7 @@ func privateRedis(t testing.TB, name string, extra func(s *RedisServer) []string
 	if err != nil {
 		t.Fatalf("testenv: redis-server not found on PATH (apt-get install redis-server): %v", err)
 	}
-	dir := t.TempDir()
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	dir, port := serverPlace(t)
 	s := &RedisServer{Port: port, Dir: dir, LogFile: filepath.Join(dir, "redis.log")}
 	s.srv = &managedServer{
 		name:    name,
@@ -682,6 +671,26 @@ func copyTree(src, dst string) error {
 // serverCredential says whom private servers run as: nil (the test's own user) unless the test
 // runs as root, which PostgreSQL refuses; then the postgres user, or nobody. This is what
 // `runuser -u postgres --` would do, without needing runuser, su or PAM.
+// serverPlace gives a private server a directory of the test's and a free port.
+func serverPlace(t testing.TB) (dir string, port int) {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return t.TempDir(), port
+}
+
+// mustServerCredential is serverCredential, failing t when there is none.
+func mustServerCredential(t testing.TB) *syscall.Credential {
+	t.Helper()
+	cred, err := serverCredential()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return cred
+}
+
 func serverCredential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil

@@ -128,6 +128,14 @@ func PrivateCluster(t testing.TB) *ClusterSet {
 	return set
 }
 
+// Client returns a Cluster client seeded with node seed only (it finds the others itself),
+// closed when t ends.
+func (set *ClusterSet) Client(t testing.TB, seed int) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{set.Nodes[seed].addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // URL returns the redis+cluster URL of the set, every node a seed.
 func (set *ClusterSet) URL() string {
 	hosts := make([]string, len(set.Nodes))

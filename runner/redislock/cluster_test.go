@@ -2,11 +2,8 @@ package redislock_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/pubsub"
@@ -18,8 +15,7 @@ import (
 func TestLockOnCluster(t *testing.T) {
 	t.Parallel()
 	set := testenv.PrivateCluster(t)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", set.Nodes[0].Port)}, ContextTimeoutEnabled: true})
-	defer c.Close()
+	c := set.Client(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// Every key and channel of one environment hashes, by Redis' own count, to the slot of
