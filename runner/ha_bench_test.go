@@ -8,9 +8,11 @@ package runner_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -339,4 +341,100 @@ func BenchmarkHAPgBouncerBatch(b *testing.B) {
 	b.ReportMetric(items/direct.Seconds(), "items/s-direct")
 	b.ReportMetric(items/pooled.Seconds(), "items/s-pgbouncer")
 	b.ReportMetric(direct.Seconds()/pooled.Seconds(), "ratio-pgbouncer/direct")
+}
+
+// runWatch is an EventSink that notes when the run it watches fails and when the first
+// AUTO_RESUME run is RUNNING.
+type runWatch struct {
+	mu      sync.Mutex
+	killed  int64 // the run that dies with its process
+	failed  time.Time
+	resumed bt.RunRecord
+	running time.Time
+}
+
+func (w *runWatch) RunChanged(ev runner.RunEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case ev.Run.ID == w.killed && ev.Run.Status == bt.StatusFailed && w.failed.IsZero():
+		w.failed = time.Now()
+	case ev.Run.Trigger == bt.TriggerAutoResume && ev.Run.Status == bt.StatusRunning && w.running.IsZero():
+		w.resumed, w.running = ev.Run, time.Now()
+	}
+}
+
+func (w *runWatch) times() (failed, running time.Time, resumed bt.RunRecord) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed, w.running, w.resumed
+}
+
+// haPoll is the survivor's poll interval in BenchmarkHAKillToResumed: the default.
+const haPoll = runner.DefaultPollInterval
+
+// BenchmarkHAKillToResumed: a run of slowJob in a child process (the test binary as a
+// worker, childWorker) and a survivor runner in this process with runner.Config's defaults
+// and the scheduler (which recovers expired leases) on, both on the shared PostgreSQL and
+// Redis. The child is SIGKILLed mid-run; s/kill-to-failed
+// is the time until the survivor's recoverer fails the run for its expired lease,
+// s/kill-to-running until the AUTO_RESUME run it starts (the job's auto-resume backoff set
+// to 0) is RUNNING. s/lease (the job's lease) and s/poll (the survivor's recoverer poll)
+// bound it: the lease must run out and a poll see it. The kill falls at a random moment of
+// the survivor's poll cycle.
+func BenchmarkHAKillToResumed(b *testing.B) {
+	var failed, running time.Duration
+	for b.Loop() {
+		f, r := killToResumed(b)
+		failed += f
+		running += r
+	}
+	b.ReportMetric(failed.Seconds()/float64(b.N), "s/kill-to-failed")
+	b.ReportMetric(running.Seconds()/float64(b.N), "s/kill-to-running")
+	b.ReportMetric(slowJob(1).Info().Lease.Seconds(), "s/lease")
+	b.ReportMetric(haPoll.Seconds(), "s/poll")
+}
+
+func killToResumed(tb testing.TB) (failed, running time.Duration) {
+	bn := haBundle(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := testenv.StartWorker(tb, "child", bn.URL, bn.Env)
+	watch := &runWatch{killed: w.Run}
+	cfg := bn.BenchConfig()
+	cfg.Events, cfg.Scheduler = watch, true // the scheduler's instance runs the recoverer
+	cfg.PollInterval = haPoll
+	survivor := bn.Runner(cfg, slowJob(100000))
+	zero := time.Duration(0)
+	if _, err := survivor.Jobs().SetAutoResume(ctx, "slow", runner.AutoResumeUpdate{Backoff: &zero, Actor: "bench"}); err != nil {
+		tb.Fatal(err)
+	}
+	testenv.Eventually(tb, 20*time.Second, "the child to commit some items", func() bool {
+		return bn.run(w.Run).Processed >= 20
+	})
+
+	// A real crash falls anywhere in the survivor's poll cycle; so does this kill. Nothing
+	// is awaited here: the delay only picks the moment.
+	time.Sleep(rand.N(haPoll))
+	killed := time.Now()
+	if err := w.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		tb.Fatal(err)
+	}
+	_ = w.Cmd.Wait()
+	testenv.Eventually(tb, time.Minute, "the AUTO_RESUME run RUNNING on the survivor", func() bool {
+		_, r, _ := watch.times()
+		return !r.IsZero()
+	})
+	f, r, resumed := watch.times()
+	if got := bn.run(w.Run); got.Status != bt.StatusFailed || got.StopReason != bt.StopLeaseExpired || f.IsZero() {
+		tb.Fatalf("the killed run is %s (%s), failed event seen: %v; want FAILED, LEASE_EXPIRED", got.Status, got.StopReason, !f.IsZero())
+	}
+	if resumed.Mode != bt.ModeResume {
+		tb.Fatalf("the AUTO_RESUME run %d is %s; want RESUME", resumed.ID, resumed.Mode)
+	}
+	if _, err := survivor.Runs().Cancel(ctx, resumed.ID, "bench"); err != nil {
+		tb.Fatal(err)
+	}
+	bn.waitStatus(resumed.ID, bt.StatusCancelled)
+	return f.Sub(killed), r.Sub(killed)
 }
