@@ -38,6 +38,29 @@ func OnConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	}
 }
 
+// OnUnavailable retries fn, as OnConnect does, while it fails because the database went away
+// (IsUnavailable): the connection broke mid-statement, the server restarted or failed over.
+// Such a statement may have been applied before the connection broke, so fn must be safe to
+// make twice: a fenced write is (once it has landed, its fence no longer holds and the retry
+// is refused), which is what a run's end is.
+func OnUnavailable[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	wait := 20 * time.Millisecond
+	for {
+		v, err := fn()
+		if !IsUnavailable(err) || ctx.Err() != nil {
+			return v, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
 // IsConnectError reports whether err is a failure to get a database connection at all.
 func IsConnectError(err error) bool {
 	var ce *pgconn.ConnectError

@@ -70,7 +70,10 @@ func (run *Run) finish(jobErr error) {
 	status, reason, msg := outcome(run.log, jobErr, run.st.ending())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rec, err := connretry.OnConnect(ctx, func() (*bt.RunRecord, error) {
+	// Retried while the database is away (a failover: the pool's sessions on the old primary
+	// break, new ones wait for the promoted standby): the end is fenced, so a retry after an
+	// end that did land is refused, and the run is recorded by its worker, not its lease.
+	rec, err := connretry.OnUnavailable(ctx, func() (*bt.RunRecord, error) {
 		return run.d.Store.Finish(ctx, run.fence, status, reason, msg)
 	})
 	if err != nil {
