@@ -78,6 +78,11 @@ func resumeAfterCut(b *testing.B, r *runner.Runner, db *pgxpool.Pool, cut int64)
 	pollFast(b, time.Minute, "the cut run to end", func() bool {
 		return testbundle.Count(b, db, `SELECT count(*) FROM job_runs WHERE id = $1 AND status NOT IN ('STARTING', 'RUNNING')`, cut) == 1 && !r.Active(cut)
 	})
+	var status, reason string
+	if err := db.QueryRow(context.Background(), `SELECT status, COALESCE(stop_reason, '') FROM job_runs WHERE id = $1`, cut).Scan(&status, &reason); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("the cut run ended %s (%s)", status, reason)
 	pollFast(b, time.Minute, "the RESUME to start", func() bool {
 		_, err := r.Start(context.Background(), runner.StartParams{Job: "charge", Mode: bt.ModeResume, Actor: "bench"})
 		if err != nil && !errors.Is(err, bt.ErrAlreadyRunning) {
