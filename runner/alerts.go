@@ -20,7 +20,10 @@ import (
 //   - TARGET_RETRIED: targets attempted 3 or more times without success;
 //   - DOWNSTREAM_ERRORS: more than 10% of a job's external calls failed downstream over 5
 //     minutes (at least 20 calls);
-//   - AMBIGUOUS_EFFECT: any target whose effect is in doubt.
+//   - AMBIGUOUS_EFFECT: any target whose effect is in doubt;
+//   - AUTO_RESUME_EXHAUSTED: a job's latest run ended by a lost holder, a shutdown or the
+//     database after the last attempt its auto-resume policy allows: nothing continues it
+//     until an operator does (a RESUME clears the alarm).
 func (r *Runner) Alerts(ctx context.Context) ([]bt.Alert, error) {
 	f, err := r.store.AlertFacts(ctx)
 	if err != nil {
@@ -73,6 +76,17 @@ func (r *Runner) Alerts(ctx context.Context) ([]bt.Alert, error) {
 			Severity: "CRITICAL", JobName: job, Value: float64(n), Since: f.Now,
 			Message: fmt.Sprintf("%d target(s) of %s may or may not have had their effect: reconcile them before any replay", n, job)})
 	}
+	for job, run := range f.Exhausted {
+		id := run.ID
+		since := run.StartedAt
+		if run.FinishedAt != nil {
+			since = *run.FinishedAt
+		}
+		out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertAutoResumeExhausted, job), Kind: bt.AlertAutoResumeExhausted,
+			Severity: "CRITICAL", JobName: job, RunID: &id, Value: float64(run.Attempt), Since: since,
+			Message: fmt.Sprintf("run %d of %s ended %s after %d automatic resume(s), the last its policy allows: start it with RESUME to continue from checkpoint %q",
+				id, job, run.StopReason, run.Attempt, run.Checkpoint)})
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
@@ -113,7 +127,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	counts, values := map[bt.AlertKind]float64{}, map[bt.AlertKind]float64{}
 	for _, k := range []bt.AlertKind{bt.AlertHeartbeatMissed, bt.AlertCheckpointStalled, bt.AlertTargetRetried,
-		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect} {
+		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect, bt.AlertAutoResumeExhausted} {
 		counts[k], values[k] = 0, 0
 	}
 	for _, a := range alerts {

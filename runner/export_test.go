@@ -1,5 +1,10 @@
 package runner
 
+import (
+	"context"
+	"time"
+)
+
 // Wake wakes the scheduler loop at once (tests use it to make every instance pass now).
 func (r *Runner) Wake() { r.sched.Wake() }
 
@@ -8,3 +13,7 @@ func (r *Runner) SlotWanted() bool { return r.sched.SlotWanted() }
 
 // RedoneWrites reports how many of r's item writes relied on a ledger state that was not so.
 func (r *Runner) RedoneWrites() int64 { return r.store.RedoneWrites() }
+
+// ResumeDue starts the due auto-resumes now, as a scheduler pass does, and returns how long
+// until the next one not yet due is (negative: none).
+func (r *Runner) ResumeDue(ctx context.Context) time.Duration { return r.resumeDue(ctx) }

@@ -72,6 +72,11 @@ type JobInfo struct {
 	// ScheduledMode is the mode of scheduled fires; empty means RESTART (each fire starts a
 	// new generation). RESUME suits jobs that continue one long walk fire after fire.
 	ScheduledMode Mode
+	// AutoResume is the default policy for continuing a run whose holder died, whose instance
+	// shut down or whose database went away; nil means DefaultAutoResume(). Like the cron it
+	// is used the first time the job is seen; afterwards it is edited at runtime
+	// (JobService.SetAutoResume).
+	AutoResume *AutoResumePolicy
 }
 
 // RetryPolicy is capped exponential backoff with full jitter for TRANSIENT failures.

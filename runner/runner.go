@@ -216,7 +216,7 @@ func New(cfg Config) (*Runner, error) {
 		listenDB = cfg.DB
 	}
 	r.sched = schedule.New(schedule.Config{Store: st, DB: listenDB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
-		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover})
+		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover, AutoResumeFunc: r.resumeDue})
 	r.replays = replay.New(replay.Config{Store: st, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
 		AuditFunc: r.audit, MaskFunc: maskEvidence})
 	rc := replay.ReconcileConfig{Store: st, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
@@ -255,6 +255,9 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		} else if _, err := schedule.LoadLocation(info.Timezone); err != nil {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
+		if err := validatePolicy(policyOf(info)); err != nil {
+			return fmt.Errorf("job %q: %w", info.Name, err)
+		}
 	}
 	defaults := make([]store.JobDefaults, len(jobs))
 	for i, j := range jobs {
@@ -269,7 +272,7 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		}
 		defaults[i] = store.JobDefaults{
 			Name: info.Name, Description: info.Description, Cron: info.Cron, Timezone: tz,
-			RiskLevel: risk, RetentionDays: retentionDays(info), JobVersion: info.Version,
+			RiskLevel: risk, RetentionDays: retentionDays(info), JobVersion: info.Version, AutoResume: policyOf(info),
 		}
 	}
 	// One statement per thousand jobs, not a round trip and a commit per job: an instance

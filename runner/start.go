@@ -32,7 +32,9 @@ type StartParams struct {
 	ReplayScope bt.ReplayScope
 
 	noAudit bool // set by operations that audit themselves
-	local   bool // never hand this start to another instance
+	// autoResumeOf is the ended run an AUTO_RESUME start continues (claimed by the insert).
+	autoResumeOf int64
+	local        bool // never hand this start to another instance
 	// approvedRestart is set for the RESTART run of an approved request: the approval is
 	// the gate's answer.
 	approvedRestart bool
@@ -231,7 +233,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 		return r.store.InsertRun(ctx, store.NewRun{
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
 			LeaseSeconds: leaseSecondsFor(a.lease), JobVersion: a.job.Info().Version, ScheduledFor: a.scheduledFor,
-			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID,
+			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID, AutoResumeOf: p.autoResumeOf,
 		})
 	})
 	if err == nil {
@@ -239,6 +241,10 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 	}
 	if a.locked {
 		_, _ = r.locks.Release(context.WithoutCancel(ctx), p.Job, a.token)
+	}
+	if errors.Is(err, store.ErrResumeTaken) {
+		// Another instance continued the ended run first, or a later run superseded it.
+		return nil, nil
 	}
 	if errors.Is(err, store.ErrFireTaken) {
 		// The fire was claimed a second time (its claim set back): it already ran, and its

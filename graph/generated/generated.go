@@ -2487,6 +2487,8 @@ enum AlertKind {
   DOWNSTREAM_ERRORS
   NO_LEDGER_WRITES
   AMBIGUOUS_EFFECT
+  "A job's latest run ended by a lost holder, a shutdown or the database after the last attempt its auto-resume policy allows."
+  AUTO_RESUME_EXHAUSTED
 }
 
 extend type Subscription {
@@ -3122,6 +3124,8 @@ enum RunTrigger {
   MANUAL
   REPLAY
   RECONCILE
+  "Started by the cluster itself, continuing a run whose holder died, whose instance shut down or whose database went away (the job's auto-resume policy)."
+  AUTO_RESUME
 }
 
 enum RunMode {
@@ -3141,6 +3145,8 @@ enum StopReason {
   PANIC
   STOP_CONDITION
   SHUTDOWN_TIMEOUT
+  "The database went away mid-run (connection lost, server restarting, a failover)."
+  DATABASE_UNAVAILABLE
 }
 
 type RunProgress {

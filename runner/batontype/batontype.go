@@ -34,6 +34,10 @@ const (
 	TriggerManual    Trigger = "MANUAL"
 	TriggerReplay    Trigger = "REPLAY"
 	TriggerReconcile Trigger = "RECONCILE"
+	// TriggerAutoResume is a RESUME run the cluster started by itself after a run ended
+	// because its holder died, its instance shut down or the database went away (the job's
+	// AutoResumePolicy).
+	TriggerAutoResume Trigger = "AUTO_RESUME"
 )
 
 // Mode chooses where a run begins.
@@ -70,6 +74,47 @@ const (
 	StopPanic         StopReason = "PANIC"
 	StopCondition     StopReason = "STOP_CONDITION"
 	StopShutdownTimer StopReason = "SHUTDOWN_TIMEOUT"
+	// StopDatabase: the run's database went away mid-run (connection lost, the server shut
+	// down, a failover turned it read-only) and the run could record no more.
+	StopDatabase StopReason = "DATABASE_UNAVAILABLE"
+)
+
+// ResumeCause is a way a run can end that auto-resume may cover.
+type ResumeCause string
+
+// Resume causes.
+const (
+	// ResumeLeaseExpired: the holder died or stalled and the recoverer ended the run
+	// (stop reason LEASE_EXPIRED).
+	ResumeLeaseExpired ResumeCause = "LEASE_EXPIRED"
+	// ResumeShutdown: the holder's instance shut down mid-run (SHUTDOWN, SHUTDOWN_TIMEOUT).
+	ResumeShutdown ResumeCause = "SHUTDOWN"
+	// ResumeDatabase: the database went away mid-run (DATABASE_UNAVAILABLE), a failover.
+	ResumeDatabase ResumeCause = "DATABASE"
+)
+
+// ResumeCauses lists every resume cause.
+var ResumeCauses = []ResumeCause{ResumeLeaseExpired, ResumeShutdown, ResumeDatabase}
+
+// AutoResumePolicy says when a run that ended without finishing continues by itself: after a
+// run ends FAILED in one of the On ways, a RESUME run (trigger AUTO_RESUME) starts after
+// Backoff × 2^(attempt−1) (capped at 15 minutes, or Backoff when longer), on any instance with
+// a free slot, up to MaxAttempts automatic resumes in one chain; after the last, the
+// AUTO_RESUME_EXHAUSTED alarm is raised. The ledger keeps a resume safe: CONFIRMED targets are
+// skipped and AMBIGUOUS_EFFECT targets stay quarantined.
+type AutoResumePolicy struct {
+	Enabled     bool
+	MaxAttempts int           // 1..100
+	Backoff     time.Duration // 0..24h, whole seconds
+	On          []ResumeCause
+}
+
+// Auto-resume outcomes of an ended run (RunRecord.AutoResumeOutcome).
+const (
+	AutoResumeResumed    = "RESUMED"    // AutoResumeRunID continues it
+	AutoResumeExhausted  = "EXHAUSTED"  // it was the last attempt
+	AutoResumeSuperseded = "SUPERSEDED" // a later run of the job came first
+	AutoResumeOff        = "OFF"        // the policy does not cover how it ended
 )
 
 // LedgerState is the state of one target's step in the result ledger.
@@ -231,6 +276,16 @@ type RunRecord struct {
 	LastCheckpointAt time.Time
 	// GenerationStartedAt is when the first run of the generation started (database clock).
 	GenerationStartedAt time.Time
+	// Attempt counts the automatic resumes before this run in its chain: 0 for a run an
+	// operator, the schedule or a replay started; n for the n-th AUTO_RESUME run.
+	Attempt int
+	// AutoResumeAt is when this ended run is due to be resumed automatically (nil: it is not).
+	AutoResumeAt *time.Time
+	// AutoResumeOutcome is what became of that: "" (due, or not covered at all), RESUMED,
+	// EXHAUSTED, SUPERSEDED or OFF.
+	AutoResumeOutcome string
+	// AutoResumeRunID is the AUTO_RESUME run that continued this one.
+	AutoResumeRunID *int64
 }
 
 // Percent reports progress in [0,100], or -1 when the total is unknown.
@@ -265,6 +320,7 @@ type JobSettings struct {
 	Version           int64
 	UpdatedAt         time.Time
 	UpdatedBy         string
+	AutoResume        AutoResumePolicy
 }
 
 // RunError is one failed item of a run.
@@ -449,6 +505,9 @@ const (
 	AlertDownstreamErrors  AlertKind = "DOWNSTREAM_ERRORS"
 	AlertNoLedgerWrites    AlertKind = "NO_LEDGER_WRITES"
 	AlertAmbiguousEffect   AlertKind = "AMBIGUOUS_EFFECT"
+	// AlertAutoResumeExhausted: a job's latest run ended in a way auto-resume covers, after
+	// its last attempt; nothing continues it until an operator does.
+	AlertAutoResumeExhausted AlertKind = "AUTO_RESUME_EXHAUSTED"
 )
 
 // Alert is one active alarm. Its ID is stable while the condition lasts.

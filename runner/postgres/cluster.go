@@ -85,6 +85,17 @@ func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) 
 	if err != nil {
 		return nil, err
 	}
+	rows, err = s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id IN (SELECT l.id FROM job_settings js
+		CROSS JOIN LATERAL (SELECT id, auto_resume_outcome FROM job_runs WHERE job_name = js.name ORDER BY id DESC LIMIT 1) l
+		WHERE l.auto_resume_outcome = 'EXHAUSTED')`)
+	exhausted, err := collect(rows, err, "read exhausted auto-resumes", scanRun)
+	if err != nil {
+		return nil, err
+	}
+	out.Exhausted = make(map[string]*bt.RunRecord, len(exhausted))
+	for _, run := range exhausted {
+		out.Exhausted[run.JobName] = run
+	}
 	for _, c := range retried {
 		out.Retried[c.job] = c.n[0]
 	}

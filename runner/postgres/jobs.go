@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,17 +18,26 @@ import (
 type jobStore struct{ *Store }
 
 const jobColumns = `name, description, cron, timezone, enabled, paused, next_scheduled_at, risk_level,
-	lease_seconds, retention_days, job_version, current_generation, version, updated_at, updated_by`
+	lease_seconds, retention_days, job_version, current_generation, version, updated_at, updated_by,
+	auto_resume, auto_resume_max_attempts, auto_resume_backoff_seconds, auto_resume_on`
 
 func scanJob(row pgx.Row) (*bt.JobSettings, error) {
 	var j bt.JobSettings
 	var risk string
+	var backoff int
+	var on []string
 	err := row.Scan(&j.Name, &j.Description, &j.Cron, &j.Timezone, &j.Enabled, &j.Paused, &j.NextScheduledAt,
-		&risk, &j.LeaseSeconds, &j.RetentionDays, &j.JobVersion, &j.CurrentGeneration, &j.Version, &j.UpdatedAt, &j.UpdatedBy)
+		&risk, &j.LeaseSeconds, &j.RetentionDays, &j.JobVersion, &j.CurrentGeneration, &j.Version, &j.UpdatedAt, &j.UpdatedBy,
+		&j.AutoResume.Enabled, &j.AutoResume.MaxAttempts, &backoff, &on)
 	if err != nil {
 		return nil, err
 	}
 	j.RiskLevel = bt.RiskLevel(risk)
+	j.AutoResume.Backoff = time.Duration(backoff) * time.Second
+	j.AutoResume.On = make([]bt.ResumeCause, len(on))
+	for i, c := range on {
+		j.AutoResume.On[i] = bt.ResumeCause(c)
+	}
 	return &j, nil
 }
 
@@ -49,16 +59,13 @@ func (s jobStore) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) erro
 	slices.SortFunc(sorted, func(a, b store.JobDefaults) int { return strings.Compare(a.Name, b.Name) })
 	for chunk := range slices.Chunk(sorted, ensureJobsChunk) {
 		n := len(chunk)
-		names, descs, crons, tzs, risks, versions := make([]string, n), make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n)
-		retention := make([]int32, n)
-		for i, d := range chunk {
-			names[i], descs[i], crons[i], tzs[i], risks[i], versions[i] = d.Name, d.Description, d.Cron, d.Timezone, string(d.RiskLevel), d.JobVersion
-			retention[i] = int32(d.RetentionDays)
-		}
+		c := defaultColumns(chunk)
 		_, err := s.pool.Exec(ctx, `
-			INSERT INTO job_settings (name, description, cron, timezone, risk_level, retention_days, job_version)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[])
+			INSERT INTO job_settings (name, description, cron, timezone, risk_level, retention_days, job_version,
+				auto_resume, auto_resume_max_attempts, auto_resume_backoff_seconds, auto_resume_on)
+			SELECT name, descr, cron, tz, risk, retention, version, ar, ar_max, ar_backoff, string_to_array(ar_on, ',')
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[],
+				$8::boolean[], $9::integer[], $10::integer[], $11::text[]) AS d(name, descr, cron, tz, risk, retention, version, ar, ar_max, ar_backoff, ar_on)
 			ORDER BY 1
 			ON CONFLICT (name) DO UPDATE SET
 				description = EXCLUDED.description,
@@ -67,15 +74,44 @@ func (s jobStore) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) erro
 			WHERE job_settings.description IS DISTINCT FROM EXCLUDED.description
 			   OR job_settings.risk_level IS DISTINCT FROM EXCLUDED.risk_level
 			   OR job_settings.job_version IS DISTINCT FROM EXCLUDED.job_version`,
-			names, descs, crons, tzs, risks, retention, versions)
+			c.names, c.descs, c.crons, c.tzs, c.risks, c.retention, c.versions, c.autoResume, c.maxAttempts, c.backoff, c.on)
 		if err != nil {
 			if n == 1 {
-				return fmt.Errorf("ensure job %s: %w", names[0], err)
+				return fmt.Errorf("ensure job %s: %w", c.names[0], err)
 			}
-			return fmt.Errorf("ensure jobs %s to %s: %w", names[0], names[n-1], err)
+			return fmt.Errorf("ensure jobs %s to %s: %w", c.names[0], c.names[n-1], err)
 		}
 	}
 	return nil
+}
+
+// jobDefaultColumns are JobDefaults as the columns of one EnsureJobs statement.
+type jobDefaultColumns struct {
+	names, descs, crons, tzs, risks, versions, on []string
+	retention, maxAttempts, backoff               []int32
+	autoResume                                    []bool
+}
+
+func defaultColumns(jobs []store.JobDefaults) jobDefaultColumns {
+	n := len(jobs)
+	c := jobDefaultColumns{names: make([]string, n), descs: make([]string, n), crons: make([]string, n), tzs: make([]string, n),
+		risks: make([]string, n), versions: make([]string, n), on: make([]string, n), retention: make([]int32, n),
+		maxAttempts: make([]int32, n), backoff: make([]int32, n), autoResume: make([]bool, n)}
+	for i, d := range jobs {
+		c.names[i], c.descs[i], c.crons[i], c.tzs[i], c.risks[i], c.versions[i] = d.Name, d.Description, d.Cron, d.Timezone, string(d.RiskLevel), d.JobVersion
+		c.retention[i] = int32(d.RetentionDays)
+		p := d.AutoResume
+		if p.MaxAttempts == 0 { // not given: the schema's default policy
+			p = bt.AutoResumePolicy{Enabled: true, MaxAttempts: 3, Backoff: 5 * time.Second, On: bt.ResumeCauses}
+		}
+		c.autoResume[i], c.maxAttempts[i], c.backoff[i] = p.Enabled, int32(p.MaxAttempts), int32(p.Backoff/time.Second)
+		causes := make([]string, len(p.On))
+		for k, cause := range p.On {
+			causes[k] = string(cause)
+		}
+		c.on[i] = strings.Join(causes, ",")
+	}
+	return c
 }
 
 // Job returns one job's settings, or ErrNotFound.

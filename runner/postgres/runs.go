@@ -18,7 +18,8 @@ type runStore struct{ *Store }
 const runColumns = `id, job_name, status, trigger, mode, requested_by, instance, lease_seconds, lease_until, heartbeat_at,
 	cancel_requested, COALESCE(cancel_requested_by, ''), COALESCE(pause_reason, ''), generation, resumed_from, replay_request_id,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
-	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at, generation_started_at`
+	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at, generation_started_at,
+	attempt, auto_resume_at, COALESCE(auto_resume_outcome, ''), auto_resume_run_id`
 
 func scanRun(row pgx.Row) (*bt.RunRecord, error) {
 	var r bt.RunRecord
@@ -26,7 +27,8 @@ func scanRun(row pgx.Row) (*bt.RunRecord, error) {
 	err := row.Scan(&r.ID, &r.JobName, &status, &trigger, &mode, &r.RequestedBy, &r.Instance, &r.LeaseSeconds, &r.LeaseUntil,
 		&r.HeartbeatAt, &r.CancelRequested, &r.CancelBy, &pause, &r.Generation, &r.ResumedFrom, &r.ReplayRequestID,
 		&r.ScheduledFor, &r.Checkpoint, &r.StartCheckpoint, &r.Total, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped,
-		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt, &r.GenerationStartedAt)
+		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt, &r.GenerationStartedAt,
+		&r.Attempt, &r.AutoResumeAt, &r.AutoResumeOutcome, &r.AutoResumeRunID)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +76,12 @@ func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord,
 		// The operator's override (updateJobSchedule), read under the row lock with the rest.
 		n.LeaseSeconds = *leaseOverride
 	}
-	checkpoint := ""
-	var resumedFrom *int64
+	attempt := 0
+	if n.AutoResumeOf != 0 {
+		if attempt, err = claimAutoResume(ctx, tx, n.JobName, n.AutoResumeOf); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case n.Generation != 0:
 		gen = n.Generation
@@ -85,26 +91,18 @@ func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord,
 			return nil, err
 		}
 	}
-	if n.Mode == bt.ModeResume && n.Generation == 0 && !n.FromStart {
-		err := tx.QueryRow(ctx, `SELECT token FROM job_checkpoints WHERE job_name = $1 AND generation = $2 AND shard = ''`,
-			n.JobName, gen).Scan(&checkpoint)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
-		}
-		err = tx.QueryRow(ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`,
-			n.JobName, gen).Scan(&resumedFrom)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
-		}
+	checkpoint, resumedFrom, err := resumePoint(ctx, tx, n, gen)
+	if err != nil {
+		return nil, err
 	}
 	run, err := scanRun(tx.QueryRow(ctx, `
 		INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until,
-			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version, generation_started_at)
+			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version, generation_started_at, attempt)
 		VALUES ($1, 'STARTING', $2, $3, $4, $5, $6, $7::integer, statement_timestamp() + make_interval(secs => $7::integer), $8, $9, $10, $11, $12, $12, $13,
-			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), statement_timestamp()))
+			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), statement_timestamp()), $14)
 		RETURNING `+runColumns,
 		n.JobName, string(n.Trigger), string(n.Mode), n.Actor, n.Instance, n.Token, n.LeaseSeconds,
-		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion))
+		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion, attempt))
 	if isUniqueViolation(err) {
 		if violatedConstraint(err) == "job_runs_one_per_fire" {
 			return nil, fmt.Errorf("insert run of %s for the fire of %s: %w", n.JobName, n.ScheduledFor.UTC().Format(time.RFC3339), store.ErrFireTaken)
@@ -114,7 +112,36 @@ func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord,
 	if err != nil {
 		return nil, fmt.Errorf("insert run of %s: %w", n.JobName, err)
 	}
+	if n.AutoResumeOf != 0 {
+		if err := markResumed(ctx, tx, n.AutoResumeOf, run.ID); err != nil {
+			return nil, fmt.Errorf("mark run %d resumed: %w", n.AutoResumeOf, err)
+		}
+	}
 	return run, tx.Commit(ctx)
+}
+
+// resumePoint is where a RESUME run of generation gen starts: the generation's last committed
+// checkpoint and the run it continues (the generation's latest, or the ended run an
+// AUTO_RESUME claimed). Other runs start from the beginning.
+func resumePoint(ctx context.Context, tx pgx.Tx, n store.NewRun, gen int64) (string, *int64, error) {
+	checkpoint := ""
+	var resumedFrom *int64
+	if n.Mode == bt.ModeResume && n.Generation == 0 && !n.FromStart {
+		err := tx.QueryRow(ctx, `SELECT token FROM job_checkpoints WHERE job_name = $1 AND generation = $2 AND shard = ''`,
+			n.JobName, gen).Scan(&checkpoint)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, err
+		}
+		err = tx.QueryRow(ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`,
+			n.JobName, gen).Scan(&resumedFrom)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, err
+		}
+	}
+	if n.AutoResumeOf != 0 {
+		resumedFrom = &n.AutoResumeOf
+	}
+	return checkpoint, resumedFrom, nil
 }
 
 // Run returns one run, or NOT_FOUND.

@@ -29,6 +29,7 @@ type Store struct {
 	jobStore
 	scheduleStore
 	runStore
+	autoResumeStore
 	leaseStore
 	itemStore
 	ledgerStore
@@ -44,6 +45,7 @@ type Store struct {
 func New(pool *pgxpool.Pool) *Store {
 	s := &Store{pool: pool}
 	s.jobStore, s.scheduleStore, s.runStore, s.leaseStore = jobStore{s}, scheduleStore{s}, runStore{s}, leaseStore{s}
+	s.autoResumeStore = autoResumeStore{s}
 	s.itemStore, s.ledgerStore, s.replayStore, s.reconcileStore = itemStore{s}, ledgerStore{s}, replayStore{s}, reconcileStore{s}
 	s.retentionStore, s.auditStore, s.callStatStore, s.clusterStore = retentionStore{s}, auditStore{s}, callStatStore{s}, clusterStore{s}
 	return s

@@ -22,6 +22,8 @@ type Jobs interface {
 	// SetPaused pauses or resumes a job. Pausing disables its schedule and asks its active run
 	// to stop at the next boundary with status PAUSED; resuming clears both.
 	SetPaused(ctx context.Context, job string, paused bool, actor string) (*bt.JobSettings, error)
+	// SetAutoResume applies p to the job's auto-resume policy and returns the job.
+	SetAutoResume(ctx context.Context, job string, p AutoResumePatch) (*bt.JobSettings, error)
 }
 
 // JobDefaults is what a job declares about itself when registered.
@@ -33,6 +35,19 @@ type JobDefaults struct {
 	RiskLevel     bt.RiskLevel
 	RetentionDays int
 	JobVersion    string
+	// AutoResume is the job's policy on first sight; afterwards it is edited at runtime. The
+	// zero policy (MaxAttempts 0) stands for the schema's default: on, 3 attempts, 5 s, every
+	// cause.
+	AutoResume bt.AutoResumePolicy
+}
+
+// AutoResumePatch changes a job's auto-resume policy; nil fields stay as they are.
+type AutoResumePatch struct {
+	Enabled     *bool
+	MaxAttempts *int
+	Backoff     *time.Duration
+	On          []bt.ResumeCause // nil: unchanged
+	Actor       string
 }
 
 // SchedulePatch changes a job's schedule; nil fields stay as they are.

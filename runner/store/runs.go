@@ -60,6 +60,26 @@ type NewRun struct {
 	// FromStart makes a RESUME-mode run begin with no checkpoint (replays walk every target;
 	// the ledger decides per target).
 	FromStart bool
+	// AutoResumeOf is the ended run an AUTO_RESUME run continues. The insert claims it in the
+	// same transaction: a run already resumed, superseded by a later run of the job, or not
+	// due yet is ErrResumeTaken and nothing is written.
+	AutoResumeOf int64
+}
+
+// DueResume is an ended run whose auto-resume is due.
+type DueResume struct {
+	RunID   int64
+	JobName string
+	Attempt int // the ended run's; its resume is attempt Attempt+1
+}
+
+// AutoResumes are the ended runs waiting to be continued by themselves.
+type AutoResumes interface {
+	// DueAutoResumes marks SUPERSEDED the pending auto-resumes of jobs that started another
+	// run since, and returns up to limit of the due ones of jobs neither paused nor in
+	// maintenance, earliest first, with how long until the next one not yet due is, by the
+	// database clock (nil: none).
+	DueAutoResumes(ctx context.Context, limit int) (due []DueResume, next *time.Duration, err error)
 }
 
 // RunFilter selects runs, newest first, by keyset on id.

@@ -21,6 +21,7 @@ type Store interface {
 	Jobs
 	Schedules
 	Runs
+	AutoResumes
 	Leases
 	Items
 	Ledger
@@ -57,6 +58,10 @@ type LeaseState struct {
 // one: the fire was claimed twice, and this claim is void.
 var ErrFireTaken = errors.New("the fire already started a run")
 
+// ErrResumeTaken is InsertRun's refusal of an AUTO_RESUME run whose ended run is no longer
+// waiting for one: resumed already, superseded, or not due.
+var ErrResumeTaken = errors.New("the run is no longer waiting to be resumed")
+
 // Cluster is the state every instance shares: the database clock, the maintenance switch and
 // the facts the alarms are computed from.
 type Cluster interface {
@@ -79,4 +84,7 @@ type AlertRows struct {
 	Retried    map[string]int64    // job → targets attempted 3+ times without success
 	Ambiguous  map[string]int64    // job → targets in AMBIGUOUS_EFFECT across generations
 	Downstream map[string][3]int64 // job → calls, downstream errors, rejects over 5 minutes
+	// Exhausted: job → its latest run, when that run ended in a way auto-resume covers after
+	// the policy's last attempt.
+	Exhausted map[string]*bt.RunRecord
 }

@@ -6,6 +6,8 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 export type AlertKind =
   | 'AMBIGUOUS_EFFECT'
+  /** A job's latest run ended by a lost holder, a shutdown or the database after the last attempt its auto-resume policy allows. */
+  | 'AUTO_RESUME_EXHAUSTED'
   | 'CHECKPOINT_STALLED'
   | 'DOWNSTREAM_ERRORS'
   | 'HEARTBEAT_MISSED'
@@ -131,6 +133,8 @@ export type RunTimelineKind =
   | 'REQUESTED';
 
 export type RunTrigger =
+  /** Started by the cluster itself, continuing a run whose holder died, whose instance shut down or whose database went away (the job's auto-resume policy). */
+  | 'AUTO_RESUME'
   | 'MANUAL'
   | 'RECONCILE'
   | 'REPLAY'
@@ -138,6 +142,8 @@ export type RunTrigger =
 
 export type StopReason =
   | 'CANCELLED'
+  /** The database went away mid-run (connection lost, server restarting, a failover). */
+  | 'DATABASE_UNAVAILABLE'
   | 'ERROR'
   | 'LEASE_EXPIRED'
   | 'MAINTENANCE'

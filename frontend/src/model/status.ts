@@ -100,6 +100,7 @@ const TRIGGER: Record<RunTrigger, string> = {
   MANUAL: 'Manual',
   REPLAY: 'Replay',
   RECONCILE: 'Reconcile',
+  AUTO_RESUME: 'Auto-resume',
 };
 
 export function triggerLabel(t: RunTrigger): string {
@@ -116,6 +117,7 @@ const STOP_REASON: Record<StopReason, string> = {
   PANIC: 'a panic in the job code',
   STOP_CONDITION: 'a stop condition tripped',
   SHUTDOWN_TIMEOUT: 'the instance shut down before the item finished',
+  DATABASE_UNAVAILABLE: 'the database went away (a restart or a failover)',
 };
 
 /** stopReasonWords says why a run stopped: "cluster maintenance". */
@@ -130,6 +132,7 @@ const ALERT_KIND: Record<AlertKind, string> = {
   DOWNSTREAM_ERRORS: 'Downstream errors',
   NO_LEDGER_WRITES: 'No ledger writes',
   AMBIGUOUS_EFFECT: 'Ambiguous effect',
+  AUTO_RESUME_EXHAUSTED: 'Auto-resume gave up',
 };
 
 export function alertKindLabel(k: AlertKind): string {

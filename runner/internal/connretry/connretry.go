@@ -5,6 +5,10 @@ package connretry
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -38,4 +42,30 @@ func OnConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 func IsConnectError(err error) bool {
 	var ce *pgconn.ConnectError
 	return err != nil && errors.As(err, &ce)
+}
+
+// IsUnavailable reports whether err, returned by a database statement, means the database
+// went away rather than refused the statement: no connection could be had, the connection
+// broke (reset, closed, cut off mid-message), the server is shutting down or restarting
+// (SQLSTATE 57P01–57P03), a connection exception (class 08), or the server turned read-only
+// under the session (25006, a primary demoted by a failover). A run that ends on such an error
+// ended for the database's sake, not its own: auto-resume may continue it (cause DATABASE).
+// Apply it only to errors of database calls: a network error of a job's own call to an
+// outside system is not the database's.
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if IsConnectError(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		c := pgErr.Code
+		return strings.HasPrefix(c, "08") || c == "57P01" || c == "57P02" || c == "57P03" || c == "25006"
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed")
 }

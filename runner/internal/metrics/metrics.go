@@ -18,6 +18,7 @@ type Metrics struct {
 	CapacityExceeded prometheus.Counter
 	FiresSkipped     prometheus.Counter
 	Recovered        prometheus.Counter
+	AutoResumed      prometheus.Counter
 	StartLatency     prometheus.Histogram
 	ScheduleLateness prometheus.Histogram
 }
@@ -56,6 +57,9 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 		Recovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_runs_recovered_total", Help: "Runs failed by the recoverer because their lease expired.",
 		}),
+		AutoResumed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_runs_auto_resumed_total", Help: "RESUME runs started by auto-resume after a run ended by a lost holder, a shutdown or the database.",
+		}),
 		StartLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "baton_start_latency_seconds", Help: "Start: lock, insert and hand-off.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
@@ -73,7 +77,7 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 	}, func() float64 { return float64(redone()) })
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.RunsStarted, m.RunsFinished, m.Items, m.LeaseRenewals, m.LeaseLost,
-			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.StartLatency, m.ScheduleLateness, redoneWrites} {
+			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.AutoResumed, m.StartLatency, m.ScheduleLateness, redoneWrites} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -106,6 +106,10 @@ func outcome(log *slog.Logger, jobErr error, e ending) (bt.RunStatus, bt.StopRea
 		return bt.StatusFailed, bt.StopPanic, PublicErrorText(log, jobErr)
 	case e.lost:
 		return bt.StatusFailed, bt.StopLeaseExpired, "lease lost"
+	case e.dbLost && jobErr != nil:
+		log.Warn("run ends: the database went away mid-run", "err", jobErr)
+		return bt.StatusFailed, bt.StopDatabase, fmt.Sprintf(
+			"the database went away mid-run (a restart or a failover) at checkpoint %q; RESUME continues from there", e.checkpoint)
 	case jobErr == nil:
 		return bt.StatusSucceeded, "", ""
 	case errors.Is(jobErr, bt.ErrStopped) || errors.Is(jobErr, context.Canceled):

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/connretry"
 	"github.com/baton-run/baton/runner/store"
 )
 
@@ -24,6 +25,7 @@ type state struct {
 	flagsAt  time.Time     // local time the flags were last read
 	stop     bt.StopReason // set once a stop was seen or requested locally
 	lost     bool
+	dbLost   bool // a database write failed because the database went away
 	// tripped is the stop condition that stopped the run, if one did.
 	tripped *bt.Check
 }
@@ -57,6 +59,11 @@ func (s *state) fail(err error) error {
 		s.lost = true
 		s.mu.Unlock()
 		s.leaseLost.Inc()
+	}
+	if connretry.IsUnavailable(err) {
+		s.mu.Lock()
+		s.dbLost = true
+		s.mu.Unlock()
 	}
 	return err
 }
@@ -116,6 +123,7 @@ func (s *state) running() {
 type ending struct {
 	stop       bt.StopReason
 	lost       bool
+	dbLost     bool // a database write of the run failed because the database went away
 	checkpoint string
 	tripped    *bt.Check
 }
@@ -123,7 +131,7 @@ type ending struct {
 func (s *state) ending() ending {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ending{stop: s.stop, lost: s.lost, checkpoint: s.rec.Checkpoint, tripped: s.tripped}
+	return ending{stop: s.stop, lost: s.lost, dbLost: s.dbLost, checkpoint: s.rec.Checkpoint, tripped: s.tripped}
 }
 
 // Check is a safe point: it renews the lease when less than half is left, learns of cancel

@@ -54,6 +54,9 @@ type Config struct {
 	StartFunc func(ctx context.Context, f Fire) error
 	// RecoverFunc runs one lease recovery pass, every PollInterval.
 	RecoverFunc func(ctx context.Context)
+	// AutoResumeFunc, if set, starts the due auto-resumes on every pass and returns how long
+	// until the next pending one is due (negative: none is pending).
+	AutoResumeFunc func(ctx context.Context) time.Duration
 }
 
 // Scheduler fires due jobs once cluster-wide: each fire is claimed by compare-and-set in
@@ -89,6 +92,10 @@ func (s *Scheduler) SlotFreed() {
 	}
 }
 
+// WantSlot records that a due start found every slot busy: the next slot freed wakes the
+// scheduler.
+func (s *Scheduler) WantSlot() { s.slotWanted.Store(true) }
+
 // SlotWanted reports whether a due fire is waiting for a free slot.
 func (s *Scheduler) SlotWanted() bool { return s.slotWanted.Load() }
 
@@ -104,6 +111,13 @@ func (s *Scheduler) Run(ctx context.Context) {
 			lastRecover = time.Now()
 		}
 		wait := s.pass(ctx, cache)
+		if s.cfg.AutoResumeFunc != nil {
+			if next := s.cfg.AutoResumeFunc(ctx); next >= 0 {
+				// Not sooner than a pause: a due resume that could not start (no free slot
+				// here) is looked at again after it, or when a slot frees.
+				wait = min(wait, max(next, autoResumeRetry))
+			}
+		}
 		if untilRecover := s.cfg.PollInterval - time.Since(lastRecover); untilRecover < wait {
 			wait = untilRecover
 		}
@@ -132,6 +146,9 @@ func (s *Scheduler) Pass(ctx context.Context) time.Duration {
 	}
 	return s.pass(ctx, s.passCache)
 }
+
+// autoResumeRetry is the shortest wait before the scheduler looks at the due auto-resumes again.
+const autoResumeRetry = 50 * time.Millisecond
 
 // slotRetry bounds the wait of a scheduler whose due fire found every slot busy.
 const slotRetry = 500 * time.Millisecond

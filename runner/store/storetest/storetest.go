@@ -58,6 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"ReconcileClaimedOnce", testReconcileClaimedOnce},
 		{"ScheduleState", testScheduleState},
 		{"OneRunPerScheduledFire", testOneRunPerScheduledFire},
+		{"AutoResumeClaimedOnce", testAutoResumeClaimedOnce},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
