@@ -173,8 +173,8 @@ func listeners(t testing.TB, pool *pgxpool.Pool) int {
 // TestPostgresFailoverMidRun: a run is charging accounts through an idempotent provider when
 // the PostgreSQL primary is SIGKILLed with a call out, and its streaming standby is promoted.
 // The instances reach the new primary through their multi-host URL (target_session_attrs=
-// read-write); the run's job completes on it, every account charged exactly once (the one whose
-// answer was lost is reconciled from the provider); an every-second schedule's fires during the
+// read-write); the cut run is auto-resumed there and the job completes, every account charged
+// exactly once (the one whose answer was lost is reconciled from the provider); an every-second schedule's fires during the
 // outage each either ran or are recorded missed, none twice; and the schedulers' LISTEN comes
 // back: a schedule change made after the failover wakes a scheduler whose poll is 10s away.
 func TestPostgresFailoverMidRun(t *testing.T) {
@@ -224,7 +224,7 @@ func TestPostgresFailoverMidRun(t *testing.T) {
 	wake.Pool.Reset()
 
 	waitReconnected(t, workDB, pair)
-	final := completeAfterFailover(t, work, r, first)
+	final := completeAfterFailover(t, work, first)
 	checkCharges(t, work, r, provider, n, final)
 	checkFiresAcrossOutage(t, work, promoted)
 	checkListenBack(t, wake, api)
@@ -241,17 +241,32 @@ func waitReconnected(t *testing.T, pool *pgxpool.Pool, pair *testenv.PostgresPai
 	})
 }
 
-// completeAfterFailover waits for the run cut by the failover to end, resumes the job, and
-// returns the run that completed it.
-func completeAfterFailover(t *testing.T, b *bundle, r *runner.Runner, first int64) *bt.RunRecord {
+// completeAfterFailover waits for the run cut by the failover to end FAILED for the
+// database's sake (its lease expired meanwhile, or its write found the database gone) and for
+// auto-resume to complete the job: the chain from the cut run to the job's last run is made of
+// AUTO_RESUME runs, each resuming the one before, the last SUCCEEDED. It returns that run.
+func completeAfterFailover(t *testing.T, b *bundle, first int64) *bt.RunRecord {
 	t.Helper()
 	cut := b.waitStatus(first, bt.StatusFailed, bt.StatusSucceeded)
 	t.Logf("the run cut by the failover ended %s (%s): %s", cut.Status, cut.StopReason, cut.Message)
-	if cut.Status != bt.StatusFailed {
-		t.Fatalf("the run cut by the failover ended %s; want FAILED", cut.Status)
+	if cut.Status != bt.StatusFailed || (cut.StopReason != bt.StopLeaseExpired && cut.StopReason != bt.StopDatabase) {
+		t.Fatalf("the run cut by the failover ended %s (%s); want FAILED by LEASE_EXPIRED or DATABASE_UNAVAILABLE", cut.Status, cut.StopReason)
 	}
-	testenv.Eventually(t, 20*time.Second, "the cut run's worker to let go", func() bool { return !r.Active(first) })
-	return b.succeed(r, runner.StartParams{Job: "charge", Mode: bt.ModeResume, Actor: "test"})
+	var ch []chainRun
+	testenv.Eventually(t, time.Minute, "auto-resume to complete the job", func() bool {
+		ch = b.chain("charge")
+		return ch[len(ch)-1].status == bt.StatusSucceeded
+	})
+	if ch[0].id != first || len(ch) < 2 {
+		t.Fatalf("runs of the job %+v; want the cut run %d, then its auto-resumes", ch, first)
+	}
+	for i, c := range ch[1:] {
+		prev := ch[i]
+		if c.trigger != bt.TriggerAutoResume || c.resumedFrom != prev.id || prev.outcome != bt.AutoResumeResumed || prev.resumedBy != c.id {
+			t.Fatalf("run %+v after %+v; want an AUTO_RESUME run resuming it", c, prev)
+		}
+	}
+	return b.run(ch[len(ch)-1].id)
 }
 
 // checkCharges resolves the ambiguous accounts from the provider and checks that every

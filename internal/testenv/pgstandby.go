@@ -15,6 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// standbyRetryInterval is the standby's wal_retrieve_retry_interval: how long it waits before
+// it tries a WAL source again, and so how long a promotion may wait after the primary died.
+const standbyRetryInterval = "500ms"
+
 // PostgresPair is a private PostgreSQL primary and a hot standby streaming from it, for tests
 // that fail over: Primary.Kill crashes the primary, Promote makes the standby the new primary.
 type PostgresPair struct {
@@ -25,7 +29,8 @@ type PostgresPair struct {
 // PrivatePostgresPair starts a private primary (as PrivatePostgres does) and a hot standby
 // made from it by pg_basebackup -R -X stream, on spare ports of their own, and returns once
 // the standby streams from the primary as its synchronous standby. Both stop when the test
-// ends.
+// ends. The standby retries a lost WAL stream every 500ms (wal_retrieve_retry_interval), so a
+// promotion right after the primary died waits at most that long for the standby's retry.
 //
 // Replication is synchronous (synchronous_standby_names = '*', synchronous_commit on): the
 // primary acknowledges a commit only once the standby has its WAL, so no commit a client saw
@@ -53,7 +58,9 @@ func PrivatePostgresPair(t testing.TB) *PostgresPair {
 		if err := baseBackup(primary, s); err != nil {
 			t.Fatalf("testenv: pg_basebackup from port %d: %v\n%s", primary.Port, err, logTail(filepath.Join(s.Dir, "basebackup.log")))
 		}
-		return []string{"-c", "hot_standby=on"}
+		// PostgreSQL 15 can leave a promotion requested just after the stream broke waiting
+		// out the retry interval of the WAL source, 5s by default; the pair promotes faster.
+		return []string{"-c", "hot_standby=on", "-c", "wal_retrieve_retry_interval=" + standbyRetryInterval}
 	})
 	p := &PostgresPair{Primary: primary, Standby: standby}
 	p.waitStreaming(t)
