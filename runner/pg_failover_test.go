@@ -5,6 +5,7 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -350,4 +351,48 @@ func checkListenBack(t *testing.T, b *bundle, api *runner.Runner) {
 	testenv.Eventually(t, 8*time.Second, "a run under the new cron (the poll is 10s)", func() bool {
 		return b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'woken' AND trigger = 'SCHEDULED'`) >= 1
 	})
+}
+
+// TestPostgresFailoverRunEndsByItsWorker: when the standby is promoted at once, well inside
+// the cut run's 10s lease, the run's worker ends the run itself, DATABASE_UNAVAILABLE, and
+// auto-resume continues it: the job does not wait for the lease to run out.
+//
+// Known bug, skipped unless BATON_FAILOVER_STRICT=1: the worker's end write (Finish) is retried
+// only on a connect error (connretry.OnConnect in pipeline.Run.finish), but the first
+// statement after a failover often draws a pooled session of the dead primary and fails
+// otherwise: "finish run N: begin: conn closed" (nothing sent; pgconn.SafeToRetry says so) or
+// "begin: FATAL: terminating connection due to unexpected postmaster exit (SQLSTATE 57P01)".
+// The finish is given up ("finish refused"), the run stays RUNNING until the recoverer ends it
+// LEASE_EXPIRED, and auto-resume starts a lease later than it could. Whether it happens
+// depends on the pool's idle sessions at the crash: about half the runs here.
+func TestPostgresFailoverRunEndsByItsWorker(t *testing.T) {
+	var pair *testenv.PostgresPair
+	b := &bundle{Bundle: testbundle.Setup(t, func(tb testing.TB) string {
+		pair = testenv.PrivatePostgresPair(tb)
+		return pairDatabase(tb, pair, "end_")
+	})}
+	provider := newChargeProvider()
+	const n = 60
+	charge := newChargeJob("charge", n, 20, provider)
+	charge.lease = 10 * time.Second
+	r := b.runner(func(c *runner.Config) { c.Scheduler = true; c.PollInterval = 200 * time.Millisecond }, charge)
+	first := mustStart(t, r, runner.StartParams{Job: "charge", Actor: "test"})
+	<-charge.atHold
+	pair.Primary.Kill(t)
+	close(charge.release)
+	pair.Promote(t)
+	b.Pool.Reset()
+
+	var cut *bt.RunRecord
+	testenv.Eventually(t, time.Minute, "the cut run to end", func() bool { cut = b.run(first); return !cut.Status.Active() })
+	if cut.StopReason != bt.StopDatabase {
+		msg := fmt.Sprintf("the cut run ended %s (%s: %s); want FAILED by DATABASE_UNAVAILABLE, ended by its worker before its lease ran out",
+			cut.Status, cut.StopReason, cut.Message)
+		if os.Getenv("BATON_FAILOVER_STRICT") != "1" {
+			t.Skipf("known bug: the worker's finish is not retried on a session of the dead primary (BATON_FAILOVER_STRICT=1 to fail): %s", msg)
+		}
+		t.Fatal(msg)
+	}
+	final := completeAfterFailover(t, b, first)
+	checkCharges(t, b, r, provider, n, final)
 }
