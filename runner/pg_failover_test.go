@@ -175,9 +175,10 @@ func listeners(t testing.TB, pool *pgxpool.Pool) int {
 // the PostgreSQL primary is SIGKILLed with a call out, and its streaming standby is promoted.
 // The instances reach the new primary through their multi-host URL (target_session_attrs=
 // read-write); the cut run is auto-resumed there and the job completes, every account charged
-// exactly once (the one whose answer was lost is reconciled from the provider); an every-second schedule's fires during the
-// outage each either ran or are recorded missed, none twice; and the schedulers' LISTEN comes
-// back: a schedule change made after the failover wakes a scheduler whose poll is 10s away.
+// exactly once (the one whose answer was lost is reconciled from the provider); an
+// every-second schedule's fires during the outage each either ran or are recorded missed, none
+// twice; and the schedulers' LISTEN comes back: a schedule change made after the failover
+// wakes a scheduler whose poll is 10s away.
 func TestPostgresFailoverMidRun(t *testing.T) {
 	var pair *testenv.PostgresPair
 	work := &bundle{Bundle: testbundle.Setup(t, func(tb testing.TB) string {
