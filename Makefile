@@ -87,6 +87,10 @@ check-generate: generate ## Fail if `make generate` changes or adds files (CI dr
 bench: ## Benchmarks beside PostgreSQL, Redis and River baselines, ROUNDS (5) interleaved rounds; writes BENCHMARKS.md (scripts/bench.sh)
 	scripts/bench.sh
 
+.PHONY: bench-ha
+bench-ha: ## High-availability figures (Sentinel failover, PgBouncer, kill to auto-resume), ROUNDS (5) rounds; writes bench/ha.md (scripts/bench-ha.sh)
+	scripts/bench-ha.sh
+
 .PHONY: fuzz
 fuzz: ## Run every Fuzz* target for FUZZTIME each (default 30s; scripts/fuzz.sh)
 	scripts/fuzz.sh

@@ -129,7 +129,7 @@ printf 'INSERT INTO %s.t (v) VALUES (1);\n' "$scratch" >"$RAW/insert.sql"
 # --- the commands of one round (also written to commands.tsv, as the report quotes them) --------
 pgb1=(pgbench -n -M prepared -c 1 -j 1 -T "$PGBENCH_SECONDS" -f "$RAW/insert.sql" "$DATABASE_URL")
 pgb8=(pgbench -n -M prepared -c 8 -j 2 -T "$PGBENCH_SECONDS" -f "$RAW/insert.sql" "$DATABASE_URL")
-gob=("$GO" test -p 1 -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -benchmem -count 1 -timeout "$GO_BENCH_TIMEOUT" "$@")
+gob=("$GO" test -p 1 -run '^$' -bench "$BENCH" -skip '^BenchmarkHA' -benchtime "$BENCHTIME" -benchmem -count 1 -timeout "$GO_BENCH_TIMEOUT" "$@")
 river=("$RAW/bin/river" -url "$DATABASE_URL" -jobs "$RIVER_JOBS" -reps "$RIVER_REPS")
 river_small=("$RAW/bin/river" -url "$DATABASE_URL" -jobs "$RIVER_SMALL_JOBS" -reps "$RIVER_REPS")
 redisb=(redis-benchmark -u "$REDIS_URL" -c "$REDIS_CLIENTS" -n "$REDIS_REQUESTS" -t set --csv)
