@@ -79,7 +79,7 @@ func IsUnavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
-	if IsConnectError(err) {
+	if IsConnectError(err) || pgconn.SafeToRetry(err) {
 		return true
 	}
 	var pgErr *pgconn.PgError
