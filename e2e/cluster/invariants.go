@@ -20,7 +20,9 @@ import (
 //   - at the end: no ledger row, error row or checkpoint written for a run after it ended
 //     (in particular by the worker of a run failed with LEASE_EXPIRED); no duplicate provider
 //     effect; every CONFIRMED payment has its effect; no scheduled fire ran twice or both ran
-//     and was recorded skipped; no run left active once the cluster settles; every FAILED or
+//     and was recorded skipped; no run left active, or waiting for its auto-resume, once the
+//     cluster settles; no ended run auto-resumed twice, or auto-resumed when its end is not one
+//     auto-resume covers, and every end it covers decided (invariant 10); every FAILED or
 //     PAUSED run resumable: its checkpoint is the job's resume point and a RESUME started on
 //     the cluster continues from it and succeeds.
 //
@@ -342,6 +344,29 @@ func (k *Checker) static(ctx context.Context) {
 		{"ended run without finished_at, or active run with one",
 			`SELECT format('run %s is %s with finished_at %s', id, status, finished_at) FROM job_runs
 			WHERE (status IN ('STARTING', 'RUNNING')) = (finished_at IS NOT NULL)`},
+		{"invariant 10: an ended run auto-resumed twice",
+			`SELECT format('run %s of %s was continued by the AUTO_RESUME runs %s', resumed_from, min(job_name), string_agg(id::text, ','))
+			FROM job_runs WHERE trigger = 'AUTO_RESUME' GROUP BY resumed_from HAVING count(*) > 1`},
+		{"invariant 10: an auto-resume of a run whose end it does not cover",
+			`SELECT format('AUTO_RESUME run %s continues run %s, which ended %s/%s (trigger %s)', n.id, r.id, r.status,
+				COALESCE(r.stop_reason, ''), r.trigger)
+			FROM job_runs n JOIN job_runs r ON r.id = n.resumed_from WHERE n.trigger = 'AUTO_RESUME'
+			AND (r.status <> 'FAILED' OR r.trigger IN ('REPLAY', 'RECONCILE')
+				OR r.stop_reason NOT IN ('LEASE_EXPIRED', 'SHUTDOWN', 'SHUTDOWN_TIMEOUT', 'DATABASE_UNAVAILABLE'))`},
+		{"invariant 10: an auto-resume its ended run does not record",
+			`SELECT format('AUTO_RESUME run %s continues run %s, whose outcome is %s by run %s', n.id, r.id,
+				COALESCE(r.auto_resume_outcome, 'none'), COALESCE(r.auto_resume_run_id::text, 'none'))
+			FROM job_runs n JOIN job_runs r ON r.id = n.resumed_from WHERE n.trigger = 'AUTO_RESUME'
+			AND (r.auto_resume_outcome IS DISTINCT FROM 'RESUMED' OR r.auto_resume_run_id IS DISTINCT FROM n.id)`},
+		{"invariant 10: a run recorded RESUMED by a run that does not continue it",
+			`SELECT format('run %s is RESUMED by run %s, which is %s resumed from %s', r.id, COALESCE(r.auto_resume_run_id::text, 'none'),
+				COALESCE(n.trigger, 'missing'), COALESCE(n.resumed_from::text, 'none'))
+			FROM job_runs r LEFT JOIN job_runs n ON n.id = r.auto_resume_run_id WHERE r.auto_resume_outcome = 'RESUMED'
+			AND (n.id IS NULL OR n.trigger <> 'AUTO_RESUME' OR n.resumed_from IS DISTINCT FROM r.id)`},
+		{"invariant 10: a run ended by its holder's death, a shutdown or the database left undecided",
+			`SELECT format('run %s of %s ended %s/%s with no auto-resume outcome', id, job_name, status, stop_reason) FROM job_runs
+			WHERE status = 'FAILED' AND stop_reason IN ('LEASE_EXPIRED', 'SHUTDOWN', 'SHUTDOWN_TIMEOUT', 'DATABASE_UNAVAILABLE')
+			AND trigger NOT IN ('REPLAY', 'RECONCILE') AND auto_resume_outcome IS NULL`},
 	}
 	for _, ch := range checks {
 		rows, err := c.DB.Query(ctx, ch.sql)
