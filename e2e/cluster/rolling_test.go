@@ -1,0 +1,214 @@
+//go:build unix
+
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestClusterRollingDeploy: each instance in turn stops (SIGTERM) and starts again while the
+// demo jobs run, and nobody starts a RESUME (the soak form is in soak_test.go).
+func TestClusterRollingDeploy(t *testing.T) { scenarioRollingDeploy(t, short) }
+
+// rollingShutdownTimeout is the instances' BATON_SHUTDOWN_TIMEOUT in the rolling deploy: short,
+// as a deploy gives an instance little time to drain.
+const rollingShutdownTimeout = 2 * time.Second
+
+// scenarioRollingDeploy: a rolling deploy under load. Three instances run demo-collect and
+// demo-settlement, which the test starts again (RESTART, on the instance next to go) whenever
+// one has ended. s.rounds times, each instance in turn gets SIGTERM with a short shutdown
+// timeout while a run of a demo job is active on it, and starts again. Nobody starts a RESUME:
+// every run a shutdown interrupted (FAILED, SHUTDOWN or SHUTDOWN_TIMEOUT) is continued by an
+// AUTO_RESUME run on another instance from its checkpoint, or superseded by a later run the
+// test started; in the end both jobs' last generations are complete and the invariants hold.
+func scenarioRollingDeploy(t *testing.T, s sizes) {
+	c := New(t, Config{PoolSize: 4, ShutdownTimeout: rollingShutdownTimeout, Env: demoEnv(s)})
+	// The default policy waits 5s before the first resume, doubling per attempt. The test has
+	// the demo jobs resume at once (backoff 0): the stopped instance is draining, then down, so
+	// one of the others takes the resume, and the next stop finds the jobs running again. A
+	// chain that meets several stops in a row (the resumed run lands on the instance next to
+	// go) would run out of the default 3 attempts in the soak form's rounds: 100 attempts.
+	c.Exec(`UPDATE job_settings SET auto_resume_backoff_seconds = 0, auto_resume_max_attempts = 100 WHERE name = ANY($1)`, demoJobs)
+	c.Logf("auto-resume of %v: backoff 0s, 100 attempts", demoJobs)
+	k := c.StartChecker()
+
+	// One interrupted run per stop at least. A run may finish between the test's look and the
+	// SIGTERM; the roll then goes on (up to twice the stops) until the count is reached.
+	planned := s.rounds * len(c.Nodes)
+	interrupted, stops := 0, 0
+	for ; stops < 2*planned && (stops < planned || interrupted < planned); stops++ {
+		n := c.Nodes[stops%len(c.Nodes)]
+		on := keepActiveOn(t, c, s, n)
+		n.Term(c.Cfg.ShutdownTimeout + 20*time.Second)
+		for _, id := range on {
+			if awaitAutoResume(t, c, id, n) {
+				interrupted++
+			}
+		}
+		n.Start()
+	}
+	c.Logf("rolling deploy: %d stops, %d runs interrupted and resumed by themselves", stops, interrupted)
+	if interrupted < planned {
+		t.Errorf("%d run(s) interrupted by %d stops, want at least %d: the scenario did not test what it claims", interrupted, stops, planned)
+	}
+
+	c.Settle(s.runFor())
+	for _, j := range demoJobs {
+		if r := latestRun(t, c, j); r.Status != "SUCCEEDED" {
+			t.Errorf("the last run of %s did not finish the roll: %s: %s", j, describe(r), r.Message)
+		}
+	}
+	checkCollected(t, c, s)
+	checkSettled(t, c, s)
+	checkShutdownsContinued(t, c, planned)
+	if n := c.QueryInt(`SELECT count(*) FROM job_runs WHERE mode = 'RESUME' AND trigger <> 'AUTO_RESUME'`); n != 0 {
+		t.Errorf("%d RESUME run(s) not started by auto-resume; the scenario starts none", n)
+	}
+	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
+}
+
+// keepActiveOn makes sure a run of a demo job is active on n and has processed a few items, and
+// returns the runs of demo jobs active on n. A job with no active run is started on n (RESTART);
+// when both run elsewhere, it waits for one to end.
+func keepActiveOn(t *testing.T, c *Cluster, s sizes, n *Node) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(s.runFor())
+	for {
+		var on []int64
+		for _, j := range demoJobs {
+			r := latestRun(t, c, j)
+			switch {
+			case r != nil && r.Active():
+				if r.Instance == n.Name {
+					on = append(on, r.ID)
+				}
+				continue
+			case r != nil && r.Status == "FAILED" && r.AutoResumeOutcome == "" && waitsForAutoResume(t, c, r.ID):
+				continue // about to be resumed elsewhere: a RESTART now would supersede it
+			}
+			res, err := n.API().StartJob(ctxT(t), j, "RESTART")
+			switch {
+			case err != nil:
+				t.Fatalf("startJob %s RESTART on %s: %v", j, n.Name, err)
+			case res.Run != nil:
+				on = append(on, res.Run.DBID())
+				c.Logf("%s: started %s RESTART as run %d", n.Name, j, res.Run.DBID())
+			case res.Code() != "ALREADY_RUNNING" && res.Code() != "CAPACITY_EXCEEDED":
+				t.Fatalf("startJob %s RESTART on %s refused: %+v", j, n.Name, res.UserErrors)
+			}
+		}
+		var going []int64
+		for _, id := range on {
+			if r := waitProgress(c, id, 10); r.Active() {
+				going = append(going, id)
+			}
+		}
+		if len(going) > 0 {
+			return going
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run of %v became active on %s within %s", demoJobs, n.Name, s.runFor())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitProgress waits until run id has processed k items or ended, and returns its row.
+func waitProgress(c *Cluster, id, k int64) *RunRow {
+	c.T.Helper()
+	return c.WaitRun(id, 60*time.Second, fmt.Sprintf("processed >= %d or ended", k), func(r *RunRow) bool { return r.Processed >= k || !r.Active() })
+}
+
+// waitsForAutoResume reports whether ended run id has a due time for its auto-resume.
+func waitsForAutoResume(t *testing.T, c *Cluster, id int64) bool {
+	t.Helper()
+	return c.QueryInt(`SELECT count(*) FROM job_runs WHERE id = $1 AND auto_resume_at IS NOT NULL AND auto_resume_outcome IS NULL`, id) == 1
+}
+
+// latestRun returns the job's latest run, or nil.
+func latestRun(t *testing.T, c *Cluster, job string) *RunRow {
+	t.Helper()
+	ctx, cancel := dbCtx()
+	defer cancel()
+	r, err := scanRunRow(c.DB.QueryRow(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE job_name = $1 ORDER BY id DESC LIMIT 1`, job))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("latest run of %s: %v", job, err)
+	}
+	return r
+}
+
+// awaitAutoResume checks run id, active on n when n got SIGTERM: it ended FAILED by the
+// shutdown (or finished first), and then continued by itself on another instance
+// (awaitSelfResume). It reports whether the shutdown interrupted the run.
+func awaitAutoResume(t *testing.T, c *Cluster, id int64, n *Node) bool {
+	t.Helper()
+	r := c.WaitRun(id, recoveryBound(c)+30*time.Second, "ends with its instance", func(r *RunRow) bool { return !r.Active() })
+	switch {
+	case r.Status == "SUCCEEDED":
+		c.Logf("run %d of %s finished before the shutdown of %s reached it", id, r.JobName, n.Name)
+		return false
+	case r.Status != "FAILED" || (r.StopReason != "SHUTDOWN" && r.StopReason != "SHUTDOWN_TIMEOUT"):
+		t.Errorf("run %d, active on %s at its SIGTERM, ended %s/%s, want FAILED/SHUTDOWN or SHUTDOWN_TIMEOUT: %s",
+			id, n.Name, r.Status, r.StopReason, r.Message)
+		return false
+	}
+	awaitSelfResume(t, c, r, []*Node{n})
+	return true
+}
+
+// checkShutdownsContinued checks every run of the cluster a shutdown ended (FAILED, SHUTDOWN or
+// SHUTDOWN_TIMEOUT): one AUTO_RESUME run, on another instance, resumed from it, or it was
+// superseded by a later run the test started (MANUAL). It fails unless there are at least want.
+func checkShutdownsContinued(t *testing.T, c *Cluster, want int) {
+	t.Helper()
+	ctx, cancel := dbCtx()
+	defer cancel()
+	rows, err := c.DB.Query(ctx, `SELECT r.id, r.job_name, r.instance, COALESCE(r.auto_resume_outcome, ''),
+			COALESCE(array_agg(n.id ORDER BY n.id) FILTER (WHERE n.id IS NOT NULL), '{}'),
+			COALESCE(array_agg(n.instance ORDER BY n.id) FILTER (WHERE n.id IS NOT NULL), '{}'),
+			EXISTS (SELECT 1 FROM job_runs l WHERE l.job_name = r.job_name AND l.id > r.id AND l.trigger = 'MANUAL')
+		FROM job_runs r LEFT JOIN job_runs n ON n.resumed_from = r.id AND n.trigger = 'AUTO_RESUME'
+		WHERE r.status = 'FAILED' AND r.stop_reason IN ('SHUTDOWN', 'SHUTDOWN_TIMEOUT')
+		GROUP BY r.id ORDER BY r.id`)
+	if err != nil {
+		t.Fatalf("runs ended by a shutdown: %v", err)
+	}
+	defer rows.Close()
+	resumed, superseded := 0, 0
+	for rows.Next() {
+		var id int64
+		var job, instance, outcome string
+		var by []int64
+		var on []string
+		var laterManual bool
+		if err := rows.Scan(&id, &job, &instance, &outcome, &by, &on, &laterManual); err != nil {
+			t.Fatalf("runs ended by a shutdown: %v", err)
+		}
+		switch {
+		case len(by) == 1 && on[0] != instance && outcome == "RESUMED":
+			resumed++
+		case len(by) == 0 && outcome == "SUPERSEDED" && laterManual:
+			superseded++
+		case len(by) > 1:
+			t.Errorf("invariant violated: run %d of %s was auto-resumed %d times: runs %v", id, job, len(by), by)
+		default:
+			t.Errorf("run %d of %s ended by the shutdown of %s was not continued on another instance: outcome %q, AUTO_RESUME runs %v on %v",
+				id, job, instance, outcome, by, on)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("runs ended by a shutdown: %v", err)
+	}
+	c.Logf("runs ended by a shutdown: %d auto-resumed on another instance, %d superseded by a later run", resumed, superseded)
+	if resumed+superseded < want {
+		t.Errorf("%d run(s) ended by a shutdown, want at least %d", resumed+superseded, want)
+	}
+}
