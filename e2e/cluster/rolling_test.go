@@ -5,6 +5,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,11 +22,11 @@ const rollingShutdownTimeout = 2 * time.Second
 
 // scenarioRollingDeploy: a rolling deploy under load. Three instances run demo-collect and
 // demo-settlement; s.rounds times, each instance in turn gets SIGTERM with a short shutdown
-// timeout while the jobs run on it, and starts again. To have them there, the test starts a
-// job on the instance next to go (RESTART) once its last run has ended, so the jobs are
-// started again and again (demo-settlement until a generation ends with a target in doubt:
-// then a RESTART is REPLAY_BLOCKED until a reconcile, which is no part of a deploy, and the
-// roll goes on with demo-collect). Nobody starts a RESUME: every run a shutdown interrupted (FAILED,
+// timeout while a job runs on it, and starts again. To have them there, the test starts a job
+// on the instance next to go (RESTART) once its last run has ended, so the jobs are started
+// again and again (demo-settlement until a generation ends with a target in doubt: a RESTART
+// is then REPLAY_BLOCKED until a reconcile, which is no part of a deploy, and the roll goes on
+// with demo-collect). Nobody starts a RESUME: every run a shutdown interrupted (FAILED,
 // SHUTDOWN or SHUTDOWN_TIMEOUT) is continued by an AUTO_RESUME run on another instance from
 // its checkpoint, or superseded by a later run the test started; in the end every generation
 // is complete and the invariants hold.
@@ -41,13 +42,22 @@ func scenarioRollingDeploy(t *testing.T, s sizes) {
 	k := c.StartChecker()
 
 	// A run is interrupted at each stop at least. One may finish between the test's look and
-	// the SIGTERM; the roll then goes on (up to twice the stops) until the count is reached.
+	// the SIGTERM; the roll then goes on (up to three times the stops) until the count is
+	// reached, and until a job has finished and been started again during the roll.
 	planned := s.rounds * len(c.Nodes)
 	want := planned
 	interrupted, stops := 0, 0
 	blocked := map[string]bool{}
-	for ; stops < 2*planned && (stops < planned || interrupted < want); stops++ {
-		n := c.Nodes[stops%len(c.Nodes)]
+	startedAgain := func() bool {
+		return c.QueryInt(`SELECT count(*) FROM job_runs WHERE trigger = 'MANUAL'`) > int64(len(demoJobs))
+	}
+	var left []*Node // the instances yet to go in this round
+	for ; stops < 3*planned && (stops < planned || interrupted < want || !startedAgain()); stops++ {
+		if len(left) == 0 {
+			left = slices.Clone(c.Nodes)
+		}
+		var n *Node
+		n, left = nextToGo(t, c, left)
 		on := keepActiveOn(t, c, s, n, blocked)
 		n.Term(c.Cfg.ShutdownTimeout + 20*time.Second)
 		for _, id := range on {
@@ -79,13 +89,40 @@ func scenarioRollingDeploy(t *testing.T, s sizes) {
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
 }
 
+// nextToGo picks the instance of left to stop next: the first that holds a run of a demo job
+// (a deploy goes in any order; this one spares the wait for a run to come to it), else the
+// first. It returns it and the rest of left.
+func nextToGo(t *testing.T, c *Cluster, left []*Node) (*Node, []*Node) {
+	t.Helper()
+	pick := 0
+	holders := map[string]bool{}
+	for _, j := range demoJobs {
+		if r := latestRun(t, c, j); r != nil && r.Active() {
+			holders[r.Instance] = true
+		}
+	}
+	for i, n := range left {
+		if holders[n.Name] {
+			pick = i
+			break
+		}
+	}
+	n := left[pick]
+	return n, slices.Delete(slices.Clone(left), pick, pick+1)
+}
+
+// rollPatience is how long keepActiveOn waits for a job running elsewhere to end (so it can
+// start it on the instance next to go) once it has a run on that instance.
+const rollPatience = 2 * time.Second
+
 // keepActiveOn makes sure the demo jobs run on n and have processed a few items, and returns
 // their runs. A job whose last run ended is started on n (RESTART); one running elsewhere is
-// waited for; one whose RESTART is REPLAY_BLOCKED is marked in blocked and left alone from then
-// on. Past s.runFor() it settles for the runs it has on n, if any.
+// waited for (for rollPatience once another runs on n, else until it ends); one whose RESTART
+// is REPLAY_BLOCKED is marked in blocked and left alone from then on.
 func keepActiveOn(t *testing.T, c *Cluster, s sizes, n *Node, blocked map[string]bool) []int64 {
 	t.Helper()
-	deadline := time.Now().Add(s.runFor())
+	began := time.Now()
+	deadline := began.Add(s.runFor())
 	for {
 		var on []int64
 		for _, j := range demoJobs {
@@ -116,19 +153,19 @@ func keepActiveOn(t *testing.T, c *Cluster, s sizes, n *Node, blocked map[string
 				t.Fatalf("startJob %s RESTART on %s refused: %+v", j, n.Name, res.UserErrors)
 			}
 		}
-		late := time.Now().After(deadline)
-		if len(on) == len(demoJobs)-len(blocked) || (late && len(on) > 0) {
+		patient := time.Since(began) < rollPatience
+		if len(on) == len(demoJobs)-len(blocked) || (!patient && len(on) > 0) {
 			var going []int64
 			for _, id := range on {
 				if r := waitProgress(c, id, 10); r.Active() {
 					going = append(going, id)
 				}
 			}
-			if len(going) == len(on) || (late && len(going) > 0) {
+			if len(going) > 0 && (len(going) == len(on) || !patient) {
 				return going
 			}
 		}
-		if late {
+		if time.Now().After(deadline) {
 			t.Fatalf("no run of %v became active on %s within %s", demoJobs, n.Name, s.runFor())
 		}
 		time.Sleep(100 * time.Millisecond)
