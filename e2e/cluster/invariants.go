@@ -248,7 +248,8 @@ func (k *Checker) compareEndedRuns(finals []endedRun) []string {
 
 // VerifyOptions tune Verify.
 type VerifyOptions struct {
-	// SettleTimeout bounds the wait for every run to end; 0 means 2 leases + 2 polls + 60s.
+	// SettleTimeout bounds the wait for every run to end and every pending auto-resume to start;
+	// 0 means 2 leases + 2 polls + 60s.
 	SettleTimeout time.Duration
 	// NoResume skips starting a RESUME of each job whose last run FAILED or PAUSED.
 	NoResume bool
@@ -409,7 +410,9 @@ func (k *Checker) report(ctx context.Context) {
 }
 
 // resumeFailed starts a RESUME of every job whose last run FAILED or PAUSED and checks that
-// it continues from the job's resume point and succeeds.
+// it continues from the job's resume point and succeeds. Verify calls it once the cluster has
+// settled, so these are the runs auto-resume left alone (policy off, exhausted, a cause it
+// does not cover).
 func (k *Checker) resumeFailed(ctx context.Context, runTimeout time.Duration) {
 	c := k.c
 	t := c.T
