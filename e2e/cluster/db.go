@@ -31,6 +31,12 @@ type RunRow struct {
 	FinishedAt      *time.Time
 	ScheduledFor    *time.Time
 	Message         string
+	// The auto-resume chain (ADR 12): how many automatic resumes came before this run, what
+	// became of this run once it ended ("" while nothing was decided, or still waiting), and
+	// the run that continued it.
+	Attempt           int
+	AutoResumeOutcome string
+	AutoResumeRunID   *int64
 }
 
 // Active reports whether the run is STARTING or RUNNING.
@@ -38,13 +44,13 @@ func (r *RunRow) Active() bool { return r.Status == "STARTING" || r.Status == "R
 
 const runRowColumns = `id, job_name, status, COALESCE(stop_reason, ''), trigger, mode, instance, generation, resumed_from,
 	checkpoint, start_checkpoint, processed, succeeded, failed, skipped, ambiguous, lease_until, started_at, finished_at,
-	scheduled_for, message`
+	scheduled_for, message, attempt, COALESCE(auto_resume_outcome, ''), auto_resume_run_id`
 
 func scanRunRow(row pgx.Row) (*RunRow, error) {
 	var r RunRow
 	err := row.Scan(&r.ID, &r.JobName, &r.Status, &r.StopReason, &r.Trigger, &r.Mode, &r.Instance, &r.Generation,
 		&r.ResumedFrom, &r.Checkpoint, &r.StartCheckpoint, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped, &r.Ambiguous,
-		&r.LeaseUntil, &r.StartedAt, &r.FinishedAt, &r.ScheduledFor, &r.Message)
+		&r.LeaseUntil, &r.StartedAt, &r.FinishedAt, &r.ScheduledFor, &r.Message, &r.Attempt, &r.AutoResumeOutcome, &r.AutoResumeRunID)
 	return &r, err
 }
 
@@ -127,16 +133,18 @@ func describe(r *RunRow) string {
 		r.Instance, r.Processed, r.Checkpoint)
 }
 
-// Settle waits until no run is STARTING or RUNNING and returns how long that took. It fails
-// the test, listing the runs, if they are still active after timeout.
+// Settle waits until no run is STARTING or RUNNING and none waits for its auto-resume (an
+// ended run with a due time and no outcome yet: a run the cluster is about to start), and
+// returns how long that took. It fails the test, listing those runs, if some are still there
+// after timeout.
 func (c *Cluster) Settle(timeout time.Duration) time.Duration {
 	c.T.Helper()
 	start := time.Now()
-	var active []*RunRow
+	var unsettled []*RunRow
 	for {
 		var err error
-		active, err = c.ActiveRuns()
-		if err == nil && len(active) == 0 {
+		unsettled, err = c.unsettledRuns()
+		if err == nil && len(unsettled) == 0 {
 			return time.Since(start)
 		}
 		if time.Since(start) > timeout {
@@ -144,11 +152,38 @@ func (c *Cluster) Settle(timeout time.Duration) time.Duration {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, r := range active {
-		c.T.Errorf("cluster: still active after %s: %s", timeout, describe(r))
+	for _, r := range unsettled {
+		if r.Active() {
+			c.T.Errorf("cluster: still active after %s: %s", timeout, describe(r))
+		} else {
+			c.T.Errorf("cluster: still waiting for its auto-resume after %s: %s", timeout, describe(r))
+		}
 	}
 	c.T.FailNow()
 	return 0
+}
+
+// unsettledRuns lists the active runs and the ended ones waiting for their auto-resume.
+func (c *Cluster) unsettledRuns() ([]*RunRow, error) {
+	ctx, cancel := dbCtx()
+	defer cancel()
+	rows, err := c.DB.Query(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE status IN ('STARTING', 'RUNNING')
+		OR (auto_resume_at IS NOT NULL AND auto_resume_outcome IS NULL) ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*RunRow, error) { return scanRunRow(r) })
+}
+
+// Exec runs a statement against the database (setup: a job's auto-resume policy, ...),
+// failing the test if it cannot.
+func (c *Cluster) Exec(sql string, args ...any) {
+	c.T.Helper()
+	ctx, cancel := dbCtx()
+	defer cancel()
+	if _, err := c.DB.Exec(ctx, sql, args...); err != nil {
+		c.T.Fatalf("cluster: %s: %v", sql, err)
+	}
 }
 
 // DisableSchedules turns every job's cron off (straight in job_settings, which each

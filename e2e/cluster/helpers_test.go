@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -53,12 +54,17 @@ func demoCluster(t *testing.T, s sizes, poolSize int) *Cluster {
 // demoClusterLease is demoCluster with another lease (0: the default).
 func demoClusterLease(t *testing.T, s sizes, poolSize int, lease time.Duration) *Cluster {
 	t.Helper()
-	return New(t, Config{PoolSize: poolSize, Lease: lease, Env: map[string]string{
+	return New(t, Config{PoolSize: poolSize, Lease: lease, Env: demoEnv(s)})
+}
+
+// demoEnv sizes the demo jobs of `baton serve --demo` by s.
+func demoEnv(s sizes) map[string]string {
+	return map[string]string{
 		"BATON_DEMO_PAGES":            strconv.Itoa(s.pages),
 		"BATON_DEMO_PAGE_LATENCY":     s.pageLatency.String(),
 		"BATON_DEMO_ACCOUNTS":         strconv.Itoa(s.accounts),
 		"BATON_DEMO_PROVIDER_LATENCY": s.providerLatency.String(),
-	}})
+	}
 }
 
 // runFor bounds how long a demo run of these sizes may take from start to end, with room
@@ -223,4 +229,71 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// holdersOf returns the instances the runs of jobs are on, each once, in the order of jobs.
+func holdersOf(t *testing.T, c *Cluster, runs map[string]int64, jobs []string) []*Node {
+	t.Helper()
+	var holders []*Node
+	for _, j := range jobs {
+		n := c.NodeByInstance(c.RunRow(runs[j]).Instance)
+		if !slices.Contains(holders, n) {
+			holders = append(holders, n)
+		}
+	}
+	return holders
+}
+
+// allowAttempts raises the auto-resume attempts of the demo jobs to at least n, for a scenario
+// that interrupts one chain of resumes n times (the default policy gives up after 3).
+func allowAttempts(c *Cluster, n int) {
+	c.T.Helper()
+	c.Exec(`UPDATE job_settings SET auto_resume_max_attempts = GREATEST(auto_resume_max_attempts, $1) WHERE name = ANY($2)`, n, demoJobs)
+}
+
+// awaitSelfResume waits for ended run failed to continue by itself (ADR 12) and returns the run
+// that continues it: an AUTO_RESUME RESUME run, the next attempt of the chain, in the same
+// generation, from failed's checkpoint, on none of the instances down (killed, frozen, cut off,
+// shutting down). It must start within the job's backoff (doubled per attempt) and one
+// scheduler pass, with room for a loaded 2-core machine.
+func awaitSelfResume(t *testing.T, c *Cluster, failed *RunRow, down []*Node) *RunRow {
+	t.Helper()
+	backoff := time.Duration(c.QueryInt(`SELECT auto_resume_backoff_seconds FROM job_settings WHERE name = $1`, failed.JobName)) *
+		time.Second << failed.Attempt
+	bound := backoff + c.Cfg.PollInterval + 10*time.Second
+	ended := c.WaitRun(failed.ID, bound, "continued by an auto-resume", func(r *RunRow) bool { return r.AutoResumeOutcome != "" })
+	if ended.AutoResumeOutcome != "RESUMED" || ended.AutoResumeRunID == nil {
+		t.Fatalf("run %d of %s ended %s/%s: auto-resume outcome %q, want RESUMED", failed.ID, failed.JobName, failed.Status,
+			failed.StopReason, ended.AutoResumeOutcome)
+	}
+	next := c.RunRow(*ended.AutoResumeRunID)
+	if next.Trigger != "AUTO_RESUME" || next.Mode != "RESUME" || next.ResumedFrom == nil || *next.ResumedFrom != failed.ID ||
+		next.Attempt != failed.Attempt+1 || next.Generation != failed.Generation || next.StartCheckpoint != failed.Checkpoint {
+		t.Errorf("run %d (attempt %d, generation %d, checkpoint %q) was continued by run %d: trigger %s mode %s resumed from %v attempt %d generation %d start checkpoint %q",
+			failed.ID, failed.Attempt, failed.Generation, failed.Checkpoint, next.ID, next.Trigger, next.Mode, next.ResumedFrom,
+			next.Attempt, next.Generation, next.StartCheckpoint)
+	}
+	for _, n := range down {
+		if next.Instance == n.Name {
+			t.Errorf("run %d of %s was auto-resumed by run %d on %s, which was down", failed.ID, failed.JobName, next.ID, n.Name)
+		}
+	}
+	c.Logf("run %d of %s (%s/%s, attempt %d) continued by itself: run %d on %s %s after it ended (backoff %s)", failed.ID,
+		failed.JobName, failed.Status, failed.StopReason, failed.Attempt, next.ID, next.Instance,
+		next.StartedAt.Sub(*failed.FinishedAt).Round(time.Millisecond), backoff)
+	return next
+}
+
+// followToEnd waits for run id to end and, while it ends resumed by itself, for the run that
+// continues it, and returns the last run of the chain.
+func followToEnd(t *testing.T, c *Cluster, s sizes, id int64) *RunRow {
+	t.Helper()
+	for {
+		r := c.WaitRun(id, s.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
+		pending := r.AutoResumeOutcome == "" && c.QueryInt(`SELECT count(*) FROM job_runs WHERE id = $1 AND auto_resume_at IS NOT NULL`, id) == 1
+		if r.AutoResumeOutcome != "RESUMED" && !pending {
+			return r
+		}
+		id = awaitSelfResume(t, c, r, nil).ID
+	}
 }

@@ -20,7 +20,9 @@ import (
 //   - at the end: no ledger row, error row or checkpoint written for a run after it ended
 //     (in particular by the worker of a run failed with LEASE_EXPIRED); no duplicate provider
 //     effect; every CONFIRMED payment has its effect; no scheduled fire ran twice or both ran
-//     and was recorded skipped; no run left active once the cluster settles; every FAILED or
+//     and was recorded skipped; no run left active, or waiting for its auto-resume, once the
+//     cluster settles; no ended run auto-resumed twice, or auto-resumed when its end is not one
+//     auto-resume covers, and every end it covers decided (invariant 10); every FAILED or
 //     PAUSED run resumable: its checkpoint is the job's resume point and a RESUME started on
 //     the cluster continues from it and succeeds.
 //
@@ -246,7 +248,8 @@ func (k *Checker) compareEndedRuns(finals []endedRun) []string {
 
 // VerifyOptions tune Verify.
 type VerifyOptions struct {
-	// SettleTimeout bounds the wait for every run to end; 0 means 2 leases + 2 polls + 60s.
+	// SettleTimeout bounds the wait for every run to end and every pending auto-resume to start;
+	// 0 means 2 leases + 2 polls + 60s.
 	SettleTimeout time.Duration
 	// NoResume skips starting a RESUME of each job whose last run FAILED or PAUSED.
 	NoResume bool
@@ -299,51 +302,77 @@ func (k *Checker) Verify(opts VerifyOptions) {
 	}
 }
 
+// endCheck is an end-of-scenario query: each row it returns describes one violation of what.
+type endCheck struct{ what, sql string }
+
+// endChecks are the queries static runs.
+var endChecks = []endCheck{
+	{"fencing: ledger row written after its run ended",
+		`SELECT format('ledger row %s (%s %s %s) by run %s (%s/%s, ended %s) updated %s', l.id, l.job_name, l.target_key, l.state,
+			r.id, r.status, COALESCE(r.stop_reason, ''), r.finished_at, l.updated_at)
+		FROM job_ledger l JOIN job_runs r ON r.id = l.run_id
+		WHERE r.finished_at IS NOT NULL AND l.updated_at > r.finished_at`},
+	{"fencing: error row written after its run ended",
+		`SELECT format('error row %s (%s) of run %s (%s/%s, ended %s) created %s', e.id, e.item_key, r.id, r.status,
+			COALESCE(r.stop_reason, ''), r.finished_at, e.created_at)
+		FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id
+		WHERE r.finished_at IS NOT NULL AND e.created_at > r.finished_at`},
+	{"fencing: checkpoint written after its run ended",
+		`SELECT format('checkpoint %s/%s/%s = %s by run %s (ended %s) updated %s', cp.job_name, cp.generation, cp.shard, cp.token,
+			r.id, r.finished_at, cp.updated_at)
+		FROM job_checkpoints cp JOIN job_runs r ON r.id = cp.run_id
+		WHERE r.finished_at IS NOT NULL AND cp.updated_at > r.finished_at`},
+	{"duplicate provider effect",
+		`SELECT format('idempotency key %s (%s) applied %s times', idempotency_key, min(target_key), count(*))
+		FROM demo_provider_effects GROUP BY idempotency_key HAVING count(*) > 1`},
+	{"confirmed payment without its effect",
+		`SELECT format('ledger row %s (%s) CONFIRMED by run %s, no effect with key %s', l.id, l.target_key, l.run_id, l.idempotency_key)
+		FROM job_ledger l WHERE l.job_name = 'demo-settlement' AND l.state = 'CONFIRMED'
+		AND NOT EXISTS (SELECT 1 FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)`},
+	{"invariant 9: a scheduled fire ran twice",
+		`SELECT format('%s fire %s ran %s times (runs %s)', job_name, scheduled_for, count(*), string_agg(id::text, ','))
+		FROM job_runs WHERE scheduled_for IS NOT NULL GROUP BY job_name, scheduled_for HAVING count(*) > 1`},
+	{"invariant 9: a scheduled fire recorded skipped twice",
+		`SELECT format('%s fire %s recorded %s times: %s', job_name, scheduled_for, count(*), string_agg(outcome, ','))
+		FROM job_schedule_events GROUP BY job_name, scheduled_for HAVING count(*) > 1`},
+	{"invariant 9: a scheduled fire both ran and was recorded skipped",
+		`SELECT format('%s fire %s ran as run %s and was recorded %s by %s', r.job_name, r.scheduled_for, r.id, e.outcome, e.instance)
+		FROM job_schedule_events e JOIN job_runs r ON r.job_name = e.job_name AND r.scheduled_for = e.scheduled_for`},
+	{"invariant 1: more than one active run",
+		`SELECT format('%s has %s active runs', job_name, count(*)) FROM job_runs
+		WHERE status IN ('STARTING', 'RUNNING') GROUP BY job_name HAVING count(*) > 1`},
+	{"ended run without finished_at, or active run with one",
+		`SELECT format('run %s is %s with finished_at %s', id, status, finished_at) FROM job_runs
+		WHERE (status IN ('STARTING', 'RUNNING')) = (finished_at IS NOT NULL)`},
+	{"invariant 10: an ended run auto-resumed twice",
+		`SELECT format('run %s of %s was continued by the AUTO_RESUME runs %s', resumed_from, min(job_name), string_agg(id::text, ','))
+		FROM job_runs WHERE trigger = 'AUTO_RESUME' GROUP BY resumed_from HAVING count(*) > 1`},
+	{"invariant 10: an auto-resume of a run whose end it does not cover",
+		`SELECT format('AUTO_RESUME run %s continues run %s, which ended %s/%s (trigger %s)', n.id, r.id, r.status,
+			COALESCE(r.stop_reason, ''), r.trigger)
+		FROM job_runs n JOIN job_runs r ON r.id = n.resumed_from WHERE n.trigger = 'AUTO_RESUME'
+		AND (r.status <> 'FAILED' OR r.trigger IN ('REPLAY', 'RECONCILE')
+			OR r.stop_reason NOT IN ('LEASE_EXPIRED', 'SHUTDOWN', 'SHUTDOWN_TIMEOUT', 'DATABASE_UNAVAILABLE'))`},
+	{"invariant 10: an auto-resume its ended run does not record",
+		`SELECT format('AUTO_RESUME run %s continues run %s, whose outcome is %s by run %s', n.id, r.id,
+			COALESCE(r.auto_resume_outcome, 'none'), COALESCE(r.auto_resume_run_id::text, 'none'))
+		FROM job_runs n JOIN job_runs r ON r.id = n.resumed_from WHERE n.trigger = 'AUTO_RESUME'
+		AND (r.auto_resume_outcome IS DISTINCT FROM 'RESUMED' OR r.auto_resume_run_id IS DISTINCT FROM n.id)`},
+	{"invariant 10: a run recorded RESUMED by a run that does not continue it",
+		`SELECT format('run %s is RESUMED by run %s, which is %s resumed from %s', r.id, COALESCE(r.auto_resume_run_id::text, 'none'),
+			COALESCE(n.trigger, 'missing'), COALESCE(n.resumed_from::text, 'none'))
+		FROM job_runs r LEFT JOIN job_runs n ON n.id = r.auto_resume_run_id WHERE r.auto_resume_outcome = 'RESUMED'
+		AND (n.id IS NULL OR n.trigger <> 'AUTO_RESUME' OR n.resumed_from IS DISTINCT FROM r.id)`},
+	{"invariant 10: a run ended by its holder's death, a shutdown or the database left undecided",
+		`SELECT format('run %s of %s ended %s/%s with no auto-resume outcome', id, job_name, status, stop_reason) FROM job_runs
+		WHERE status = 'FAILED' AND stop_reason IN ('LEASE_EXPIRED', 'SHUTDOWN', 'SHUTDOWN_TIMEOUT', 'DATABASE_UNAVAILABLE')
+		AND trigger NOT IN ('REPLAY', 'RECONCILE') AND auto_resume_outcome IS NULL`},
+}
+
 // static runs the end-of-scenario queries.
 func (k *Checker) static(ctx context.Context) {
 	c := k.c
-	checks := []struct {
-		what, sql string
-	}{
-		{"fencing: ledger row written after its run ended",
-			`SELECT format('ledger row %s (%s %s %s) by run %s (%s/%s, ended %s) updated %s', l.id, l.job_name, l.target_key, l.state,
-				r.id, r.status, COALESCE(r.stop_reason, ''), r.finished_at, l.updated_at)
-			FROM job_ledger l JOIN job_runs r ON r.id = l.run_id
-			WHERE r.finished_at IS NOT NULL AND l.updated_at > r.finished_at`},
-		{"fencing: error row written after its run ended",
-			`SELECT format('error row %s (%s) of run %s (%s/%s, ended %s) created %s', e.id, e.item_key, r.id, r.status,
-				COALESCE(r.stop_reason, ''), r.finished_at, e.created_at)
-			FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id
-			WHERE r.finished_at IS NOT NULL AND e.created_at > r.finished_at`},
-		{"fencing: checkpoint written after its run ended",
-			`SELECT format('checkpoint %s/%s/%s = %s by run %s (ended %s) updated %s', cp.job_name, cp.generation, cp.shard, cp.token,
-				r.id, r.finished_at, cp.updated_at)
-			FROM job_checkpoints cp JOIN job_runs r ON r.id = cp.run_id
-			WHERE r.finished_at IS NOT NULL AND cp.updated_at > r.finished_at`},
-		{"duplicate provider effect",
-			`SELECT format('idempotency key %s (%s) applied %s times', idempotency_key, min(target_key), count(*))
-			FROM demo_provider_effects GROUP BY idempotency_key HAVING count(*) > 1`},
-		{"confirmed payment without its effect",
-			`SELECT format('ledger row %s (%s) CONFIRMED by run %s, no effect with key %s', l.id, l.target_key, l.run_id, l.idempotency_key)
-			FROM job_ledger l WHERE l.job_name = 'demo-settlement' AND l.state = 'CONFIRMED'
-			AND NOT EXISTS (SELECT 1 FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)`},
-		{"invariant 9: a scheduled fire ran twice",
-			`SELECT format('%s fire %s ran %s times (runs %s)', job_name, scheduled_for, count(*), string_agg(id::text, ','))
-			FROM job_runs WHERE scheduled_for IS NOT NULL GROUP BY job_name, scheduled_for HAVING count(*) > 1`},
-		{"invariant 9: a scheduled fire recorded skipped twice",
-			`SELECT format('%s fire %s recorded %s times: %s', job_name, scheduled_for, count(*), string_agg(outcome, ','))
-			FROM job_schedule_events GROUP BY job_name, scheduled_for HAVING count(*) > 1`},
-		{"invariant 9: a scheduled fire both ran and was recorded skipped",
-			`SELECT format('%s fire %s ran as run %s and was recorded %s by %s', r.job_name, r.scheduled_for, r.id, e.outcome, e.instance)
-			FROM job_schedule_events e JOIN job_runs r ON r.job_name = e.job_name AND r.scheduled_for = e.scheduled_for`},
-		{"invariant 1: more than one active run",
-			`SELECT format('%s has %s active runs', job_name, count(*)) FROM job_runs
-			WHERE status IN ('STARTING', 'RUNNING') GROUP BY job_name HAVING count(*) > 1`},
-		{"ended run without finished_at, or active run with one",
-			`SELECT format('run %s is %s with finished_at %s', id, status, finished_at) FROM job_runs
-			WHERE (status IN ('STARTING', 'RUNNING')) = (finished_at IS NOT NULL)`},
-	}
-	for _, ch := range checks {
+	for _, ch := range endChecks {
 		rows, err := c.DB.Query(ctx, ch.sql)
 		if err != nil {
 			c.T.Errorf("verify: %s: query: %v", ch.what, err)
@@ -381,7 +410,9 @@ func (k *Checker) report(ctx context.Context) {
 }
 
 // resumeFailed starts a RESUME of every job whose last run FAILED or PAUSED and checks that
-// it continues from the job's resume point and succeeds.
+// it continues from the job's resume point and succeeds. Verify calls it once the cluster has
+// settled, so these are the runs auto-resume left alone (policy off, exhausted, a cause it
+// does not cover).
 func (k *Checker) resumeFailed(ctx context.Context, runTimeout time.Duration) {
 	c := k.c
 	t := c.T

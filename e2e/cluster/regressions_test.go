@@ -6,6 +6,7 @@ package cluster
 // run in `make test`; soak_test.go has the long ones.
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -109,4 +110,45 @@ func shutdownDuringClaims(t *testing.T, restarts int) {
 	c.DisableSchedules()
 	k.Verify(VerifyOptions{})
 	checkFires(t, c, false)
+}
+
+// Open (not fixed yet; run with BATON_E2E_OPEN=1). A run whose write fails because PostgreSQL
+// is shutting down (fast shutdown: "terminating connection due to administrator command",
+// 57P01) ends with its stop reason decided as DATABASE_UNAVAILABLE, and then tries to record
+// that end at once: pipeline.(*Run).finish wraps store.Finish in connretry.OnConnect, which
+// retries only a failure to connect at all (pgconn.ConnectError). While PostgreSQL goes down,
+// the finish's BEGIN meets 57P01 (or a reset) instead, is not retried although its 10s budget
+// has barely begun, and is dropped ("finish refused"). The run stays RUNNING without a worker
+// until its lease runs out and the recoverer fails it LEASE_EXPIRED: a lease later than needed,
+// under the wrong cause (ADR 12: DATABASE_UNAVAILABLE when the run "could still record its end
+// once the database was back"). Auto-resume covers both causes, so nothing is lost; the resume
+// comes a lease late and the cause filter `auto_resume_on` judges the wrong cause.
+
+// TestClusterDatabaseEndRecordedAfterRestart: PostgreSQL stops for 1s under demo-collect (its
+// item transaction meets the shutdown) → the run, if the restart ended it, ended
+// FAILED/DATABASE_UNAVAILABLE, recorded by its worker once the database was back.
+func TestClusterDatabaseEndRecordedAfterRestart(t *testing.T) {
+	if os.Getenv("BATON_E2E_OPEN") == "" {
+		t.Skip("open: the end of a run the database left is not recorded once it is back (BATON_E2E_OPEN=1 runs it)")
+	}
+	c := demoCluster(t, short, 4)
+	for attempt := 1; attempt <= 3; attempt++ {
+		id := start(t, c.Node(1), "demo-collect", "RESTART")
+		before := waitProcessed(t, c, id, 10).Processed
+		c.RestartPostgres(short.outage, false)
+		r := c.WaitRun(id, recoveryBound(c)+60*time.Second, "continues or ends", func(r *RunRow) bool {
+			return !r.Active() || r.Processed >= before+5
+		})
+		if r.Active() {
+			c.Logf("attempt %d: run %d went on through the restart", attempt, id)
+			c.WaitRun(id, short.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
+			continue
+		}
+		if r.StopReason != "DATABASE_UNAVAILABLE" {
+			t.Errorf("run %d ended %s/%s after PostgreSQL restarted under it, want FAILED/DATABASE_UNAVAILABLE recorded by its worker: %s",
+				id, r.Status, r.StopReason, r.Message)
+		}
+		return
+	}
+	t.Skip("the run went on through every restart: nothing to check")
 }

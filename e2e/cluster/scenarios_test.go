@@ -60,19 +60,22 @@ func checkSettled(t *testing.T, c *Cluster, s sizes) {
 	}
 }
 
-// scenarioKillHolder: SIGKILL the instance holding two runs mid-run → both FAILED
-// (LEASE_EXPIRED) within lease + one poll → a RESUME on another instance continues from the
-// checkpoint; the killed instance comes back. Repeated s.rounds times, each round killing
-// the new holder.
+// scenarioKillHolder: SIGKILL the instances holding the two runs mid-run → both FAILED
+// (LEASE_EXPIRED) within lease + one poll → each resumes by itself (ADR 12) within its backoff
+// on an instance still up, from its checkpoint; the killed instances come back. Repeated
+// s.rounds times, each round killing the new holders.
 func scenarioKillHolder(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
+	allowAttempts(c, s.rounds) // each round kills the same chain of resumes once more
 	k := c.StartChecker()
-	holder := c.Node(1)
-	runs := startAll(t, holder, demoJobs, "RESTART")
+	runs := startAll(t, c.Node(1), demoJobs, "RESTART")
 	for round := 1; round <= s.rounds; round++ {
 		waitAllProcessed(t, c, runs, demoJobs, 10)
+		holders := holdersOf(t, c, runs, demoJobs)
 		killedAt := time.Now()
-		holder.Kill()
+		for _, h := range holders {
+			h.Kill()
+		}
 		failed := map[string]*RunRow{}
 		for _, j := range demoJobs {
 			r := waitLeaseExpired(t, c, runs[j], killedAt, fmt.Sprintf("SIGKILL of its holder (%s, round %d)", j, round))
@@ -81,67 +84,63 @@ func scenarioKillHolder(t *testing.T, s sizes) {
 			}
 			failed[j] = r
 		}
-		next := c.Node(holder.Index%len(c.Nodes) + 1)
 		for _, j := range demoJobs {
-			id := start(t, next, j, "RESUME")
-			r := c.RunRow(id)
-			if r.StartCheckpoint != failed[j].Checkpoint || r.ResumedFrom == nil || *r.ResumedFrom != failed[j].ID || r.Instance != next.Name {
-				t.Errorf("RESUME run %d of %s on %s: start checkpoint %q resumed from %v on %s; want %q, run %d, %s", id, j, next.Name,
-					r.StartCheckpoint, r.ResumedFrom, r.Instance, failed[j].Checkpoint, failed[j].ID, next.Name)
-			}
-			runs[j] = id
+			runs[j] = awaitSelfResume(t, c, failed[j], holders).ID
 		}
-		holder.Start()
-		holder = next
+		for _, h := range holders {
+			h.Start()
+		}
 	}
-	expectSucceeded(t, c, s, runs, demoJobs, "last RESUME run")
+	expectSucceeded(t, c, s, runs, demoJobs, "last AUTO_RESUME run")
 	checkCollected(t, c, s)
 	checkSettled(t, c, s)
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
 }
 
-// scenarioPausedHolder: SIGSTOP the holder past its lease → its runs are failed by another
-// instance and resumed elsewhere; SIGCONT → the woken worker writes nothing (fencing checks,
-// and its failed run rows stay as they were) and stops itself ("finish refused" in its log);
-// the instance stays healthy.
+// scenarioPausedHolder: SIGSTOP the holders past their lease → their runs are failed by
+// another instance and resume by themselves elsewhere; SIGCONT → the woken worker writes
+// nothing (fencing checks, and its failed run rows stay as they were) and stops itself
+// ("finish refused" in its log); the instance stays healthy.
 func scenarioPausedHolder(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
+	allowAttempts(c, s.rounds)
 	k := c.StartChecker()
-	holder := c.Node(1)
-	runs := startAll(t, holder, frozenJobs, "RESTART")
+	runs := startAll(t, c.Node(1), frozenJobs, "RESTART")
 	for round := 1; round <= s.rounds; round++ {
 		waitAllProcessed(t, c, runs, frozenJobs, 10)
+		holders := holdersOf(t, c, runs, frozenJobs)
 		frozenAt := time.Now()
-		holder.Pause()
+		for _, h := range holders {
+			h.Pause()
+		}
 		stale := map[string]*RunRow{}
 		for _, j := range frozenJobs {
 			stale[j] = waitLeaseExpired(t, c, runs[j], frozenAt, fmt.Sprintf("SIGSTOP of its holder (%s, round %d)", j, round))
 		}
 		// A new holder takes over while the old one is frozen, so the woken worker finds the
 		// job running elsewhere.
-		next := c.Node(holder.Index%len(c.Nodes) + 1)
 		for _, j := range frozenJobs {
-			runs[j] = start(t, next, j, "RESUME")
-			if r := c.RunRow(runs[j]); r.StartCheckpoint != stale[j].Checkpoint {
-				t.Errorf("RESUME run %d started from %q, want the frozen run's checkpoint %q", r.ID, r.StartCheckpoint, stale[j].Checkpoint)
-			}
+			runs[j] = awaitSelfResume(t, c, stale[j], holders).ID
 		}
 		waitAllProcessed(t, c, runs, frozenJobs, 5)
-		holder.Continue()
+		for _, h := range holders {
+			h.Continue()
+		}
 		for _, j := range frozenJobs {
 			id := stale[j].ID
-			waitFinishRefused(t, holder, id, "woken")
+			waitFinishRefused(t, c.NodeByInstance(stale[j].Instance), id, "woken")
 			now := c.RunRow(id)
 			if now.Status != stale[j].Status || now.Processed != stale[j].Processed || now.Checkpoint != stale[j].Checkpoint ||
 				!now.FinishedAt.Equal(*stale[j].FinishedAt) {
 				t.Errorf("invariant violated: the woken worker changed its failed run: %s became %s", describe(stale[j]), describe(now))
 			}
 		}
-		c.Logf("round %d: the woken worker of %s stopped itself and wrote nothing", round, holder.Name)
-		holder.WaitReady(30 * time.Second)
-		holder = next
+		for _, h := range holders {
+			c.Logf("round %d: the woken workers of %s stopped themselves and wrote nothing", round, h.Name)
+			h.WaitReady(30 * time.Second)
+		}
 	}
-	expectSucceeded(t, c, s, runs, frozenJobs, "last RESUME run")
+	expectSucceeded(t, c, s, runs, frozenJobs, "last AUTO_RESUME run")
 	checkCollected(t, c, s)
 	checkSettled(t, c, s)
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
@@ -256,10 +255,12 @@ func scenarioRedisFlushRestart(t *testing.T, s sizes) {
 }
 
 // scenarioPostgresRestart: PostgreSQL stops (or crashes) and comes back mid-run → each run
-// either continues or ends (FAILED, resumable: Verify resumes it); every instance reconnects
-// (readyz 200, the API answers).
+// either continues or ends FAILED because the database went away (DATABASE_UNAVAILABLE, or
+// LEASE_EXPIRED when its end could not be written) and resumes by itself (ADR 12); every
+// instance reconnects (readyz 200, the API answers).
 func scenarioPostgresRestart(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
+	allowAttempts(c, s.rounds)
 	k := c.StartChecker()
 	holders := map[string]*Node{"demo-collect": c.Node(1), "demo-settlement": c.Node(2)}
 	runs := map[string]int64{}
@@ -269,6 +270,10 @@ func scenarioPostgresRestart(t *testing.T, s sizes) {
 	for round := 1; round <= s.rounds; round++ {
 		before := map[string]int64{}
 		for _, j := range demoJobs {
+			if r := c.RunRow(runs[j]); r.Status == "FAILED" {
+				// It went on after the last restart, then failed all the same: it resumes too.
+				runs[j] = awaitSelfResume(t, c, r, nil).ID
+			}
 			before[j] = waitProcessed(t, c, runs[j], 10).Processed
 		}
 		c.RestartPostgres(s.outage, s.crashPostgres)
@@ -286,16 +291,21 @@ func scenarioPostgresRestart(t *testing.T, s sizes) {
 				return !r.Active() || r.Processed >= before[j]+5
 			})
 			c.Logf("round %d: %s after the PostgreSQL restart: %s %s", round, j, r.Status, r.StopReason)
-			if !r.Active() && round < s.rounds {
-				// Keep a run going for the next round: RESUME it elsewhere.
-				holders[j] = c.Node(holders[j].Index%len(c.Nodes) + 1)
-				runs[j] = start(t, holders[j], j, "RESUME")
+			switch {
+			case r.Active(), r.Status == "SUCCEEDED":
+			case r.Status == "FAILED" && (r.StopReason == "DATABASE_UNAVAILABLE" || r.StopReason == "LEASE_EXPIRED"):
+				runs[j] = awaitSelfResume(t, c, r, nil).ID
+			default:
+				t.Errorf("run %d of %s ended %s/%s after the PostgreSQL restart, want it going on or FAILED/DATABASE_UNAVAILABLE (or LEASE_EXPIRED): %s",
+					r.ID, j, r.Status, r.StopReason, r.Message)
 			}
 		}
 	}
 	for _, j := range demoJobs {
-		r := c.WaitRun(runs[j], s.runFor(), "ends", func(r *RunRow) bool { return !r.Active() })
-		c.Logf("%s: last run %d ended %s/%s", j, r.ID, r.Status, r.StopReason)
+		r := followToEnd(t, c, s, runs[j])
+		if r.Status != "SUCCEEDED" {
+			t.Errorf("%s did not finish by itself after the PostgreSQL restarts: last run %s: %s", j, describe(r), r.Message)
+		}
 	}
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
 	checkCollected(t, c, s)
@@ -367,15 +377,15 @@ func waitUnready(t *testing.T, c *Cluster, n *Node, timeout time.Duration) {
 }
 
 // scenarioPartitionPostgres: (1) stall the holder's PostgreSQL traffic (blackhole) → its runs
-// fail by lease expiry on another instance and are resumed there; heal → the stalled
+// fail by lease expiry on another instance and resume by themselves there; heal → the stalled
 // statements reach PostgreSQL after the lease: the fence refuses them, the worker stops
 // itself, the instance is ready again. (2) cut the holder off PostgreSQL (connections reset,
 // so PostgreSQL aborts an open item transaction: demo-collect is safe here) → its run fails
-// by lease expiry; heal → ready again; Verify resumes the run.
+// by lease expiry; heal → ready again; the run resumes by itself and succeeds.
 func scenarioPartitionPostgres(t *testing.T, s sizes) {
 	c := demoCluster(t, s, 4)
 	k := c.StartChecker()
-	holder, other := c.Node(1), c.Node(2)
+	holder := c.Node(1)
 	runs := startAll(t, holder, frozenJobs, "RESTART")
 	waitAllProcessed(t, c, runs, frozenJobs, 10)
 
@@ -387,7 +397,7 @@ func scenarioPartitionPostgres(t *testing.T, s sizes) {
 	}
 	waitUnready(t, c, holder, 10*time.Second)
 	for _, j := range frozenJobs {
-		runs[j] = start(t, other, j, "RESUME")
+		runs[j] = awaitSelfResume(t, c, stale[j], []*Node{holder}).ID
 	}
 	waitAllProcessed(t, c, runs, frozenJobs, 5)
 	time.Sleep(s.outage)
@@ -410,24 +420,28 @@ func scenarioPartitionPostgres(t *testing.T, s sizes) {
 	id := start(t, holder, job, "RESTART")
 	waitProcessed(t, c, id, 10)
 	holder.CutPostgres()
-	waitLeaseExpired(t, c, id, time.Now(), "its holder was cut off PostgreSQL")
+	cut := waitLeaseExpired(t, c, id, time.Now(), "its holder was cut off PostgreSQL")
 	waitUnready(t, c, holder, 10*time.Second)
 	time.Sleep(s.outage)
 	holder.Heal()
 	healedAt := time.Now()
 	holder.WaitReady(30 * time.Second)
 	c.Logf("%s: ready %s after the heal", holder.Name, time.Since(healedAt).Round(time.Millisecond))
+	resumed := awaitSelfResume(t, c, cut, nil)
+	expectSucceeded(t, c, s, map[string]int64{job: resumed.ID}, []string{job}, "AUTO_RESUME run")
+	checkCollected(t, c, s)
 	k.Verify(VerifyOptions{RunTimeout: s.runFor()})
 }
 
 // scenarioRollingRestartStorm: s.stormJobs jobs fire every second on three storm nodes while
 // each node in turn gets SIGTERM and starts again → no fire ran twice, none both ran and was
 // recorded skipped, none recorded twice (Verify), fires of a running job are recorded
-// SKIPPED_RUNNING, interrupted runs are resumable, and every fire either ran or was recorded.
+// SKIPPED_RUNNING, interrupted runs resume by themselves or are superseded by the next fire
+// (invariant 10, Verify), and every fire either ran or was recorded.
 func scenarioRollingRestartStorm(t *testing.T, s sizes) {
-	// Runs take 200ms, so a SIGTERM often interrupts one (FAILED/SHUTDOWN, resumed by
-	// Verify); storm-000 takes 1.2s, so every other fire of it finds it running and is
-	// recorded SKIPPED_RUNNING.
+	// Runs take 200ms, so a SIGTERM often interrupts one (FAILED/SHUTDOWN: its auto-resume,
+	// due after 5s, is usually superseded by the job's next fire); storm-000 takes 1.2s, so
+	// every other fire of it finds it running and is recorded SKIPPED_RUNNING.
 	c := New(t, Config{Kind: StormNodes, PoolSize: max(16, s.stormJobs/2), Env: map[string]string{
 		"STORM_JOBS": strconv.Itoa(s.stormJobs), "STORM_WORK": "200ms", "STORM_SLOW_WORK": "1200ms"}})
 	k := c.StartChecker()

@@ -26,6 +26,7 @@ func TestSoakPartitionRedis(t *testing.T)      { scenarioPartitionRedis(t, soak)
 func TestSoakPartitionPostgres(t *testing.T)   { scenarioPartitionPostgres(t, soak) }
 func TestSoakRollingRestartStorm(t *testing.T) { scenarioRollingRestartStorm(t, soak) }
 func TestSoakConcurrentStart(t *testing.T)     { scenarioConcurrentStart(t, soak) }
+func TestSoakRollingDeploy(t *testing.T)       { scenarioRollingDeploy(t, soak) }
 
 // Fixed in 316cb74 ("recoverer skips runs locked by a frozen worker, item transactions end
 // with the lease"). It was: a worker stalled inside an item transaction blocked lease
