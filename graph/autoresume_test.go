@@ -134,8 +134,8 @@ func policyEqual(a, b wirePolicy) bool {
 	return a.Enabled == b.Enabled && a.MaxAttempts == b.MaxAttempts && a.BackoffSeconds == b.BackoffSeconds && slices.Equal(a.On, b.On)
 }
 
-// stallJob is a one-item job with a one-second lease whose item, while stall is open, waits
-// until the test ends: the holder stops renewing its lease, as a dead one would.
+// stallJob is a one-item job with a one-second lease whose item waits until the test ends
+// (stall is closed): the holder stops renewing its lease, as a dead one would.
 type stallJob struct {
 	name   string
 	policy *runner.AutoResumePolicy
@@ -147,12 +147,11 @@ func (j *stallJob) Info() runner.JobInfo {
 }
 
 func (j *stallJob) Run(ctx context.Context, run *runner.Run) error {
-	return run.Process(ctx, runner.Item{Target: "t1", Checkpoint: "1"}, func(ctx context.Context, _ *runner.Attempt) error {
-		select {
-		case <-j.stall:
-		case <-ctx.Done():
-		}
-		return ctx.Err()
+	return run.Process(ctx, runner.Item{Target: "t1", Checkpoint: "1"}, func(context.Context, *runner.Attempt) error {
+		// Deaf to its context, as a hung call is: the run must end by its lease, not by an
+		// attempt that gave up (an item's failure would let the run succeed).
+		<-j.stall
+		return nil
 	})
 }
 
