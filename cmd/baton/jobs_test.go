@@ -160,7 +160,7 @@ func TestJobsAutoResume(t *testing.T) {
 			})
 		})
 	ctx, _, tokens, srv := cliServerWith(t, func(c *runner.Config) {
-		c.Scheduler, c.PollInterval, c.PoolSize, c.DefaultLease = true, 100*time.Millisecond, 3, 5*time.Second
+		c.Scheduler, c.PollInterval, c.PoolSize = true, 100*time.Millisecond, 3
 	}, job)
 	t.Cleanup(func() { close(stall) })
 	token, _, err := httpapi.CreateToken(ctx, tokens, "cli-ar", "OPERATOR")

@@ -104,6 +104,7 @@ test('an operator edits a job’s auto-resume policy: saved and read back; a bad
   await page.goto('/admin/');
   await until('the job card summary', async () => (await page.getByTestId('auto-resume-demo-flaky').innerText()) === 'auto-resume off');
   assert.equal(await page.getByTestId('auto-resume-demo-collect').innerText(), 'auto-resume on · 3 attempts · 5 s');
+  await shot(page, 'ar-02b-dashboard');
   await page.context().close();
 
   const phone = await login(browser, 'viewer', { viewport: { width: 390, height: 844 } });
