@@ -528,6 +528,7 @@ func TestRoles(t *testing.T) {
 		{"startJob", `mutation { startJob(input: {name: "nope"}) { userErrors { code } } }`, model.RoleOperator},
 		{"cancelRun", `mutation { cancelRun(input: {runId: "UnVuOjk5OTk="}) { userErrors { code } } }`, model.RoleOperator},
 		{"updateJobSchedule", `mutation { updateJobSchedule(input: {name: "nope"}) { userErrors { code } } }`, model.RoleOperator},
+		{"updateJobAutoResume", `mutation { updateJobAutoResume(input: {name: "nope"}) { userErrors { code } } }`, model.RoleOperator},
 		{"pauseJob", `mutation { pauseJob(input: {name: "nope"}) { userErrors { code } } }`, model.RoleOperator},
 		{"resumeJob", `mutation { resumeJob(input: {name: "nope"}) { userErrors { code } } }`, model.RoleOperator},
 		{"setMaintenance", `mutation { setMaintenance(input: {paused: false}) { maintenance userErrors { code } } }`, model.RoleOperator},

@@ -64,6 +64,7 @@ type instanceOpts struct {
 	noRun    bool // do not call Runner.Run (nothing in the background touches the database)
 	tracer   pgx.QueryTracer
 	graph    func(*httpapi.Config)
+	runner   func(*runner.Config) // last changes to the runner's configuration
 }
 
 // instance is a runner with its GraphQL endpoint on an httptest server.
@@ -101,6 +102,9 @@ func (b *bundle) instance(o instanceOpts) *instance {
 	}
 	rcfg := b.Config()
 	rcfg.DB, rcfg.PoolSize, rcfg.Logger, rcfg.Events = pool, o.poolSize, b.log, live.NewEventPublisher(pub)
+	if o.runner != nil {
+		o.runner(&rcfg)
+	}
 	r := b.NewRunner(rcfg, o.jobs...)
 	if !o.noRun {
 		wg.Add(1)

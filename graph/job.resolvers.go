@@ -15,6 +15,11 @@ import (
 	"github.com/baton-run/baton/runner/batontype"
 )
 
+// BackoffSeconds is the resolver for the backoffSeconds field.
+func (r *autoResumePolicyResolver) BackoffSeconds(ctx context.Context, obj *batontype.AutoResumePolicy) (int, error) {
+	return int(obj.Backoff / time.Second), nil
+}
+
 // ID is the resolver for the id field.
 func (r *jobResolver) ID(ctx context.Context, obj *batontype.JobSettings) (string, error) {
 	return globalID(typeJob, obj.Name), nil
@@ -160,6 +165,23 @@ func (r *mutationResolver) ResumeJob(ctx context.Context, input model.ResumeJobI
 	return out, nil
 }
 
+// UpdateJobAutoResume is the resolver for the updateJobAutoResume field.
+func (r *mutationResolver) UpdateJobAutoResume(ctx context.Context, input model.UpdateJobAutoResumeInput) (*model.UpdateJobAutoResumePayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	u, refused := r.autoResumeUpdate(ctx, input)
+	if refused != nil {
+		return &model.UpdateJobAutoResumePayload{UserErrors: refused}, nil
+	}
+	job, err := r.runner.Jobs().SetAutoResume(ctx, input.Name, u)
+	if err != nil {
+		ue, err := userErrors(err, "name")
+		return &model.UpdateJobAutoResumePayload{UserErrors: ue}, err
+	}
+	r.loaders(ctx).jobByName.Prime(job.Name, job)
+	return &model.UpdateJobAutoResumePayload{Job: job, UserErrors: []*model.UserError{}}, nil
+}
+
 // Jobs is the resolver for the jobs field.
 func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string) (*model.JobConnection, error) {
 	p, err := parseKeyPage(first, after, cursorJobs)
@@ -206,7 +228,15 @@ func (r *queryResolver) CronPreview(ctx context.Context, cron string, timezone *
 	return &model.CronPreview{Valid: true, NextFireTimes: timePointers(fires), UserErrors: []*model.UserError{}}, nil
 }
 
+// AutoResumePolicy returns generated.AutoResumePolicyResolver implementation.
+func (r *Resolver) AutoResumePolicy() generated.AutoResumePolicyResolver {
+	return &autoResumePolicyResolver{r}
+}
+
 // Job returns generated.JobResolver implementation.
 func (r *Resolver) Job() generated.JobResolver { return &jobResolver{r} }
 
-type jobResolver struct{ *Resolver }
+type (
+	autoResumePolicyResolver struct{ *Resolver }
+	jobResolver              struct{ *Resolver }
+)

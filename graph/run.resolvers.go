@@ -110,6 +110,14 @@ func (r *runResolver) ResumedFrom(ctx context.Context, obj *batontype.RunRecord)
 	return r.loaders(ctx).runByID.Load(ctx, *obj.ResumedFrom)
 }
 
+// AutoResume is the resolver for the autoResume field.
+func (r *runResolver) AutoResume(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error) {
+	if autoResumeOutcome(obj) == "" {
+		return nil, nil
+	}
+	return obj, nil
+}
+
 // Errors is the resolver for the errors field.
 func (r *runResolver) Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error) {
 	p, err := parsePage(first, after, cursorRunErrors)
@@ -146,6 +154,31 @@ func (r *runResolver) Events(ctx context.Context, obj *batontype.RunRecord) ([]*
 	return timeline(obj), nil
 }
 
+// Outcome is the resolver for the outcome field.
+func (r *runAutoResumeResolver) Outcome(ctx context.Context, obj *batontype.RunRecord) (model.AutoResumeOutcome, error) {
+	return autoResumeOutcome(obj), nil
+}
+
+// ResumedBy is the resolver for the resumedBy field.
+func (r *runAutoResumeResolver) ResumedBy(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error) {
+	if obj.AutoResumeRunID == nil {
+		return nil, nil
+	}
+	return r.loaders(ctx).runByID.Load(ctx, *obj.AutoResumeRunID)
+}
+
+// MaxAttempts is the resolver for the maxAttempts field.
+func (r *runAutoResumeResolver) MaxAttempts(ctx context.Context, obj *batontype.RunRecord) (int, error) {
+	job, err := r.loaders(ctx).jobByName.Load(ctx, obj.JobName)
+	if err != nil {
+		return 0, err
+	}
+	if job == nil {
+		return 0, fmt.Errorf("job %q of run %d not found", obj.JobName, obj.ID)
+	}
+	return job.AutoResume.MaxAttempts, nil
+}
+
 // RunProgress is the resolver for the runProgress field.
 func (r *subscriptionResolver) RunProgress(ctx context.Context, runID string) (<-chan *batontype.RunRecord, error) {
 	id, err := mustIntID(runID, typeRun, "runId")
@@ -167,4 +200,10 @@ func (r *subscriptionResolver) RunEvents(ctx context.Context, jobName *string) (
 // Run returns generated.RunResolver implementation.
 func (r *Resolver) Run() generated.RunResolver { return &runResolver{r} }
 
-type runResolver struct{ *Resolver }
+// RunAutoResume returns generated.RunAutoResumeResolver implementation.
+func (r *Resolver) RunAutoResume() generated.RunAutoResumeResolver { return &runAutoResumeResolver{r} }
+
+type (
+	runResolver           struct{ *Resolver }
+	runAutoResumeResolver struct{ *Resolver }
+)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -43,6 +44,13 @@ const jobsUsage = `usage:
         ask a run to stop at its next item boundary
   baton jobs schedule NAME [--cron EXPR] [--tz ZONE] [--enable|--disable] [--lease SECONDS]
         change a job's schedule (--cron "" makes it manual-only)
+  baton jobs auto-resume NAME [--on|--off] [--max-attempts N] [--backoff 5s]
+                         [--causes LEASE_EXPIRED,SHUTDOWN,DATABASE]
+        print a job's auto-resume policy, or change it: whether a run whose holder
+        died (LEASE_EXPIRED), whose instance shut down (SHUTDOWN) or whose database
+        went away (DATABASE) continues by itself, how many times in a row (1-100),
+        after how long (whole seconds up to 24h, doubling per attempt), for which
+        of those causes (--causes "" covers none)
   baton jobs watch RUN
         follow a run's progress until it ends; exits non-zero unless it SUCCEEDED
 
@@ -63,7 +71,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch sub {
 	case "list":
 		wantArgs = 0
-	case "start", "restart", "execute", "cancel", "schedule", "watch":
+	case "start", "restart", "execute", "cancel", "schedule", "auto-resume", "watch":
 		wantArgs = 1
 	default:
 		fmt.Fprint(stderr, jobsUsage)
@@ -91,10 +99,10 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // jobsFlags are the flags of the jobs subcommands, each read by the subcommands its usage
 // names.
 type jobsFlags struct {
-	mode, cron, tz, reason, compRef          *string
-	restart, watch, enable, disable, request *bool
-	lease                                    *int
-	set                                      map[string]bool // the flags given on the command line
+	mode, cron, tz, reason, compRef, backoff, causes  *string
+	restart, watch, enable, disable, request, on, off *bool
+	lease, maxAttempts                                *int
+	set                                               map[string]bool // the flags given on the command line
 }
 
 // defineJobsFlags defines the jobs subcommands' flags on fs.
@@ -111,7 +119,13 @@ func defineJobsFlags(fs *flag.FlagSet) *jobsFlags {
 		request: fs.Bool("request", false, "restart: request the RESTART for approval instead of starting it"),
 		reason:  fs.String("reason", "", "restart --request: why the job must restart"),
 		compRef: fs.String("compensation-ref", "", "restart --request: where the plan to undo the repeated effects lives (HIGH-risk jobs)"),
-		set:     map[string]bool{},
+		on:      fs.Bool("on", false, "auto-resume: turn auto-resume on"),
+		off:     fs.Bool("off", false, "auto-resume: turn auto-resume off"),
+		// maxAttempts and backoff are sent only when given, so their defaults are never read.
+		maxAttempts: fs.Int("max-attempts", 0, "auto-resume: automatic resumes in one chain (1 to 100)"),
+		backoff:     fs.String("backoff", "", "auto-resume: wait before the first resume, whole seconds (5s, 1m or 30)"),
+		causes:      fs.String("causes", "", "auto-resume: comma-separated LEASE_EXPIRED, SHUTDOWN, DATABASE (\"\": none)"),
+		set:         map[string]bool{},
 	}
 }
 
@@ -167,6 +181,12 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 			return err
 		}
 		return c.updateSchedule(ctx, in, stdout)
+	case "auto-resume":
+		in, err := f.autoResumeInput(positional[0])
+		if err != nil {
+			return err
+		}
+		return c.autoResume(ctx, positional[0], in, stdout)
 	default: // watch
 		id, err := runIDArg(positional[0])
 		if err != nil {
@@ -201,6 +221,66 @@ func (f *jobsFlags) scheduleInput(name string) (map[string]any, error) {
 		return nil, errors.New("jobs schedule: nothing to change (give --cron, --tz, --enable, --disable or --lease)")
 	}
 	return in, nil
+}
+
+// resumeCauses are the values of --causes.
+var resumeCauses = []string{"LEASE_EXPIRED", "SHUTDOWN", "DATABASE"}
+
+// autoResumeInput is the updateJobAutoResume input for job name: only what the flags change;
+// nil when they change nothing (the policy is printed).
+func (f *jobsFlags) autoResumeInput(name string) (map[string]any, error) {
+	if *f.on && *f.off {
+		return nil, errors.New("jobs auto-resume: --on and --off exclude each other")
+	}
+	in := map[string]any{"name": name}
+	if *f.on || *f.off {
+		in["enabled"] = *f.on
+	}
+	if f.set["max-attempts"] {
+		in["maxAttempts"] = *f.maxAttempts
+	}
+	if f.set["backoff"] {
+		secs, err := backoffSeconds(*f.backoff)
+		if err != nil {
+			return nil, err
+		}
+		in["backoffSeconds"] = secs
+	}
+	if f.set["causes"] {
+		causes := []string{}
+		for _, c := range strings.Split(*f.causes, ",") {
+			c = strings.ToUpper(strings.TrimSpace(c))
+			if c == "" {
+				continue
+			}
+			if !slices.Contains(resumeCauses, c) {
+				return nil, fmt.Errorf("jobs auto-resume: --causes: %q is not one of %s", c, strings.Join(resumeCauses, ", "))
+			}
+			causes = append(causes, c)
+		}
+		// In the order of the list, as the console sends them; one given twice stays twice
+		// (the server refuses it).
+		slices.SortStableFunc(causes, func(a, b string) int {
+			return slices.Index(resumeCauses, a) - slices.Index(resumeCauses, b)
+		})
+		in["on"] = causes
+	}
+	if len(in) == 1 {
+		return nil, nil
+	}
+	return in, nil
+}
+
+// backoffSeconds reads --backoff: a duration of whole seconds (5s, 1m30s) or a number of seconds.
+func backoffSeconds(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d%time.Second != 0 {
+		return 0, fmt.Errorf("jobs auto-resume: --backoff must be whole seconds such as 5s, 2m or 30, not %q", s)
+	}
+	return int64(d / time.Second), nil
 }
 
 // parseInterleaved parses flags that may come before, between or after positional
@@ -333,9 +413,74 @@ type wireRun struct {
 		Ambiguous int64    `json:"ambiguous"`
 		Percent   *float64 `json:"percent"`
 	} `json:"progress"`
+	Attempt    int             `json:"attempt"`
+	AutoResume *wireAutoResume `json:"autoResume"`
 }
 
-const runFields = `id jobName status message finishedAt progress { total processed succeeded failed skipped ambiguous percent }`
+// wireAutoResume is what auto-resume made of a run's end.
+type wireAutoResume struct {
+	Outcome   string  `json:"outcome"`
+	DueAt     *string `json:"dueAt"`
+	ResumedBy *struct {
+		ID string `json:"id"`
+	} `json:"resumedBy"`
+}
+
+const runFields = `id jobName status message finishedAt progress { total processed succeeded failed skipped ambiguous percent }
+	attempt autoResume { outcome dueAt resumedBy { id } }`
+
+// chainText says where a run stands in its chain of automatic resumes — "attempt 2",
+// "auto-resume due 2026-12-01T10:00:05Z", "resumed by #44", "auto-resume EXHAUSTED after 3
+// attempts" — or "" for a run outside any.
+func chainText(r *wireRun) string {
+	var parts []string
+	if r.Attempt > 0 {
+		parts = append(parts, fmt.Sprintf("attempt %d", r.Attempt))
+	}
+	if a := r.AutoResume; a != nil {
+		switch {
+		case a.Outcome == "PENDING" && a.DueAt != nil:
+			parts = append(parts, "auto-resume due "+*a.DueAt)
+		case a.Outcome == "RESUMED" && a.ResumedBy != nil:
+			parts = append(parts, "resumed by #"+runNumber(a.ResumedBy.ID))
+		case a.Outcome == "EXHAUSTED":
+			parts = append(parts, fmt.Sprintf("auto-resume EXHAUSTED after %s", attempts(r.Attempt)))
+		default:
+			parts = append(parts, "auto-resume "+a.Outcome)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// wirePolicy is a job's auto-resume policy.
+type wirePolicy struct {
+	Enabled        bool     `json:"enabled"`
+	MaxAttempts    int      `json:"maxAttempts"`
+	BackoffSeconds int64    `json:"backoffSeconds"`
+	On             []string `json:"on"`
+}
+
+const policyFields = `autoResume { enabled maxAttempts backoffSeconds on }`
+
+// policyText is a policy in a few words: "on, 3 attempts, backoff 5s, causes LEASE_EXPIRED,SHUTDOWN".
+func policyText(p wirePolicy) string {
+	state := "off"
+	if p.Enabled {
+		state = "on"
+	}
+	causes := strings.Join(p.On, ",")
+	if causes == "" {
+		causes = "none"
+	}
+	return fmt.Sprintf("%s, %s, backoff %s, causes %s", state, attempts(p.MaxAttempts), time.Duration(p.BackoffSeconds)*time.Second, causes)
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return strconv.Itoa(n) + " attempts"
+}
 
 // jobsPageSize is how many jobs the listing asks for at a time: a page whose complexity (two
 // runs per job) stays well under the API's default limit of 2000.
@@ -344,14 +489,15 @@ const jobsPageSize = 25
 // listJobs prints every job, reading the jobs connection a page at a time.
 func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
 	type job struct {
-		Name            string   `json:"name"`
-		Cron            string   `json:"cron"`
-		Timezone        string   `json:"timezone"`
-		Enabled         bool     `json:"enabled"`
-		Paused          bool     `json:"paused"`
-		NextScheduledAt *string  `json:"nextScheduledAt"`
-		ActiveRun       *wireRun `json:"activeRun"`
-		LastRun         *wireRun `json:"lastRun"`
+		Name            string     `json:"name"`
+		Cron            string     `json:"cron"`
+		Timezone        string     `json:"timezone"`
+		Enabled         bool       `json:"enabled"`
+		Paused          bool       `json:"paused"`
+		NextScheduledAt *string    `json:"nextScheduledAt"`
+		AutoResume      wirePolicy `json:"autoResume"`
+		ActiveRun       *wireRun   `json:"activeRun"`
+		LastRun         *wireRun   `json:"lastRun"`
 	}
 	var jobs []job
 	var after *string
@@ -366,7 +512,7 @@ func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
 			} `json:"jobs"`
 		}
 		err := c.do(ctx, `query($first: Int, $after: String) { jobs(first: $first, after: $after) {
-			nodes { name cron timezone enabled paused nextScheduledAt
+			nodes { name cron timezone enabled paused nextScheduledAt `+policyFields+`
 				activeRun { `+runFields+` } lastRun { `+runFields+` } }
 			pageInfo { hasNextPage endCursor } } }`, map[string]any{"first": jobsPageSize, "after": after}, &data)
 		if err != nil {
@@ -379,7 +525,7 @@ func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
 		after = data.Jobs.PageInfo.EndCursor
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tSCHEDULE\tSTATE\tNEXT FIRE\tACTIVE RUN\tLAST RUN")
+	fmt.Fprintln(tw, "JOB\tSCHEDULE\tSTATE\tNEXT FIRE\tAUTO-RESUME\tACTIVE RUN\tLAST RUN")
 	for _, j := range jobs {
 		schedule := "manual"
 		if j.Cron != "" {
@@ -398,11 +544,21 @@ func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
 		}
 		if r := j.ActiveRun; r != nil {
 			active = fmt.Sprintf("#%s %s %s", runNumber(r.ID), r.Status, progressText(r))
+			if c := chainText(r); c != "" {
+				active += " (" + c + ")"
+			}
 		}
 		if r := j.LastRun; r != nil {
 			last = fmt.Sprintf("#%s %s", runNumber(r.ID), r.Status)
+			if c := chainText(r); c != "" {
+				last += " (" + c + ")"
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, schedule, state, next, active, last)
+		resume := "off"
+		if p := j.AutoResume; p.Enabled {
+			resume = fmt.Sprintf("%d x %s", p.MaxAttempts, time.Duration(p.BackoffSeconds)*time.Second)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, schedule, state, next, resume, active, last)
 	}
 	return tw.Flush()
 }
@@ -584,6 +740,44 @@ func (c *apiClient) updateSchedule(ctx context.Context, in map[string]any, stdou
 	return nil
 }
 
+// autoResume prints job name's auto-resume policy after changing it with in (nil: no change).
+func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]any, stdout io.Writer) error {
+	type job struct {
+		AutoResume wirePolicy `json:"autoResume"`
+	}
+	var p wirePolicy
+	if in == nil {
+		var data struct {
+			Job *job `json:"job"`
+		}
+		if err := c.do(ctx, `query($n: String!) { job(name: $n) { `+policyFields+` } }`, map[string]any{"n": name}, &data); err != nil {
+			return err
+		}
+		if data.Job == nil {
+			return fmt.Errorf("jobs auto-resume %s: NOT_FOUND: no job of that name", name)
+		}
+		p = data.Job.AutoResume
+	} else {
+		var data struct {
+			UpdateJobAutoResume struct {
+				Job        *job      `json:"job"`
+				UserErrors []userErr `json:"userErrors"`
+			} `json:"updateJobAutoResume"`
+		}
+		err := c.do(ctx, `mutation($in: UpdateJobAutoResumeInput!) { updateJobAutoResume(input: $in) {
+			job { `+policyFields+` } userErrors { code message field } } }`, map[string]any{"in": in}, &data)
+		if err != nil {
+			return err
+		}
+		if err := userErrs(data.UpdateJobAutoResume.UserErrors); err != nil {
+			return fmt.Errorf("jobs auto-resume %s: %w", name, err)
+		}
+		p = data.UpdateJobAutoResume.Job.AutoResume
+	}
+	fmt.Fprintf(stdout, "%s: auto-resume %s\n", name, policyText(p))
+	return nil
+}
+
 // watchRun follows a run over a graphql-transport-ws subscription, drawing a progress bar,
 // and returns an error unless the run ends SUCCEEDED.
 func (c *apiClient) watchRun(ctx context.Context, id string, stdout io.Writer) error {
@@ -608,6 +802,9 @@ func (c *apiClient) watchRun(ctx context.Context, id string, stdout io.Writer) e
 		msg := ""
 		if final.Message != "" {
 			msg = ": " + final.Message
+		}
+		if c := chainText(final); c != "" {
+			msg += " (" + c + ")"
 		}
 		return fmt.Errorf("run %s ended %s%s", runNumber(id), final.Status, msg)
 	}

@@ -144,10 +144,100 @@ func TestJobsRestartGate(t *testing.T) {
 	}
 }
 
+// `jobs auto-resume` prints and changes a job's policy, refusing bad values; `jobs list` and
+// `jobs watch` say where a run stands in its chain of automatic resumes.
+func TestJobsAutoResume(t *testing.T) {
+	t.Parallel()
+	stall := make(chan struct{})
+	// One item, a one-second lease, and an item that waits until the test ends: the holder
+	// stops renewing its lease, as a dead one would.
+	job := runner.NewJob(runner.JobInfo{Name: "cli-heal", Version: "1", Lease: time.Second, Retry: runner.RetryPolicy{MaxAttempts: 1},
+		AutoResume: &runner.AutoResumePolicy{Enabled: true, MaxAttempts: 1, On: runner.DefaultAutoResume().On}},
+		func(ctx context.Context, run *runner.Run) error {
+			return run.Process(ctx, runner.Item{Target: "a"}, func(context.Context, *runner.Attempt) error {
+				<-stall // deaf to its context, as a hung call is
+				return nil
+			})
+		})
+	ctx, _, tokens, srv := cliServerWith(t, func(c *runner.Config) {
+		c.Scheduler, c.PollInterval, c.PoolSize = true, 100*time.Millisecond, 3
+	}, job)
+	t.Cleanup(func() { close(stall) })
+	token, _, err := httpapi.CreateToken(ctx, tokens, "cli-ar", "OPERATOR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := jobsCommand(ctx, append(args, "--url", srv.URL, "--token", token), &out, io.Discard)
+		return out.String(), err
+	}
+
+	out, err := jobs("auto-resume", "cli-heal")
+	if err != nil || out != "cli-heal: auto-resume on, 1 attempt, backoff 0s, causes LEASE_EXPIRED,SHUTDOWN,DATABASE\n" {
+		t.Fatalf("auto-resume with no flags: %v\n%q", err, out)
+	}
+	refusals := map[string]struct {
+		args []string
+		want string
+	}{
+		"no attempts":      {[]string{"--max-attempts", "0"}, "INVALID_INPUT"},
+		"backoff over 24h": {[]string{"--backoff", "25h"}, "INVALID_INPUT"},
+		"part of a second": {[]string{"--backoff", "1.5s"}, "whole seconds"},
+		"an unknown cause": {[]string{"--causes", "LEASE_EXPIRED,FLOOD"}, `"FLOOD" is not one of`},
+		"a cause twice":    {[]string{"--causes", "SHUTDOWN,shutdown"}, "INVALID_INPUT"},
+		"both on and off":  {[]string{"--on", "--off"}, "exclude each other"},
+		"an unknown job":   {[]string{"--on", "--name-is-positional"}, "flag provided but not defined"},
+		"printing no job":  {nil, "NOT_FOUND"},
+		"changing no job":  {[]string{"--off"}, "NOT_FOUND"},
+	}
+	for name, c := range refusals {
+		target := "cli-heal"
+		if strings.HasSuffix(name, "no job") {
+			target = "nope"
+		}
+		if _, err := jobs(append([]string{"auto-resume", target}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	if out, _ := jobs("auto-resume", "cli-heal"); !strings.Contains(out, "on, 1 attempt, backoff 0s") {
+		t.Fatalf("after the refusals the policy reads %q, want it unchanged", out)
+	}
+
+	if _, err := jobs("start", "cli-heal"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the run to end by its lease, be resumed, and the resume be given up", func() bool {
+		out, err = jobs("list")
+		return err == nil && strings.Contains(out, "#2 FAILED (attempt 1, auto-resume EXHAUSTED after 1 attempt)")
+	})
+	if !strings.Contains(out, "AUTO-RESUME") || !strings.Contains(out, "1 x 0s") {
+		t.Fatalf("list shows no policy:\n%s", out)
+	}
+	if _, err := jobs("watch", "1"); err == nil || !strings.Contains(err.Error(), "run 1 ended FAILED") || !strings.Contains(err.Error(), "resumed by #2") {
+		t.Fatalf("watch of the first run: %v, want it ended FAILED and resumed by #2", err)
+	}
+
+	out, err = jobs("auto-resume", "cli-heal", "--off", "--max-attempts", "5", "--backoff", "1m", "--causes", "database, shutdown")
+	if err != nil || out != "cli-heal: auto-resume off, 5 attempts, backoff 1m0s, causes SHUTDOWN,DATABASE\n" {
+		t.Fatalf("auto-resume change: %v\n%q", err, out)
+	}
+	out, err = jobs("auto-resume", "cli-heal", "--on", "--backoff", "30", "--causes", "")
+	if err != nil || out != "cli-heal: auto-resume on, 5 attempts, backoff 30s, causes none\n" {
+		t.Fatalf("auto-resume with no causes: %v\n%q", err, out)
+	}
+}
+
 // cliServer runs jobs on a runner of a schema of its own and serves its GraphQL API over HTTP
 // for the CLI to call, until the test ends. Tokens minted in the token store it returns are
 // valid there.
 func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runner, *httpapi.TokenStore, *httptest.Server) {
+	t.Helper()
+	return cliServerWith(t, nil, jobs...)
+}
+
+// cliServerWith is cliServer with the runner's configuration changed by mod.
+func cliServerWith(t *testing.T, mod func(*runner.Config), jobs ...runner.Job) (context.Context, *runner.Runner, *httpapi.TokenStore, *httptest.Server) {
 	t.Helper()
 	url := testenv.Schema(t)
 	rc, env := testenv.Redis(t)
@@ -155,7 +245,11 @@ func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runne
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)})
+	cfg := runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 2, Logger: slog.New(slog.DiscardHandler)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := runner.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

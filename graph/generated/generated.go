@@ -32,6 +32,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Alert() AlertResolver
 	AuditEntry() AuditEntryResolver
+	AutoResumePolicy() AutoResumePolicyResolver
 	Job() JobResolver
 	LedgerEntry() LedgerEntryResolver
 	Mutation() MutationResolver
@@ -40,6 +41,7 @@ type ResolverRoot interface {
 	ReplayPreflight() ReplayPreflightResolver
 	ReplayRequest() ReplayRequestResolver
 	Run() RunResolver
+	RunAutoResume() RunAutoResumeResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -88,6 +90,13 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	AutoResumePolicy struct {
+		BackoffSeconds func(childComplexity int) int
+		Enabled        func(childComplexity int) int
+		MaxAttempts    func(childComplexity int) int
+		On             func(childComplexity int) int
+	}
+
 	CancelRunPayload struct {
 		Run        func(childComplexity int) int
 		UserErrors func(childComplexity int) int
@@ -107,6 +116,7 @@ type ComplexityRoot struct {
 
 	Job struct {
 		ActiveRun         func(childComplexity int) int
+		AutoResume        func(childComplexity int) int
 		Cron              func(childComplexity int) int
 		CurrentGeneration func(childComplexity int) int
 		Description       func(childComplexity int) int
@@ -176,19 +186,20 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		ApproveReplay     func(childComplexity int, input model.ApproveReplayInput) int
-		CancelRun         func(childComplexity int, input model.CancelRunInput) int
-		ExecuteReplay     func(childComplexity int, input model.ExecuteReplayInput) int
-		PauseJob          func(childComplexity int, input model.PauseJobInput) int
-		ReconcileEntry    func(childComplexity int, input model.ReconcileEntryInput) int
-		RejectReplay      func(childComplexity int, input model.RejectReplayInput) int
-		RequestReplay     func(childComplexity int, input model.RequestReplayInput) int
-		RequestRestart    func(childComplexity int, input model.RequestRestartInput) int
-		ResolveAmbiguous  func(childComplexity int, input model.ResolveAmbiguousInput) int
-		ResumeJob         func(childComplexity int, input model.ResumeJobInput) int
-		SetMaintenance    func(childComplexity int, input model.SetMaintenanceInput) int
-		StartJob          func(childComplexity int, input model.StartJobInput) int
-		UpdateJobSchedule func(childComplexity int, input model.UpdateJobScheduleInput) int
+		ApproveReplay       func(childComplexity int, input model.ApproveReplayInput) int
+		CancelRun           func(childComplexity int, input model.CancelRunInput) int
+		ExecuteReplay       func(childComplexity int, input model.ExecuteReplayInput) int
+		PauseJob            func(childComplexity int, input model.PauseJobInput) int
+		ReconcileEntry      func(childComplexity int, input model.ReconcileEntryInput) int
+		RejectReplay        func(childComplexity int, input model.RejectReplayInput) int
+		RequestReplay       func(childComplexity int, input model.RequestReplayInput) int
+		RequestRestart      func(childComplexity int, input model.RequestRestartInput) int
+		ResolveAmbiguous    func(childComplexity int, input model.ResolveAmbiguousInput) int
+		ResumeJob           func(childComplexity int, input model.ResumeJobInput) int
+		SetMaintenance      func(childComplexity int, input model.SetMaintenanceInput) int
+		StartJob            func(childComplexity int, input model.StartJobInput) int
+		UpdateJobAutoResume func(childComplexity int, input model.UpdateJobAutoResumeInput) int
+		UpdateJobSchedule   func(childComplexity int, input model.UpdateJobScheduleInput) int
 	}
 
 	PageInfo struct {
@@ -335,6 +346,8 @@ type ComplexityRoot struct {
 
 	Run struct {
 		ActivatedAt       func(childComplexity int) int
+		Attempt           func(childComplexity int) int
+		AutoResume        func(childComplexity int) int
 		CancelRequested   func(childComplexity int) int
 		CancelRequestedBy func(childComplexity int) int
 		Checkpoint        func(childComplexity int) int
@@ -362,6 +375,13 @@ type ComplexityRoot struct {
 		Status            func(childComplexity int) int
 		StopReason        func(childComplexity int) int
 		Trigger           func(childComplexity int) int
+	}
+
+	RunAutoResume struct {
+		AutoResumeAt func(childComplexity int) int
+		MaxAttempts  func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		ResumedBy    func(childComplexity int) int
 	}
 
 	RunConnection struct {
@@ -433,6 +453,11 @@ type ComplexityRoot struct {
 		RunProgress      func(childComplexity int, runID string) int
 	}
 
+	UpdateJobAutoResumePayload struct {
+		Job        func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	UpdateJobSchedulePayload struct {
 		Job        func(childComplexity int) int
 		UserErrors func(childComplexity int) int
@@ -462,6 +487,9 @@ type AlertResolver interface {
 type AuditEntryResolver interface {
 	ID(ctx context.Context, obj *batontype.AuditEntry) (string, error)
 }
+type AutoResumePolicyResolver interface {
+	BackoffSeconds(ctx context.Context, obj *batontype.AutoResumePolicy) (int, error)
+}
 type JobResolver interface {
 	ID(ctx context.Context, obj *batontype.JobSettings) (string, error)
 
@@ -485,6 +513,7 @@ type MutationResolver interface {
 	UpdateJobSchedule(ctx context.Context, input model.UpdateJobScheduleInput) (*model.UpdateJobSchedulePayload, error)
 	PauseJob(ctx context.Context, input model.PauseJobInput) (*model.PauseJobPayload, error)
 	ResumeJob(ctx context.Context, input model.ResumeJobInput) (*model.ResumeJobPayload, error)
+	UpdateJobAutoResume(ctx context.Context, input model.UpdateJobAutoResumeInput) (*model.UpdateJobAutoResumePayload, error)
 	ResolveAmbiguous(ctx context.Context, input model.ResolveAmbiguousInput) (*model.ResolveAmbiguousPayload, error)
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
 	RequestReplay(ctx context.Context, input model.RequestReplayInput) (*model.RequestReplayPayload, error)
@@ -539,9 +568,17 @@ type RunResolver interface {
 
 	ResumedFrom(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
 
+	AutoResume(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
+
 	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error)
 	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
+}
+type RunAutoResumeResolver interface {
+	Outcome(ctx context.Context, obj *batontype.RunRecord) (model.AutoResumeOutcome, error)
+
+	ResumedBy(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
+	MaxAttempts(ctx context.Context, obj *batontype.RunRecord) (int, error)
 }
 type SubscriptionResolver interface {
 	AlertRaised(ctx context.Context) (<-chan *batontype.Alert, error)
@@ -723,6 +760,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEntryEdge.Node(childComplexity), true
 
+	case "AutoResumePolicy.backoffSeconds":
+		if e.ComplexityRoot.AutoResumePolicy.BackoffSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AutoResumePolicy.BackoffSeconds(childComplexity), true
+	case "AutoResumePolicy.enabled":
+		if e.ComplexityRoot.AutoResumePolicy.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AutoResumePolicy.Enabled(childComplexity), true
+	case "AutoResumePolicy.maxAttempts":
+		if e.ComplexityRoot.AutoResumePolicy.MaxAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AutoResumePolicy.MaxAttempts(childComplexity), true
+	case "AutoResumePolicy.on":
+		if e.ComplexityRoot.AutoResumePolicy.On == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AutoResumePolicy.On(childComplexity), true
+
 	case "CancelRunPayload.run":
 		if e.ComplexityRoot.CancelRunPayload.Run == nil {
 			break
@@ -780,6 +842,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.ActiveRun(childComplexity), true
+	case "Job.autoResume":
+		if e.ComplexityRoot.Job.AutoResume == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.AutoResume(childComplexity), true
 	case "Job.cron":
 		if e.ComplexityRoot.Job.Cron == nil {
 			break
@@ -1217,6 +1285,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StartJob(childComplexity, args["input"].(model.StartJobInput)), true
+	case "Mutation.updateJobAutoResume":
+		if e.ComplexityRoot.Mutation.UpdateJobAutoResume == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateJobAutoResume_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateJobAutoResume(childComplexity, args["input"].(model.UpdateJobAutoResumeInput)), true
 	case "Mutation.updateJobSchedule":
 		if e.ComplexityRoot.Mutation.UpdateJobSchedule == nil {
 			break
@@ -1888,6 +1967,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.ActivatedAt(childComplexity), true
+	case "Run.attempt":
+		if e.ComplexityRoot.Run.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.Attempt(childComplexity), true
+	case "Run.autoResume":
+		if e.ComplexityRoot.Run.AutoResume == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.AutoResume(childComplexity), true
 	case "Run.cancelRequested":
 		if e.ComplexityRoot.Run.CancelRequested == nil {
 			break
@@ -2055,6 +2146,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Trigger(childComplexity), true
+
+	case "RunAutoResume.dueAt":
+		if e.ComplexityRoot.RunAutoResume.AutoResumeAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAutoResume.AutoResumeAt(childComplexity), true
+	case "RunAutoResume.maxAttempts":
+		if e.ComplexityRoot.RunAutoResume.MaxAttempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAutoResume.MaxAttempts(childComplexity), true
+	case "RunAutoResume.outcome":
+		if e.ComplexityRoot.RunAutoResume.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAutoResume.Outcome(childComplexity), true
+	case "RunAutoResume.resumedBy":
+		if e.ComplexityRoot.RunAutoResume.ResumedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAutoResume.ResumedBy(childComplexity), true
 
 	case "RunConnection.edges":
 		if e.ComplexityRoot.RunConnection.Edges == nil {
@@ -2298,6 +2414,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.RunProgress(childComplexity, args["runId"].(string)), true
 
+	case "UpdateJobAutoResumePayload.job":
+		if e.ComplexityRoot.UpdateJobAutoResumePayload.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateJobAutoResumePayload.Job(childComplexity), true
+	case "UpdateJobAutoResumePayload.userErrors":
+		if e.ComplexityRoot.UpdateJobAutoResumePayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateJobAutoResumePayload.UserErrors(childComplexity), true
+
 	case "UpdateJobSchedulePayload.job":
 		if e.ComplexityRoot.UpdateJobSchedulePayload.Job == nil {
 			break
@@ -2364,6 +2493,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
 			graphql.NewInputUnmarshaler("StartJobInput", ec.unmarshalInputStartJobInput),
+			graphql.NewInputUnmarshaler("UpdateJobAutoResumeInput", ec.unmarshalInputUpdateJobAutoResumeInput),
 			graphql.NewInputUnmarshaler("UpdateJobScheduleInput", ec.unmarshalInputUpdateJobScheduleInput),
 		)
 	}
@@ -2578,6 +2708,12 @@ type Job implements Node {
   runs(status: [RunStatus!], first: Int, after: String): RunConnection!
   "Per-state ledger counts of the current generation."
   ledgerSummary: [LedgerCount!]!
+  """
+  Whether a run that its holder could not finish (the holder died, its instance shut down,
+  its database went away) continues by itself, and how often: the declared policy or the one
+  an operator set with updateJobAutoResume.
+  """
+  autoResume: AutoResumePolicy!
   updatedAt: Time!
   updatedBy: String!
 }
@@ -2598,6 +2734,35 @@ enum RiskLevel {
   LOW
   MEDIUM
   HIGH
+}
+
+"""
+When a run that ended without finishing continues by itself. After a run ends FAILED in one of
+the ways in on, a RESUME run (trigger AUTO_RESUME) starts after the backoff, doubled for each
+attempt before it (capped at 15 minutes, or the backoff when longer), on any instance with a
+free slot. After maxAttempts automatic resumes in one chain the run is given up (outcome
+EXHAUSTED) and the AUTO_RESUME_EXHAUSTED alarm is raised. A resume repeats no effect: the ledger
+skips CONFIRMED targets and keeps AMBIGUOUS_EFFECT ones quarantined.
+"""
+type AutoResumePolicy {
+  "Whether runs of the job are resumed automatically."
+  enabled: Boolean!
+  "Automatic resumes in one chain, 1 to 100."
+  maxAttempts: Int!
+  "The wait before the first automatic resume of a chain, in whole seconds (0 to 86400); doubled per attempt."
+  backoffSeconds: Int!
+  "The ways of ending that are resumed; a run that ended any other way waits for a person."
+  on: [ResumeCause!]!
+}
+
+"A way a run can end that auto-resume may cover. A run that failed on its own (ERROR, PANIC, STOP_CONDITION), was cancelled or paused is never resumed automatically."
+enum ResumeCause {
+  "The holder died or stalled and its lease ran out (stop reason LEASE_EXPIRED)."
+  LEASE_EXPIRED
+  "The holder's instance shut down mid-run (SHUTDOWN, SHUTDOWN_TIMEOUT): a deploy."
+  SHUTDOWN
+  "The database went away mid-run (DATABASE_UNAVAILABLE): a restart or a failover."
+  DATABASE
 }
 
 type CronPreview {
@@ -2630,6 +2795,12 @@ extend type Mutation {
   pauseJob(input: PauseJobInput!): PauseJobPayload @hasRole(role: OPERATOR)
   "Resumes a paused job; if its last run ended PAUSED, a RESUME run continues from its checkpoint."
   resumeJob(input: ResumeJobInput!): ResumeJobPayload @hasRole(role: OPERATOR)
+  """
+  Changes a job's auto-resume policy; omitted fields stay. It governs the runs that end from
+  now on: a run already waiting for its resume keeps its due time. Audited; nothing changes on
+  a user error (NOT_FOUND, INVALID_INPUT naming the field: maxAttempts, backoffSeconds, on).
+  """
+  updateJobAutoResume(input: UpdateJobAutoResumeInput!): UpdateJobAutoResumePayload @hasRole(role: OPERATOR)
 }
 
 input StartJobInput {
@@ -2675,6 +2846,22 @@ type ResumeJobPayload {
   job: Job
   "The RESUME run started to continue a paused run, if one was."
   run: Run
+  userErrors: [UserError!]!
+}
+
+input UpdateJobAutoResumeInput {
+  name: String!
+  enabled: Boolean
+  "Automatic resumes in one chain, 1 to 100."
+  maxAttempts: Int
+  "The wait before the first automatic resume, whole seconds from 0 to 86400."
+  backoffSeconds: Int
+  "The ways of ending to resume, each at most once; an empty list resumes none (as good as off)."
+  on: [ResumeCause!]
+}
+
+type UpdateJobAutoResumePayload {
+  job: Job
   userErrors: [UserError!]!
 }
 `, BuiltIn: false},
@@ -3097,6 +3284,10 @@ type Run implements Node {
   scheduledFor: Time
   "The run this one continues."
   resumedFrom: Run
+  "The automatic resumes before this run in its chain: 0 for a run a person, the schedule or a replay started; n for the n-th AUTO_RESUME run."
+  attempt: Int!
+  "What auto-resume made of this run's end: null while the run is active, and when it ended in a way no policy covers (it succeeded, failed on its own, was cancelled or paused)."
+  autoResume: RunAutoResume
   jobVersion: String!
   startedAt: Time!
   activatedAt: Time
@@ -3147,6 +3338,30 @@ enum StopReason {
   SHUTDOWN_TIMEOUT
   "The database went away mid-run (connection lost, server restarting, a failover)."
   DATABASE_UNAVAILABLE
+}
+
+"What auto-resume made of a run that ended without finishing."
+type RunAutoResume {
+  outcome: AutoResumeOutcome!
+  "When the run is (or was) due to be resumed; null when it was not to be (OFF, EXHAUSTED)."
+  dueAt: Time
+  "The AUTO_RESUME run that continued this one (RESUMED)."
+  resumedBy: Run
+  "The automatic resumes a chain may have under the job's current policy."
+  maxAttempts: Int!
+}
+
+enum AutoResumeOutcome {
+  "The run waits for its resume, due at dueAt."
+  PENDING
+  "An AUTO_RESUME run (resumedBy) continues it."
+  RESUMED
+  "It was the chain's last attempt: nothing resumes it; the AUTO_RESUME_EXHAUSTED alarm is raised."
+  EXHAUSTED
+  "A later run of the job started first (an operator was faster); nothing resumes this one."
+  SUPERSEDED
+  "The job's policy was off, or did not cover how the run ended, when it ended."
+  OFF
 }
 
 type RunProgress {
@@ -3468,6 +3683,20 @@ func (ec *executionContext) childFields_AuditEntryEdge(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type AuditEntryEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_AutoResumePolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "enabled":
+		return ec.fieldContext_AutoResumePolicy_enabled(ctx, field)
+	case "maxAttempts":
+		return ec.fieldContext_AutoResumePolicy_maxAttempts(ctx, field)
+	case "backoffSeconds":
+		return ec.fieldContext_AutoResumePolicy_backoffSeconds(ctx, field)
+	case "on":
+		return ec.fieldContext_AutoResumePolicy_on(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AutoResumePolicy", field.Name)
+}
+
 func (ec *executionContext) childFields_CancelRunPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "run":
@@ -3538,6 +3767,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_runs(ctx, field)
 	case "ledgerSummary":
 		return ec.fieldContext_Job_ledgerSummary(ctx, field)
+	case "autoResume":
+		return ec.fieldContext_Job_autoResume(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Job_updatedAt(ctx, field)
 	case "updatedBy":
@@ -3934,6 +4165,10 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_scheduledFor(ctx, field)
 	case "resumedFrom":
 		return ec.fieldContext_Run_resumedFrom(ctx, field)
+	case "attempt":
+		return ec.fieldContext_Run_attempt(ctx, field)
+	case "autoResume":
+		return ec.fieldContext_Run_autoResume(ctx, field)
 	case "jobVersion":
 		return ec.fieldContext_Run_jobVersion(ctx, field)
 	case "startedAt":
@@ -3952,6 +4187,20 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_events(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Run", field.Name)
+}
+
+func (ec *executionContext) childFields_RunAutoResume(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "outcome":
+		return ec.fieldContext_RunAutoResume_outcome(ctx, field)
+	case "dueAt":
+		return ec.fieldContext_RunAutoResume_dueAt(ctx, field)
+	case "resumedBy":
+		return ec.fieldContext_RunAutoResume_resumedBy(ctx, field)
+	case "maxAttempts":
+		return ec.fieldContext_RunAutoResume_maxAttempts(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunAutoResume", field.Name)
 }
 
 func (ec *executionContext) childFields_RunConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4076,6 +4325,16 @@ func (ec *executionContext) childFields_StartJobPayload(ctx context.Context, fie
 		return ec.fieldContext_StartJobPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type StartJobPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_UpdateJobAutoResumePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "job":
+		return ec.fieldContext_UpdateJobAutoResumePayload_job(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_UpdateJobAutoResumePayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateJobAutoResumePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_UpdateJobSchedulePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4444,6 +4703,20 @@ func (ec *executionContext) field_Mutation_startJob_args(ctx context.Context, ra
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.StartJobInput, error) {
 			return ec.unmarshalNStartJobInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐStartJobInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateJobAutoResume_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateJobAutoResumeInput, error) {
+			return ec.unmarshalNUpdateJobAutoResumeInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobAutoResumeInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5556,6 +5829,98 @@ func (ec *executionContext) fieldContext_AuditEntryEdge_node(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _AutoResumePolicy_enabled(ctx context.Context, field graphql.CollectedField, obj *batontype.AutoResumePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AutoResumePolicy_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AutoResumePolicy_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AutoResumePolicy", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AutoResumePolicy_maxAttempts(ctx context.Context, field graphql.CollectedField, obj *batontype.AutoResumePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AutoResumePolicy_maxAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxAttempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AutoResumePolicy_maxAttempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AutoResumePolicy", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AutoResumePolicy_backoffSeconds(ctx context.Context, field graphql.CollectedField, obj *batontype.AutoResumePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AutoResumePolicy_backoffSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AutoResumePolicy().BackoffSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AutoResumePolicy_backoffSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AutoResumePolicy", field, true, true, "Int")
+}
+
+func (ec *executionContext) _AutoResumePolicy_on(ctx context.Context, field graphql.CollectedField, obj *batontype.AutoResumePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AutoResumePolicy_on(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.On, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []batontype.ResumeCause) graphql.Marshaler {
+			return ec.marshalNResumeCause2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCauseᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AutoResumePolicy_on(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AutoResumePolicy", field, false, false, "ResumeCause")
+}
+
 func (ec *executionContext) _CancelRunPayload_run(ctx context.Context, field graphql.CollectedField, obj *model.CancelRunPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6249,6 +6614,38 @@ func (ec *executionContext) fieldContext_Job_ledgerSummary(_ context.Context, fi
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_LedgerCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Job_autoResume(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_autoResume(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoResume, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.AutoResumePolicy) graphql.Marshaler {
+			return ec.marshalNAutoResumePolicy2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAutoResumePolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_autoResume(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Job",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AutoResumePolicy(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7375,6 +7772,68 @@ func (ec *executionContext) fieldContext_Mutation_resumeJob(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_resumeJob_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateJobAutoResume(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateJobAutoResume(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateJobAutoResume(ctx, fc.Args["input"].(model.UpdateJobAutoResumeInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.UpdateJobAutoResumePayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.UpdateJobAutoResumePayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateJobAutoResumePayload) graphql.Marshaler {
+			return ec.marshalOUpdateJobAutoResumePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobAutoResumePayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateJobAutoResume(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpdateJobAutoResumePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateJobAutoResume_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -11190,6 +11649,61 @@ func (ec *executionContext) fieldContext_Run_resumedFrom(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Run_attempt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Run", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Run_autoResume(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_autoResume(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().AutoResume(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORunAutoResume2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_autoResume(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunAutoResume(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Run_jobVersion(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11411,6 +11925,107 @@ func (ec *executionContext) fieldContext_Run_events(_ context.Context, field gra
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RunAutoResume_outcome(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAutoResume_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunAutoResume().Outcome(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AutoResumeOutcome) graphql.Marshaler {
+			return ec.marshalNAutoResumeOutcome2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAutoResumeOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunAutoResume_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunAutoResume", field, true, true, "AutoResumeOutcome")
+}
+
+func (ec *executionContext) _RunAutoResume_dueAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAutoResume_dueAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoResumeAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunAutoResume_dueAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunAutoResume", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RunAutoResume_resumedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAutoResume_resumedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunAutoResume().ResumedBy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunAutoResume_resumedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RunAutoResume",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RunAutoResume_maxAttempts(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAutoResume_maxAttempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunAutoResume().MaxAttempts(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunAutoResume_maxAttempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunAutoResume", field, true, true, "Int")
 }
 
 func (ec *executionContext) _RunConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RunConnection) (ret graphql.Marshaler) {
@@ -12426,6 +13041,70 @@ func (ec *executionContext) fieldContext_Subscription_runEvents(ctx context.Cont
 	if fc.Args, err = ec.field_Subscription_runEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateJobAutoResumePayload_job(ctx context.Context, field graphql.CollectedField, obj *model.UpdateJobAutoResumePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateJobAutoResumePayload_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Job, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.JobSettings) graphql.Marshaler {
+			return ec.marshalOJob2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐJobSettings(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateJobAutoResumePayload_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateJobAutoResumePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateJobAutoResumePayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.UpdateJobAutoResumePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateJobAutoResumePayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateJobAutoResumePayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateJobAutoResumePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -14267,6 +14946,76 @@ func UnmarshalStartJobInput(ctx context.Context, raw any) (model.StartJobInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateJobAutoResumeInput(ctx context.Context, obj any) (model.UpdateJobAutoResumeInput, error) {
+	var it model.UpdateJobAutoResumeInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "enabled", "maxAttempts", "backoffSeconds", "on"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		case "maxAttempts":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxAttempts"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxAttempts = data
+		case "backoffSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("backoffSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BackoffSeconds = data
+		case "on":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("on"))
+			data, err := ec.unmarshalOResumeCause2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCauseᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.On = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateJobAutoResumeInput unmarshals raw into the UpdateJobAutoResumeInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateJobAutoResumeInput(ctx context.Context, raw any) (model.UpdateJobAutoResumeInput, error) {
+	var out model.UpdateJobAutoResumeInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateJobAutoResumeInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateJobScheduleInput(ctx context.Context, obj any) (model.UpdateJobScheduleInput, error) {
 	var it model.UpdateJobScheduleInput
 	if obj == nil {
@@ -14668,6 +15417,55 @@ func (ec *executionContext) _AuditEntryEdge(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var autoResumePolicyImplementors = []string{"AutoResumePolicy"}
+
+func (ec *executionContext) _AutoResumePolicy(ctx context.Context, sel ast.SelectionSet, obj *batontype.AutoResumePolicy) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, autoResumePolicyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AutoResumePolicy")
+		case "enabled":
+			out.Values[i] = ec._AutoResumePolicy_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "maxAttempts":
+			out.Values[i] = ec._AutoResumePolicy_maxAttempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "backoffSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AutoResumePolicy_backoffSeconds(ctx, field, obj)
+				})
+		case "on":
+			out.Values[i] = ec._AutoResumePolicy_on(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var cancelRunPayloadImplementors = []string{"CancelRunPayload"}
 
 func (ec *executionContext) _CancelRunPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CancelRunPayload) graphql.Marshaler {
@@ -14895,6 +15693,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Job_ledgerSummary(ctx, field, obj)
 				})
+		case "autoResume":
+			out.Values[i] = ec._Job_autoResume(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "updatedAt":
 			out.Values[i] = ec._Job_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15292,6 +16095,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "resumeJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resumeJob(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updateJobAutoResume":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateJobAutoResume(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -16436,6 +17246,17 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_resumedFrom(ctx, field, obj)
 				})
+		case "attempt":
+			out.Values[i] = ec._Run_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "autoResume":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_autoResume(ctx, field, obj)
+				})
 		case "jobVersion":
 			out.Values[i] = ec._Run_jobVersion(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16478,6 +17299,57 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_events(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var runAutoResumeImplementors = []string{"RunAutoResume"}
+
+func (ec *executionContext) _RunAutoResume(ctx context.Context, sel ast.SelectionSet, obj *batontype.RunRecord) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, runAutoResumeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RunAutoResume")
+		case "outcome":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunAutoResume_outcome(ctx, field, obj)
+				})
+		case "dueAt":
+			out.Values[i] = ec._RunAutoResume_dueAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "resumedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunAutoResume_resumedBy(ctx, field, obj)
+				})
+		case "maxAttempts":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunAutoResume_maxAttempts(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -16960,6 +17832,44 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var updateJobAutoResumePayloadImplementors = []string{"UpdateJobAutoResumePayload"}
+
+func (ec *executionContext) _UpdateJobAutoResumePayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateJobAutoResumePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateJobAutoResumePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateJobAutoResumePayload")
+		case "job":
+			out.Values[i] = ec._UpdateJobAutoResumePayload_job(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._UpdateJobAutoResumePayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
 }
 
 var updateJobSchedulePayloadImplementors = []string{"UpdateJobSchedulePayload"}
@@ -17553,6 +18463,20 @@ func (ec *executionContext) marshalNAuditEntryEdge2ᚖgithubᚗcomᚋbatonᚑrun
 	return ec._AuditEntryEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAutoResumeOutcome2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAutoResumeOutcome(ctx context.Context, v any) (model.AutoResumeOutcome, error) {
+	var res model.AutoResumeOutcome
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAutoResumeOutcome2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAutoResumeOutcome(ctx context.Context, sel ast.SelectionSet, v model.AutoResumeOutcome) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNAutoResumePolicy2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAutoResumePolicy(ctx context.Context, sel ast.SelectionSet, v batontype.AutoResumePolicy) graphql.Marshaler {
+	return ec._AutoResumePolicy(ctx, sel, &v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18004,6 +18928,51 @@ func (ec *executionContext) unmarshalNResolveAmbiguousInput2githubᚗcomᚋbaton
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNResumeCause2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCause(ctx context.Context, v any) (batontype.ResumeCause, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.ResumeCause(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNResumeCause2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCause(ctx context.Context, sel ast.SelectionSet, v batontype.ResumeCause) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ResumeCause!")
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNResumeCause2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCauseᚄ(ctx context.Context, v any) ([]batontype.ResumeCause, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]batontype.ResumeCause, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNResumeCause2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCause(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNResumeCause2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCauseᚄ(ctx context.Context, sel ast.SelectionSet, v []batontype.ResumeCause) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNResumeCause2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCause(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNResumeJobInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResumeJobInput(ctx context.Context, v any) (model.ResumeJobInput, error) {
 	res, err := ec.unmarshalInputResumeJobInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18363,6 +19332,11 @@ func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNUpdateJobAutoResumeInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobAutoResumeInput(ctx context.Context, v any) (model.UpdateJobAutoResumeInput, error) {
+	res, err := ec.unmarshalInputUpdateJobAutoResumeInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNUpdateJobScheduleInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobScheduleInput(ctx context.Context, v any) (model.UpdateJobScheduleInput, error) {
@@ -18848,6 +19822,42 @@ func (ec *executionContext) marshalOResolveAmbiguousPayload2ᚖgithubᚗcomᚋba
 	return ec._ResolveAmbiguousPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOResumeCause2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCauseᚄ(ctx context.Context, v any) ([]batontype.ResumeCause, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]batontype.ResumeCause, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNResumeCause2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCause(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOResumeCause2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCauseᚄ(ctx context.Context, sel ast.SelectionSet, v []batontype.ResumeCause) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNResumeCause2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐResumeCause(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalOResumeJobPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResumeJobPayload(ctx context.Context, sel ast.SelectionSet, v *model.ResumeJobPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -18860,6 +19870,13 @@ func (ec *executionContext) marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋ
 		return graphql.Null
 	}
 	return ec._Run(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORunAutoResume2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx context.Context, sel ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RunAutoResume(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalORunMode2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐMode(ctx context.Context, v any) (*batontype.Mode, error) {
@@ -18984,6 +20001,13 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	_ = ctx
 	res := graphql.MarshalTime(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOUpdateJobAutoResumePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobAutoResumePayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateJobAutoResumePayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._UpdateJobAutoResumePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOUpdateJobSchedulePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobSchedulePayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateJobSchedulePayload) graphql.Marshaler {

@@ -266,6 +266,22 @@ type StartJobPayload struct {
 type Subscription struct {
 }
 
+type UpdateJobAutoResumeInput struct {
+	Name    string `json:"name"`
+	Enabled *bool  `json:"enabled,omitempty"`
+	// Automatic resumes in one chain, 1 to 100.
+	MaxAttempts *int `json:"maxAttempts,omitempty"`
+	// The wait before the first automatic resume, whole seconds from 0 to 86400.
+	BackoffSeconds *int `json:"backoffSeconds,omitempty"`
+	// The ways of ending to resume, each at most once; an empty list resumes none (as good as off).
+	On []batontype.ResumeCause `json:"on,omitempty"`
+}
+
+type UpdateJobAutoResumePayload struct {
+	Job        *batontype.JobSettings `json:"job,omitempty"`
+	UserErrors []*UserError           `json:"userErrors"`
+}
+
 type UpdateJobScheduleInput struct {
 	Name string `json:"name"`
 	// A cron expression; the empty string makes the job manual-only.
@@ -347,6 +363,72 @@ func (e *AmbiguousResolution) UnmarshalJSON(b []byte) error {
 }
 
 func (e AmbiguousResolution) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type AutoResumeOutcome string
+
+const (
+	// The run waits for its resume, due at dueAt.
+	AutoResumeOutcomePending AutoResumeOutcome = "PENDING"
+	// An AUTO_RESUME run (resumedBy) continues it.
+	AutoResumeOutcomeResumed AutoResumeOutcome = "RESUMED"
+	// It was the chain's last attempt: nothing resumes it; the AUTO_RESUME_EXHAUSTED alarm is raised.
+	AutoResumeOutcomeExhausted AutoResumeOutcome = "EXHAUSTED"
+	// A later run of the job started first (an operator was faster); nothing resumes this one.
+	AutoResumeOutcomeSuperseded AutoResumeOutcome = "SUPERSEDED"
+	// The job's policy was off, or did not cover how the run ended, when it ended.
+	AutoResumeOutcomeOff AutoResumeOutcome = "OFF"
+)
+
+var AllAutoResumeOutcome = []AutoResumeOutcome{
+	AutoResumeOutcomePending,
+	AutoResumeOutcomeResumed,
+	AutoResumeOutcomeExhausted,
+	AutoResumeOutcomeSuperseded,
+	AutoResumeOutcomeOff,
+}
+
+func (e AutoResumeOutcome) IsValid() bool {
+	switch e {
+	case AutoResumeOutcomePending, AutoResumeOutcomeResumed, AutoResumeOutcomeExhausted, AutoResumeOutcomeSuperseded, AutoResumeOutcomeOff:
+		return true
+	}
+	return false
+}
+
+func (e AutoResumeOutcome) String() string {
+	return string(e)
+}
+
+func (e *AutoResumeOutcome) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AutoResumeOutcome(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AutoResumeOutcome", str)
+	}
+	return nil
+}
+
+func (e AutoResumeOutcome) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AutoResumeOutcome) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AutoResumeOutcome) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,8 +1,17 @@
-// Jobs: the dashboard list, one job's page, the schedule editor and the job-level mutations.
+// Jobs: the dashboard list, one job's page, the schedule and auto-resume editors and the job-level mutations.
 import { graphql } from '../gql';
 
 /** JOBS_PAGE_SIZE is how many jobs a page of the dashboard shows (a multiple of its 1, 2 and 3 columns). */
 export const JOBS_PAGE_SIZE = 24;
+
+export const AutoResumePolicyFields = graphql(`
+  fragment AutoResumePolicyFields on AutoResumePolicy {
+    enabled
+    maxAttempts
+    backoffSeconds
+    on
+  }
+`);
 
 export const JobsQuery = graphql(`
   query Jobs($first: Int, $after: String) {
@@ -19,6 +28,9 @@ export const JobsQuery = graphql(`
         nextScheduledAt
         riskLevel
         currentGeneration
+        autoResume {
+          ...AutoResumePolicyFields
+        }
         activeRun {
           ...RunSummaryFields
         }
@@ -52,6 +64,9 @@ export const JobQuery = graphql(`
       currentGeneration
       updatedAt
       updatedBy
+      autoResume {
+        ...AutoResumePolicyFields
+      }
       activeRun {
         ...RunSummaryFields
       }
@@ -163,6 +178,27 @@ export const ResumeJobMutation = graphql(`
       }
       run {
         ...RunSummaryFields
+      }
+      userErrors {
+        code
+        message
+        field
+      }
+    }
+  }
+`);
+
+export const UpdateJobAutoResumeMutation = graphql(`
+  mutation UpdateJobAutoResume($input: UpdateJobAutoResumeInput!) {
+    updateJobAutoResume(input: $input) {
+      job {
+        id
+        name
+        autoResume {
+          ...AutoResumePolicyFields
+        }
+        updatedAt
+        updatedBy
       }
       userErrors {
         code

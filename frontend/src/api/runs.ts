@@ -9,6 +9,7 @@ export const RunSummaryFields = graphql(`
     status
     trigger
     mode
+    attempt
     requestedBy
     instance
     generation
@@ -54,11 +55,24 @@ export const RunQuery = graphql(`
         timezone
         riskLevel
         leaseSeconds
+        autoResume {
+          enabled
+          maxAttempts
+        }
       }
       resumedFrom {
         id
         status
         checkpoint
+      }
+      autoResume {
+        outcome
+        dueAt
+        maxAttempts
+        resumedBy {
+          id
+          status
+        }
       }
       ledgerSummary {
         state

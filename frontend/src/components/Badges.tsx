@@ -1,7 +1,7 @@
 import { Badge, Tooltip } from '@mantine/core';
 
-import type { LedgerState, ReplayStatus, RiskLevel, RunStatus, Verdict } from '../gql/graphql';
-import { ledgerStateMeta, replayStatusMeta, riskMeta, runStatusMeta, verdictMeta, type Meta } from '../model/status';
+import type { LedgerState, ReplayStatus, RiskLevel, RunStatus, RunTrigger, Verdict } from '../gql/graphql';
+import { ledgerStateMeta, replayStatusMeta, riskMeta, runStatusMeta, triggerMeta, verdictMeta, type Meta } from '../model/status';
 
 function MetaBadge({ meta, testid, value }: { meta: Meta; testid?: string; value: string }) {
   return (
@@ -31,4 +31,8 @@ export function ReplayStatusBadge({ status }: { status: ReplayStatus }) {
 
 export function RiskBadge({ risk }: { risk: RiskLevel }) {
   return <MetaBadge meta={riskMeta(risk)} value={risk} testid="risk" />;
+}
+
+export function TriggerBadge({ trigger }: { trigger: RunTrigger }) {
+  return <MetaBadge meta={triggerMeta(trigger)} value={trigger} testid="run-trigger" />;
 }

@@ -75,7 +75,8 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm">
-                      {triggerLabel(r.trigger)} · {r.mode.toLowerCase()}
+                      {triggerLabel(r.trigger)}
+                      {r.attempt > 0 ? ` ${r.attempt}` : ''} · {r.mode.toLowerCase()}
                     </Text>
                   </Table.Td>
                   <Table.Td>

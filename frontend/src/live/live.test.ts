@@ -13,6 +13,7 @@ function summary(id: string, status: RunStatus, startedAt: string, processed = 0
     status,
     trigger: 'MANUAL',
     mode: 'RESUME',
+    attempt: 0,
     requestedBy: 'alice',
     instance: 'i1',
     generation: 1,

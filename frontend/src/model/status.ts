@@ -95,15 +95,23 @@ export function riskMeta(r: RiskLevel): Meta {
   return RISK[r];
 }
 
-const TRIGGER: Record<RunTrigger, string> = {
-  SCHEDULED: 'Scheduled',
-  MANUAL: 'Manual',
-  REPLAY: 'Replay',
-  RECONCILE: 'Reconcile',
-  AUTO_RESUME: 'Auto-resume',
+const TRIGGER: Record<RunTrigger, Meta> = {
+  SCHEDULED: { label: 'Scheduled', color: 'gray', description: 'Started by the job’s schedule.' },
+  MANUAL: { label: 'Manual', color: 'gray', description: 'Started by a person (the console, the CLI or the API).' },
+  REPLAY: { label: 'Replay', color: 'indigo', description: 'Started by an approved replay request.' },
+  RECONCILE: { label: 'Reconcile', color: 'indigo', description: 'Started to settle a target whose effect is in doubt.' },
+  AUTO_RESUME: {
+    label: 'Auto-resume',
+    color: 'violet',
+    description: 'Started by the cluster itself: it continues a run whose holder died, whose instance shut down or whose database went away.',
+  },
 };
 
 export function triggerLabel(t: RunTrigger): string {
+  return TRIGGER[t].label;
+}
+
+export function triggerMeta(t: RunTrigger): Meta {
   return TRIGGER[t];
 }
 

@@ -1,5 +1,5 @@
-// One job: its schedule (editor with preview, next 5 fires, time zone), controls, active run,
-// runs history, risk level and ledger summary, and its ledger.
+// One job: its schedule (editor with preview, next 5 fires, time zone), its auto-resume policy,
+// controls, active run, runs history, risk level and ledger summary, and its ledger.
 import { Anchor, Badge, Card, Code, Grid, Group, List, Stack, Tabs, Text, Title } from '@mantine/core';
 import { useCallback, useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router';
@@ -8,6 +8,7 @@ import { useQuery, useSubscription } from 'urql';
 import { JobQuery } from '../api/jobs';
 import { RunEventsSubscription, runNumber, runPath, type RunSummary } from '../api/runs';
 import { useOnReconnect } from '../auth/AuthContext';
+import { AutoResumeEditor } from '../components/AutoResumeEditor';
 import { RiskBadge, RunStatusBadge } from '../components/Badges';
 import { JobControls } from '../components/JobControls';
 import { LedgerSummary, LedgerTable } from '../components/LedgerTable';
@@ -17,6 +18,7 @@ import { RunsTable } from '../components/RunsTable';
 import { ScheduleEditor } from '../components/ScheduleEditor';
 import { DateTime, TimeAgo } from '../components/Time';
 import { currentRuns, emptyLiveRuns, reduceRunEvents } from '../live/runEvents';
+import { policySummary } from '../model/autoresume';
 import { cronInWords } from '../model/cron';
 import { riskMeta } from '../model/status';
 import { formatDateTime } from '../model/time';
@@ -129,6 +131,20 @@ export function JobPage() {
                   Never run.
                 </Text>
               )}
+            </Card>
+            <Card withBorder radius="md" data-testid="auto-resume-panel">
+              <Title order={2} size="h4" mb={4}>
+                Auto-resume
+              </Title>
+              <Text size="sm" c="dimmed" mb="sm" data-testid="auto-resume-summary">
+                {policySummary(job.autoResume)}
+              </Text>
+              <AutoResumeEditor
+                key={`${job.autoResume.enabled}|${job.autoResume.maxAttempts}|${job.autoResume.backoffSeconds}|${job.autoResume.on.join(',')}`}
+                name={job.name}
+                policy={job.autoResume}
+                onSaved={refetchFresh}
+              />
             </Card>
             <Card withBorder radius="md">
               <Title order={2} size="h4" mb="xs">

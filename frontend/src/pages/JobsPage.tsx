@@ -24,6 +24,7 @@ import { DateTime, TimeAgo } from '../components/Time';
 import { useCursorPager } from '../hooks/useCursorPager';
 import type { JobsQuery as JobsQueryData } from '../gql/graphql';
 import { currentRuns, emptyLiveRuns, reduceRunEvents, withRun, type LiveRuns } from '../live/runEvents';
+import { policySummary } from '../model/autoresume';
 import { cronInWords } from '../model/cron';
 
 type Job = JobsQueryData['jobs']['nodes'][number];
@@ -88,6 +89,9 @@ function JobCard({ job, live, onStarted }: { job: Job; live: RunSummary | undefi
             }}
             data-testid={testid('enabled')}
           />
+          <Text size="xs" c="dimmed" data-testid={testid('auto-resume')}>
+            {policySummary(job.autoResume)}
+          </Text>
         </Stack>
 
         <Stack gap={6} mih={88}>

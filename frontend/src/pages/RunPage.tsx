@@ -1,5 +1,6 @@
 // One run, live: progress bar and counts, items/s sparkline, ETA, checkpoint, lease countdown
-// and holder, cancel and resume; its status timeline, errors and ledger.
+// and holder, cancel and resume; its place in a chain of automatic resumes; its status
+// timeline, errors and ledger.
 import { Anchor, Badge, Button, Card, Code, Grid, Group, SimpleGrid, Stack, Tabs, Text, Timeline, Title, Tooltip } from '@mantine/core';
 import { IconPlayerPlay, IconPlayerStop, IconRepeat } from '@tabler/icons-react';
 import { useCallback, useEffect, useMemo, useState } from 'react';
@@ -7,10 +8,11 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { useMutation, useQuery, useSubscription } from 'urql';
 
 import { StartJobMutation } from '../api/jobs';
-import { CancelRunMutation, jobPath, RunProgressSubscription, RunQuery, runNumber, runPath } from '../api/runs';
+import { CancelRunMutation, jobPath, RunEventsSubscription, RunProgressSubscription, RunQuery, runNumber, runPath } from '../api/runs';
 import { useOnReconnect } from '../auth/AuthContext';
 import { ActionButton } from '../components/ActionButton';
-import { RiskBadge, RunStatusBadge } from '../components/Badges';
+import { AutoResumeChain } from '../components/AutoResumeChain';
+import { RiskBadge, RunStatusBadge, TriggerBadge } from '../components/Badges';
 import { cancelBlockedBy, startBlockedBy } from '../components/JobControls';
 import { useMaintenance } from '../components/Layout';
 import { LedgerSummary, LedgerTable } from '../components/LedgerTable';
@@ -22,8 +24,10 @@ import { Sparkline } from '../components/Sparkline';
 import { DateTime, TimeAgo } from '../components/Time';
 import type { RunLiveFieldsFragment } from '../gql/graphql';
 import { useNow } from '../hooks/useNow';
+import { reduceRunEvents } from '../live/runEvents';
 import { currentRate, reduceRunProgress } from '../live/runProgress';
-import { isActive, runStatusMeta, stopReasonWords, triggerLabel } from '../model/status';
+import type { ChainRun } from '../model/autoresume';
+import { isActive, runStatusMeta, stopReasonWords } from '../model/status';
 import { etaMs, formatDuration, formatEta, formatRelative } from '../model/time';
 
 function Stat({ label, children, testid }: { label: string; children: React.ReactNode; testid?: string }) {
@@ -101,6 +105,18 @@ export function RunPage() {
   }, [status, fetched, refreshedFor, refetchFresh]);
   useOnReconnect(refetchFresh);
 
+  // While the run waits for its automatic resume, the job's next run (the resume, or a
+  // person's) changes what this page says: reload on the job's run lifecycle events.
+  const resumePending = fetched?.autoResume?.outcome === 'PENDING';
+  const [jobEvents] = useSubscription(
+    { query: RunEventsSubscription, variables: { jobName: fetched?.jobName ?? '' }, pause: !resumePending },
+    reduceRunEvents,
+  );
+  const jobLifecycle = jobEvents.data?.lifecycle ?? 0;
+  useEffect(() => {
+    if (jobLifecycle > 0) refetchFresh();
+  }, [jobLifecycle, refetchFresh]);
+
   const rate = run ? (isActive(run.status) ? currentRate(live, run, now) : averageRate(run)) : null;
   const eta = run && isActive(run.status) ? etaMs(run.progress.total, run.progress.processed, rate) : run ? 0 : null;
 
@@ -126,6 +142,13 @@ export function RunPage() {
   const active = isActive(run.status);
   const job = fetched.job;
   const startBlocked = startBlockedBy({ paused: false }, active ? run : null, maintenance);
+  const ar = fetched.autoResume;
+  const chain: ChainRun = {
+    attempt: fetched.attempt,
+    resumedFrom: fetched.resumedFrom?.id ?? null,
+    autoResume: ar ? { outcome: ar.outcome, dueAt: ar.dueAt, maxAttempts: ar.maxAttempts, resumedBy: ar.resumedBy?.id ?? null } : null,
+    maxAttempts: job.autoResume.maxAttempts,
+  };
 
   const cancel = async () => {
     setBusy('cancel');
@@ -158,6 +181,7 @@ export function RunPage() {
               Run #{runNumber(run.id)}
             </Title>
             <RunStatusBadge status={run.status} />
+            <TriggerBadge trigger={fetched.trigger} />
             <RiskBadge risk={job.riskLevel} />
             {run.cancelRequested && active && (
               <Badge color="gray" variant="outline" data-testid="cancel-requested">
@@ -209,7 +233,7 @@ export function RunPage() {
           </Group>
         </Group>
         <Text size="sm" c="dimmed">
-          {triggerLabel(fetched.trigger)} · {fetched.mode} · requested by {fetched.requestedBy} · generation {fetched.generation} · job version{' '}
+          {fetched.mode} · requested by {fetched.requestedBy} · generation {fetched.generation} · job version{' '}
           {fetched.jobVersion}
           {fetched.scheduledFor && (
             <>
@@ -218,7 +242,7 @@ export function RunPage() {
             </>
           )}
         </Text>
-        {fetched.resumedFrom && (
+        {fetched.resumedFrom && fetched.attempt === 0 && (
           <Text size="sm" data-testid="resumed-from">
             Continues{' '}
             <Anchor component={Link} to={runPath(fetched.resumedFrom.id)}>
@@ -227,6 +251,7 @@ export function RunPage() {
             ({runStatusMeta(fetched.resumedFrom.status).label.toLowerCase()})
           </Text>
         )}
+        <AutoResumeChain run={chain} now={now} />
       </div>
 
       <Card withBorder radius="md">
