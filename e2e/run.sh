@@ -142,7 +142,7 @@ E2E_TOKEN_OPERATOR=$(token operator)
 E2E_TOKEN_APPROVER=$(token approver)
 E2E_TOKEN_ADMIN=$(token admin)
 export E2E_TOKEN_VIEWER E2E_TOKEN_OPERATOR E2E_TOKEN_APPROVER E2E_TOKEN_ADMIN
-export BATON_URL=$BASE E2E_ARTIFACTS=$ARTIFACTS
+export BATON_URL=$BASE E2E_ARTIFACTS=$ARTIFACTS E2E_DATABASE_URL=$TEST_DB_URL
 
 # --- the specs --------------------------------------------------------------------------------------
 log "running the browser specs"

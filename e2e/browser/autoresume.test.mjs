@@ -50,17 +50,10 @@ const policyOf = async (name) =>
   (await gql(TOKENS.viewer, `query($n: String!) { job(name: $n) { autoResume { enabled maxAttempts backoffSeconds on } } }`, { n: name })).job
     .autoResume;
 
-/**
- * databaseURL is the server's database: E2E_DATABASE_URL, or the one run.sh makes on the
- * server of DATABASE_URL, named after BATON_ENV (baton_e2e_<suffix> for env e2e_<suffix>).
- */
+/** databaseURL is the server's database, which run.sh makes and exports as E2E_DATABASE_URL. */
 function databaseURL() {
-  if (process.env.E2E_DATABASE_URL) return process.env.E2E_DATABASE_URL;
-  const env = process.env.BATON_ENV ?? '';
-  assert.match(env, /^e2e_/, 'BATON_ENV is not the one run.sh sets: set E2E_DATABASE_URL');
-  const u = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable');
-  u.pathname = `/baton_e2e_${env.slice('e2e_'.length)}`;
-  return u.toString();
+  assert.ok(process.env.E2E_DATABASE_URL, 'E2E_DATABASE_URL is unset: run the browser tests through e2e/run.sh');
+  return process.env.E2E_DATABASE_URL;
 }
 
 /** cutDatabase ends every session of the server's database, as a restart or a failover would. */
