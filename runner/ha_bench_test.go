@@ -16,14 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/live"
-	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -271,33 +269,12 @@ func (s batchSide) run(tb testing.TB) time.Duration {
 	return took
 }
 
-// newDatabase creates a database on backend, migrates it over the direct URL and returns
-// its name.
-func newDatabase(tb testing.TB, backend *testenv.PostgresServer) string {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	name := testenv.RandomName("ha_")
-	conn, err := pgx.Connect(ctx, backend.URL("postgres"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatal(err)
-	}
-	if err := migrations.Up(ctx, backend.URL(name)); err != nil {
-		tb.Fatalf("migrate %s: %v", name, err)
-	}
-	return name
-}
-
 // newBatchSide makes a runner of haBatchJob on a database of its own on backend, reached at
 // url(name), with the scheduler's LISTEN on the direct URL as baton serve has it with
 // --database-direct-url.
 func newBatchSide(tb testing.TB, backend *testenv.PostgresServer, url func(db string) string) batchSide {
 	tb.Helper()
-	name := newDatabase(tb, backend)
+	name := backend.Database(tb, "ha_")
 	bn := testbundle.New(tb, func(testing.TB) string { return url(name) })
 	s := batchSide{finals: &testbundle.Finals{}}
 	cfg := bn.BenchConfig()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -131,25 +130,13 @@ func (j *chargeJob) Reconcile(_ context.Context, _, _, key string) (runner.Recon
 	return runner.Reconciliation{Applied: true, EffectRef: ref, EvidenceRef: "receipt:" + key}, nil
 }
 
-// pairDatabase creates a database of its own on the pair's primary, migrates it through the
-// multi-host URL, adds the job_output table of itemsJob, and returns the multi-host URL.
+// pairDatabase creates a migrated database of its own on the pair's primary, adds the
+// job_output table of itemsJob, and returns its multi-host URL.
 func pairDatabase(tb testing.TB, pair *testenv.PostgresPair, prefix string) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := testenv.RandomName(prefix)
-	conn, err := pgx.Connect(ctx, pair.Primary.URL("postgres"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatal(err)
-	}
-	url := pair.MultiHostURL(name)
-	if err := migrations.Up(ctx, url); err != nil {
-		tb.Fatalf("migrate %s: %v", url, err)
-	}
+	url := pair.MultiHostURL(pair.Primary.Database(tb, prefix))
 	db, err := pgx.Connect(ctx, url)
 	if err != nil {
 		tb.Fatal(err)

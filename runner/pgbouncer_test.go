@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/migrations"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -25,21 +22,8 @@ func pooledSetup(t *testing.T, backend *testenv.PostgresServer, pooler *testenv.
 	t.Helper()
 	var direct string
 	tb := testbundle.Setup(t, func(tb testing.TB) string {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		name := testenv.RandomName("pb_")
-		conn, err := pgx.Connect(ctx, backend.URL("postgres"))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-			tb.Fatal(err)
-		}
+		name := backend.Database(tb, "pb_")
 		direct = backend.URL(name)
-		if err := migrations.Up(ctx, direct); err != nil {
-			tb.Fatalf("migrate over the direct url: %v", err)
-		}
 		return pooler.URL(name) + "&default_query_exec_mode=cache_describe"
 	})
 	b := &bundle{Bundle: tb}

@@ -28,6 +28,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-run/baton/migrations"
 )
 
 const (
@@ -818,4 +820,25 @@ func logTail(path string) string {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
 	return "--- tail of " + path + " ---\n" + tail
+}
+
+// Database creates a database named prefix + random on s, applies the product's migrations to
+// it and returns its name. It lives as long as s.
+func (s *PostgresServer) Database(t testing.TB, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := RandomName(prefix)
+	conn, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrations.Up(ctx, s.URL(name)); err != nil {
+		t.Fatalf("testenv: migrate %s: %v", name, err)
+	}
+	return name
 }

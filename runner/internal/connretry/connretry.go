@@ -21,10 +21,16 @@ import (
 // It keeps the steps of a start and of a run's activation and end from being lost to a
 // connection storm: a claimed fire neither run nor recorded, a STARTING run left to its lease.
 func OnConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	return retryWhile(ctx, fn, IsConnectError)
+}
+
+// retryWhile calls fn again, after a short doubling backoff, while its error satisfies retry
+// and ctx allows.
+func retryWhile[T any](ctx context.Context, fn func() (T, error), retry func(error) bool) (T, error) {
 	wait := 20 * time.Millisecond
 	for {
 		v, err := fn()
-		if !IsConnectError(err) {
+		if !retry(err) || ctx.Err() != nil {
 			return v, err
 		}
 		t := time.NewTimer(wait)
@@ -44,21 +50,7 @@ func OnConnect[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 // make twice: a fenced write is (once it has landed, its fence no longer holds and the retry
 // is refused), which is what a run's end is.
 func OnUnavailable[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	wait := 20 * time.Millisecond
-	for {
-		v, err := fn()
-		if !IsUnavailable(err) || ctx.Err() != nil {
-			return v, err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, err
-		case <-t.C:
-		}
-		wait = min(wait*2, time.Second)
-	}
+	return retryWhile(ctx, fn, IsUnavailable)
 }
 
 // IsConnectError reports whether err is a failure to get a database connection at all.
