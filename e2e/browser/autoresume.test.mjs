@@ -200,6 +200,10 @@ test('a run whose database went away continues by itself; its page and the resum
   await attempt.waitFor();
   assert.match(await attempt.innerText(), /^auto-resume 1 of 3 · resumed from #\d+$/);
   assert.equal(runIdFromURL(await attempt.getByRole('link').evaluate((a) => a.href)), started);
+  // The timeline is the resume's own: nothing the page saw live of the run it came from.
+  await until('the resume to be running', async () => (await runOf(resume)).status === 'RUNNING', 30_000);
+  const timeline = await page.getByTestId('run-timeline').innerText();
+  assert.doesNotMatch(timeline, /Failed/, `the running resume's timeline shows a failure it never had:\n${timeline}`);
   await shot(page, 'ar-06-resume-1280');
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, 'ar-07-resume-390');

@@ -1,7 +1,7 @@
 import { MantineProvider } from '@mantine/core';
 import { Notifications } from '@mantine/notifications';
 import { lazy, Suspense } from 'react';
-import { BrowserRouter, Navigate, Route, Routes } from 'react-router';
+import { BrowserRouter, Navigate, Route, Routes, useParams } from 'react-router';
 
 import { AuthGate } from './auth/AuthContext';
 import { Layout } from './components/Layout';
@@ -20,6 +20,16 @@ import { theme } from './theme';
 // GraphiQL (with its editor) is large: it loads only when the playground is opened.
 const PlaygroundPage = lazy(() => import('./pages/PlaygroundPage'));
 
+/**
+ * RunRoute mounts a fresh RunPage for each run id: what a page saw live of one run (its
+ * subscription's status changes, its timeline) must not carry over to the next run opened from
+ * it, such as the resume a "resumed by #N" link leads to.
+ */
+function RunRoute() {
+  const { id } = useParams();
+  return <RunPage key={id} />;
+}
+
 export function AppRoutes() {
   return (
     <Routes>
@@ -27,7 +37,7 @@ export function AppRoutes() {
         <Route path="/admin" element={<JobsPage />} />
         <Route path="/admin/jobs" element={<Navigate to="/admin" replace />} />
         <Route path="/admin/jobs/:name" element={<JobPage />} />
-        <Route path="/admin/runs/:id" element={<RunPage />} />
+        <Route path="/admin/runs/:id" element={<RunRoute />} />
         <Route path="/admin/runs/:id/replay" element={<ReplayPage />} />
         <Route path="/admin/replays" element={<ReplaysPage />} />
         <Route path="/admin/ambiguous" element={<AmbiguousPage />} />
