@@ -18,7 +18,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/live"
@@ -36,17 +35,6 @@ func haBundle(tb testing.TB) *bundle {
 		tb.Fatal(err)
 	}
 	return b
-}
-
-// haRedis returns a client of url made as baton serve makes it, closed when tb ends.
-func haRedis(tb testing.TB, url string) redis.UniversalClient {
-	tb.Helper()
-	c, err := redisconn.New(url, redisconn.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = c.Close() })
-	return c
 }
 
 // liveEvent is a message of a run's topic as a subscriber received it.
@@ -174,7 +162,7 @@ func sentinelFailover(tb testing.TB) (gap, promotion time.Duration) {
 	bn := haBundle(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rc := haRedis(tb, set.URL())
+	rc := topologyClient(tb, set.URL())
 	pub := pubsub.NewPublisher(rc, bn.Env, pubsub.PublisherOptions{MinInterval: -1})
 	tb.Cleanup(func() { _ = pub.Close(context.Background()) })
 	hub := pubsub.NewHub(rc, bn.Env, pubsub.HubOptions{})

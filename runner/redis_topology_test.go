@@ -19,7 +19,7 @@ import (
 
 // topologyClient returns a client of url made as baton serve makes it, closed when the test
 // ends.
-func topologyClient(t *testing.T, url string) redis.UniversalClient {
+func topologyClient(t testing.TB, url string) redis.UniversalClient {
 	t.Helper()
 	c, err := redisconn.New(url, redisconn.Options{})
 	if err != nil {
