@@ -71,11 +71,15 @@ func policy(maxAttempts int, backoff time.Duration) *runner.AutoResumePolicy {
 	return &p
 }
 
+// autoResumeRunners makes two instances, "a" and "c", of one worker slot each, both running
+// the scheduler (and so the recoverer).
 func autoResumeRunners(b *bundle, job runner.Job) (a, c *runner.Runner) {
-	mod := func(cfg *runner.Config) {
-		cfg.Scheduler, cfg.PollInterval, cfg.PoolSize = true, 100*time.Millisecond, 1
+	mod := func(name string) func(cfg *runner.Config) {
+		return func(cfg *runner.Config) {
+			cfg.Instance, cfg.Scheduler, cfg.PollInterval, cfg.PoolSize = name, true, 100*time.Millisecond, 1
+		}
 	}
-	return b.runner(mod, job), b.runner(mod, job)
+	return b.runner(mod("a"), job), b.runner(mod("c"), job)
 }
 
 // A holder that stops renewing its lease (dead, or stalled inside a call) is ended by the
@@ -85,7 +89,7 @@ func TestAutoResumeAfterHolderDies(t *testing.T) {
 	b := setup(t)
 	job, hold, gate := stallingJob("heal", "t3", "t1", "t2", "t3", "t4", "t5")
 	job.info.AutoResume = policy(3, 0)
-	a, c := autoResumeRunners(b, job)
+	a, _ := autoResumeRunners(b, job)
 	first := mustStart(t, a, runner.StartParams{Job: "heal"})
 	defer close(gate)
 	waitFor(t, "the first run to end by its lease and a second to finish", func() bool {
@@ -102,10 +106,14 @@ func TestAutoResumeAfterHolderDies(t *testing.T) {
 		t.Fatalf("resume %+v, want trigger AUTO_RESUME, resumed from %d, attempt 1", resumed, first)
 	}
 	// The stalled holder still holds a's only slot: c, with a free one, ran the resume.
-	if a.Active(resumed.id) {
-		t.Fatalf("the resume ran on the instance whose only slot the stalled holder holds")
+	var firstOn, resumedOn string
+	if err := b.Pool.QueryRow(context.Background(), `SELECT (SELECT instance FROM job_runs WHERE id = $1), (SELECT instance FROM job_runs WHERE id = $2)`,
+		first, resumed.id).Scan(&firstOn, &resumedOn); err != nil {
+		t.Fatal(err)
 	}
-	_ = c
+	if firstOn != "a" || resumedOn != "c" {
+		t.Fatalf("first run on %q, resume on %q; want a, then c (the instance with a free slot)", firstOn, resumedOn)
+	}
 	for _, target := range []string{"t1", "t2", "t4", "t5"} {
 		if n := job.callsOf(target); n != 1 {
 			t.Errorf("%s called %d times, want 1", target, n)
