@@ -5,7 +5,7 @@
 # on the PostgreSQL server of DATABASE_URL (dropped at exit), starts `baton serve --demo` on a
 # free port with a unique BATON_ENV on REDIS_URL, mints one token per role, and runs the specs
 # in browser/ with node's test runner: Playwright (playwright-core) driving Debian's chromium.
-# Screenshots and the server log land in e2e/artifacts/.
+# Screenshots and the server log land in e2e/test-results/.
 #
 # Environment:
 #   DATABASE_URL     PostgreSQL server to create the test database on
@@ -15,12 +15,13 @@
 #                    passes the bin/baton that `make build` just made)
 #   CHROMIUM         the browser (default /usr/bin/chromium; installed with apt-get when missing)
 #   E2E_KEEP=1       keep the database and the server's log for a look afterwards
+#   E2E_SPECS        the spec files to run, relative to e2e/ (default: every browser/*.test.mjs)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 E2E=$ROOT/e2e
 WORK=$ROOT/.data/e2e
-ARTIFACTS=$E2E/artifacts
+ARTIFACTS=$E2E/test-results
 DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -147,4 +148,5 @@ export BATON_URL=$BASE E2E_ARTIFACTS=$ARTIFACTS E2E_DATABASE_URL=$TEST_DB_URL
 # --- the specs --------------------------------------------------------------------------------------
 log "running the browser specs"
 cd "$E2E"
-node --test --test-reporter=spec --test-concurrency=1 browser/*.test.mjs
+# shellcheck disable=SC2086 # E2E_SPECS is a list of paths
+node --test --test-reporter=spec --test-concurrency=1 ${E2E_SPECS:-browser/*.test.mjs}

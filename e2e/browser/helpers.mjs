@@ -5,7 +5,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 
 export const BASE = mustEnv('BATON_URL');
-export const ARTIFACTS = process.env.E2E_ARTIFACTS ?? path.resolve('artifacts');
+export const ARTIFACTS = process.env.E2E_ARTIFACTS ?? path.resolve('test-results');
 export const TOKENS = {
   viewer: mustEnv('E2E_TOKEN_VIEWER'),
   operator: mustEnv('E2E_TOKEN_OPERATOR'),
