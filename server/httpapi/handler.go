@@ -240,10 +240,14 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 			writeUnauthenticated(w, "the Authorization header must be: Bearer <token>")
 			return
 		}
-		v, err := s.auth.authenticate(ctx, token)
+		v, _, err := s.auth.authenticate(ctx, token)
+		var expired *tokenExpiredError
 		switch {
 		case errors.Is(err, errBadToken):
 			writeUnauthenticated(w, "unknown or revoked token")
+			return
+		case errors.As(err, &expired):
+			writeUnauthenticated(w, expired.Error())
 			return
 		case err != nil:
 			ref := runner.NewErrorRef()
@@ -362,12 +366,17 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		}
 	}
 	var v *graph.Caller
+	var expires *time.Time
 	switch {
 	case raw != "":
 		var err error
-		v, err = s.auth.authenticate(ctx, raw)
+		v, expires, err = s.auth.authenticate(ctx, raw)
+		var expired *tokenExpiredError
 		if errors.Is(err, errBadToken) {
 			return refuse(4401, "unauthenticated: unknown or revoked token")
+		}
+		if errors.As(err, &expired) {
+			return refuse(4401, "unauthenticated: "+expired.Error())
 		}
 		if err != nil {
 			ref := runner.NewErrorRef()
@@ -394,7 +403,7 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		sess.mu.Lock()
-		sess.tokenID, sess.cancel = v.TokenID, cancel
+		sess.tokenID, sess.name, sess.expires, sess.cancel = v.TokenID, v.Name, expires, cancel
 		sess.mu.Unlock()
 		s.watcher.add(sess)
 	}
