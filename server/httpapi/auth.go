@@ -213,8 +213,8 @@ const (
 type wsSession struct {
 	mu      sync.Mutex
 	tokenID int64
-	name    string     // the token's
-	expires *time.Time // the token's expiry; nil: never
+	name    string             // the token's
+	expires *time.Time         // the token's expiry; nil: never
 	cancel  context.CancelFunc // ends the connection's context: gqlgen then closes it
 	code    int                // the close code to send instead of gqlgen's, when non-zero
 	reason  string
