@@ -333,5 +333,9 @@ type pageInfo struct {
 	EndCursor   *string `json:"endCursor"`
 }
 
-// maxPage is the most nodes the API gives in one page.
-const maxPage = 100
+// runsPageSize and replaysPageSize are how many runs and replay requests a listing asks for
+// at a time: pages whose complexity stays well under the API's default limit of 2000.
+const (
+	runsPageSize    = 50
+	replaysPageSize = 25
+)

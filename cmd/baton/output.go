@@ -82,7 +82,7 @@ type runErrorJSON struct {
 
 // runDetailJSON is `runs show`: the run, and its first failed items.
 type runDetailJSON struct {
-	*runJSON
+	runJSON
 	Errors []runErrorJSON `json:"errors"`
 	// MoreErrors says the run has failed items beyond Errors.
 	MoreErrors bool `json:"moreErrors"`

@@ -243,7 +243,7 @@ func (c *apiClient) listReplays(ctx context.Context, statuses []string, limit in
 	var reqs []*wireRequestFull
 	var page pageInfo
 	for len(reqs) < limit {
-		vars["first"] = min(limit-len(reqs), maxPage)
+		vars["first"] = min(limit-len(reqs), replaysPageSize)
 		var data struct {
 			ReplayRequests struct {
 				Nodes    []*wireRequestFull `json:"nodes"`

@@ -113,7 +113,7 @@ func (c *apiClient) listRuns(ctx context.Context, job string, statuses []string,
 	var runs []*wireRun
 	var page pageInfo
 	for len(runs) < limit {
-		vars["first"] = min(limit-len(runs), maxPage)
+		vars["first"] = min(limit-len(runs), runsPageSize)
 		var data struct {
 			Runs struct {
 				Nodes    []*wireRun `json:"nodes"`
@@ -194,7 +194,7 @@ func (c *apiClient) showRun(ctx context.Context, id string, asJSON bool, stdout 
 	}
 	r := &data.Run.wireRun
 	if asJSON {
-		out := runDetailJSON{runJSON: runOut(r), Errors: []runErrorJSON{}, MoreErrors: data.Run.Errors.PageInfo.HasNextPage}
+		out := runDetailJSON{runJSON: *runOut(r), Errors: []runErrorJSON{}, MoreErrors: data.Run.Errors.PageInfo.HasNextPage}
 		for _, e := range data.Run.Errors.Nodes {
 			out.Errors = append(out.Errors, runErrorJSON{Item: e.ItemKey, FailureClass: e.FailureClass, Message: e.Message, Attempt: e.Attempt, At: e.CreatedAt})
 		}
