@@ -155,8 +155,8 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 
-	check(as(op, "jobs", "start", "cli-ok", "--watch"), exitOK, "a run that succeeds")                 // run 1
-	res := as(op, "jobs", "start", "cli-fail", "--watch")                                              // run 2
+	check(as(op, "jobs", "start", "cli-ok", "--watch"), exitOK, "a run that succeeds") // run 1
+	res := as(op, "jobs", "start", "cli-fail", "--watch")                              // run 2
 	check(res, exitRunFailed, "a run that fails")
 	if !strings.Contains(res.err.Error(), "run 2 ended FAILED: the source file is gone") {
 		t.Fatalf("the failed run's error says %q", res.err)
