@@ -51,7 +51,7 @@ func maintenanceCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 			return err
 		}
 		if api.json() {
-			return writeJSON(stdout, maintenanceJSON{Maintenance: data.Maintenance})
+			return writeJSON(stdout, maintenanceJSON{Maintenance: data.Maintenance, ResumedRuns: []int64{}})
 		}
 		fmt.Fprintf(stdout, "maintenance %s\n", onOff(data.Maintenance))
 		return nil
@@ -75,7 +75,7 @@ func maintenanceCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	on := p.Maintenance != nil && *p.Maintenance
 	if api.json() {
-		out := maintenanceJSON{Maintenance: on}
+		out := maintenanceJSON{Maintenance: on, ResumedRuns: []int64{}}
 		for _, r := range p.ResumedRuns {
 			out.ResumedRuns = append(out.ResumedRuns, runNum(r.ID))
 		}

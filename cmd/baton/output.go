@@ -170,8 +170,8 @@ type replaysJSON struct {
 // maintenanceJSON is `maintenance status`, and what `maintenance on|off` did.
 type maintenanceJSON struct {
 	Maintenance bool `json:"maintenance"`
-	// ResumedRuns are the numbers of the runs lifting maintenance started.
-	ResumedRuns []int64 `json:"resumedRuns,omitempty"`
+	// ResumedRuns are the numbers of the runs lifting maintenance started (off only).
+	ResumedRuns []int64 `json:"resumedRuns"`
 }
 
 // tokenJSON is a token (token list); never the token itself.
