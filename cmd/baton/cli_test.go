@@ -135,8 +135,23 @@ func TestExitCodes(t *testing.T) {
 		}
 		return errors.New("the source file is gone")
 	})
+	// Three items, one refused by the downstream: the run SUCCEEDED, and needs attention.
+	attention := runner.NewJob(runner.JobInfo{Name: "cli-attention", Version: "1"}, func(ctx context.Context, run *runner.Run) error {
+		for _, k := range []string{"a", "b", "c"} {
+			err := run.Process(ctx, runner.Item{Target: k}, func(context.Context, *runner.Attempt) error {
+				if k == "b" {
+					return runner.Rejected(errors.New("account closed"))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	started, ticks := make(chan string, 10), make(chan struct{}, 10)
-	ctx, _, tokens, srv := cliServer(t, ok, fail, gatedJob("cli-slow", started, ticks))
+	ctx, _, tokens, srv := cliServer(t, ok, fail, attention, gatedJob("cli-slow", started, ticks))
 	op, _, err := httpapi.CreateToken(ctx, tokens, "cli-op", "OPERATOR")
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +176,24 @@ func TestExitCodes(t *testing.T) {
 	if !strings.Contains(res.err.Error(), "run 2 ended FAILED: the source file is gone") {
 		t.Fatalf("the failed run's error says %q", res.err)
 	}
+	res = as(op, "jobs", "start", "cli-attention", "--watch") // run 3
+	check(res, exitRunAttention, "a run that succeeded with a rejected item")
+	if !strings.Contains(res.err.Error(), "run 3 SUCCEEDED with items needing attention: 0 failed, 1 rejected, 0 ambiguous") {
+		t.Fatalf("the run needing attention says %q", res.err)
+	}
+	res = as(op, "runs", "show", "3", "--output", "json")
+	check(res, exitRunAttention, "runs show of a run needing attention")
+	var shown runDetailJSON
+	if err := json.Unmarshal([]byte(res.stdout), &shown); err != nil || shown.Status != "SUCCEEDED" || shown.Outcome != "NEEDS_ATTENTION" ||
+		!shown.NeedsAttention || shown.Attention.Rejected != 1 || len(shown.Errors) != 1 || shown.Errors[0].Item != "b" {
+		t.Fatalf("runs show --output json of run 3: %v\n%s", err, res.stdout)
+	}
+	if res := as(op, "jobs", "list"); !strings.Contains(res.stdout, "#3 SUCCEEDED (needs attention: 0 failed, 1 rejected, 0 ambiguous)") {
+		t.Fatalf("jobs list does not say run 3 needs attention:\n%s", res.stdout)
+	}
+	if res := as(op, "runs", "list", "--job", "cli-attention"); !strings.Contains(res.stdout, "0 failed, 1 rejected, 0 ambiguous") {
+		t.Fatalf("runs list does not say run 3 needs attention:\n%s", res.stdout)
+	}
 	check(as(op, "runs", "show", "1"), exitOK, "runs show of a run that succeeded")
 	check(as(op, "runs", "show", "2"), exitRunFailed, "runs show of a failed run")
 	check(as(op, "jobs", "watch", "2"), exitRunFailed, "jobs watch of a failed run")
@@ -172,26 +205,26 @@ func TestExitCodes(t *testing.T) {
 	check(as(op, "jobs", "cancel", "1"), exitAPI, "jobs cancel of a finished run (NOT_ACTIVE)")
 
 	// Cancelled: the run waits in its first item while it is asked to stop.
-	check(as(op, "jobs", "start", "cli-slow"), exitOK, "jobs start") // run 3
+	check(as(op, "jobs", "start", "cli-slow"), exitOK, "jobs start") // run 4
 	<-started
-	check(as(op, "runs", "show", "3"), exitRunActive, "runs show of a running run")
-	check(as(op, "jobs", "cancel", "3"), exitOK, "jobs cancel")
+	check(as(op, "runs", "show", "4"), exitRunActive, "runs show of a running run")
+	check(as(op, "jobs", "cancel", "4"), exitOK, "jobs cancel")
 	ticks <- struct{}{}
-	check(as(op, "jobs", "watch", "3"), exitRunCancelled, "jobs watch of a cancelled run")
+	check(as(op, "jobs", "watch", "4"), exitRunCancelled, "jobs watch of a cancelled run")
 
 	// Paused, then resumed to the end.
-	check(as(op, "jobs", "start", "cli-slow"), exitOK, "jobs start") // run 4
+	check(as(op, "jobs", "start", "cli-slow"), exitOK, "jobs start") // run 5
 	<-started
 	check(as(op, "jobs", "pause", "cli-slow"), exitOK, "jobs pause")
 	ticks <- struct{}{}
-	check(as(op, "jobs", "watch", "4"), exitRunPaused, "jobs watch of a paused run")
-	check(as(op, "runs", "show", "4"), exitRunPaused, "runs show of a paused run")
+	check(as(op, "jobs", "watch", "5"), exitRunPaused, "jobs watch of a paused run")
+	check(as(op, "runs", "show", "5"), exitRunPaused, "runs show of a paused run")
 	for range 3 {
 		ticks <- struct{}{}
 	}
-	res = as(op, "jobs", "resume", "cli-slow", "--watch") // run 5
+	res = as(op, "jobs", "resume", "cli-slow", "--watch") // run 6
 	check(res, exitOK, "jobs resume --watch")
-	if !strings.Contains(res.stdout, "resumed cli-slow: run 5 continues its paused run") || !strings.Contains(res.stdout, "run 5 SUCCEEDED") {
+	if !strings.Contains(res.stdout, "resumed cli-slow: run 6 continues its paused run") || !strings.Contains(res.stdout, "run 6 SUCCEEDED") {
 		t.Fatalf("jobs resume --watch printed:\n%s", res.stdout)
 	}
 

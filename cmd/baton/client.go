@@ -318,8 +318,8 @@ func attempts(n int) string {
 	return strconv.Itoa(n) + " attempts"
 }
 
-// attentionFields asks for what a run needs attention for.
-const attentionFields = ``
+// attentionFields asks whether a run needs attention, and for what (ADR 13).
+const attentionFields = `needsAttention attention { failed rejected ambiguous }`
 
 // runNum is the number of the run of global id id, 0 when id is not a run's.
 func runNum(id string) int64 {
