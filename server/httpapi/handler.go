@@ -234,13 +234,15 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 
 	ctx := r.Context()
+	var expires *time.Time // of the header's token
 	if header := r.Header.Get("Authorization"); header != "" {
 		token, ok := bearerToken(header)
 		if !ok {
 			writeUnauthenticated(w, "the Authorization header must be: Bearer <token>")
 			return
 		}
-		v, _, err := s.auth.authenticate(ctx, token)
+		v, exp, err := s.auth.authenticate(ctx, token)
+		expires = exp
 		var expired *tokenExpiredError
 		switch {
 		case errors.Is(err, errBadToken):
@@ -262,7 +264,7 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if upgrade {
-		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{})
+		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{expires: expires})
 	}
 
 	if r.Method == http.MethodPost {
@@ -403,7 +405,10 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		sess.mu.Lock()
-		sess.tokenID, sess.name, sess.expires, sess.cancel = v.TokenID, v.Name, expires, cancel
+		sess.tokenID, sess.name, sess.cancel = v.TokenID, v.Name, cancel
+		if raw != "" { // else the upgrade request's header authenticated it, and set expires
+			sess.expires = expires
+		}
 		sess.mu.Unlock()
 		s.watcher.add(sess)
 	}
