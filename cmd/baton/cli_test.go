@@ -381,6 +381,11 @@ func TestReadCommandsJSON(t *testing.T) {
 		reqs.Replays[1].DecidedBy == nil || *reqs.Replays[1].DecidedBy != "cli-approver" {
 		t.Fatalf("replays list after the decisions: %+v", reqs)
 	}
+	// Full pages are within the API's complexity limit.
+	decode(as(op, "replays", "list", "--limit", "100", "--output", "json"), &reqs)
+	if len(reqs.Replays) != 2 || reqs.HasMore {
+		t.Fatalf("replays list --limit 100: %+v", reqs)
+	}
 	decode(as(op, "replays", "list", "--status", "EXECUTED", "--output", "json"), &reqs)
 	if len(reqs.Replays) != 1 || reqs.Replays[0].Number != 1 {
 		t.Fatalf("replays list --status EXECUTED: %+v", reqs)
