@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -425,20 +426,24 @@ func TestWatchPrintsALineASecond(t *testing.T) {
 			<-started // the items of the run before
 		}
 		// A RESTART: the run before confirmed every target of its generation.
-		res := baton(ctx, "jobs", "start", "cli-watch", "--restart", "--url", srv.URL, "--token", token)
-		if res.code != exitOK {
-			t.Fatalf("start: %v", res.err)
-		}
-		<-started
-		var out lockedBuffer
-		done := make(chan error, 1)
-		args := []string{"jobs", "watch", "1", "--url", srv.URL, "--token", token}
+		args := []string{"jobs", "start", "cli-watch", "--restart", "--watch", "--url", srv.URL, "--token", token}
 		if asJSON {
-			args = []string{"jobs", "watch", "2", "--output", "json", "--url", srv.URL, "--token", token}
+			args = append(args, "--output", "json")
 		}
-		go func() { done <- run(ctx, args, &out, &bytes.Buffer{}) }()
+		var out, said lockedBuffer
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, args, &out, &said) }()
+		<-started
 		// The item waits: nothing about the run changes, yet a line comes every second.
-		testenv.Eventually(t, 30*time.Second, "three lines while the run stalls", func() bool { return len(out.lines()) >= 3 })
+		testenv.Eventually(t, 30*time.Second, "three lines of its state while the run stalls", func() bool {
+			n := 0
+			for _, line := range out.lines() {
+				if strings.HasPrefix(line, "run ") || strings.HasPrefix(line, "{") {
+					n++
+				}
+			}
+			return n >= 3
+		})
 		for range 3 {
 			ticks <- struct{}{}
 		}
@@ -446,6 +451,15 @@ func TestWatchPrintsALineASecond(t *testing.T) {
 			t.Fatalf("watch: %v", err)
 		}
 		lines := out.lines()
+		if asJSON {
+			if !strings.Contains(strings.Join(said.lines(), "\n"), "started run 2 of cli-watch") {
+				t.Fatalf("start --watch --output json said on stderr: %q", said.lines())
+			}
+		} else if lines[0] != "started run 1 of cli-watch (RESTART, id "+runIDForTest(1)+")" {
+			t.Fatalf("start --watch said first %q", lines[0])
+		} else {
+			lines = lines[1:]
+		}
 		for i, line := range lines {
 			if strings.ContainsAny(line, "\r\033") {
 				t.Fatalf("line %d draws for a terminal: %q", i, line)
@@ -468,9 +482,14 @@ func TestWatchPrintsALineASecond(t *testing.T) {
 			if last := lines[len(lines)-1]; !strings.Contains(last, "SUCCEEDED") || !strings.Contains(last, "3/3") {
 				t.Fatalf("last line %q, want run 1 SUCCEEDED 3/3", last)
 			}
-			if !strings.Contains(lines[0], "RUNNING") || !strings.Contains(lines[1], "RUNNING") {
-				t.Fatalf("the stalled run's lines: %q", lines[:2])
+			if len(lines) < 4 || !strings.Contains(lines[0], "RUNNING") || !strings.Contains(lines[1], "RUNNING") || !strings.Contains(lines[2], "RUNNING") {
+				t.Fatalf("the stalled run's lines: %q", lines)
 			}
 		}
 	}
+}
+
+func runIDForTest(n int64) string {
+	id, _ := runIDArg(strconv.FormatInt(n, 10))
+	return id
 }

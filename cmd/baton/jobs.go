@@ -89,7 +89,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	opts.json = api.json()
-	return opts.run(ctx, c, sub, positional, stdout)
+	return opts.run(ctx, c, sub, positional, stdout, stderr)
 }
 
 // jobsFlags are the flags of the jobs subcommands, each read by the subcommands its usage
@@ -126,8 +126,14 @@ func defineJobsFlags(fs *flag.FlagSet) *jobsFlags {
 	}
 }
 
-// run runs the subcommand sub with its positional arguments against the API of c.
-func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positional []string, stdout io.Writer) error {
+// run runs the subcommand sub with its positional arguments against the API of c. With
+// --output json a watch's JSON lines are all of stdout: what the command did before it
+// watches goes to stderr.
+func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positional []string, stdout, stderr io.Writer) error {
+	said := stdout
+	if f.json && *f.watch {
+		said = stderr
+	}
 	var err error
 	switch sub {
 	case "list":
@@ -135,7 +141,7 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 	case "pause":
 		return c.pauseJob(ctx, positional[0], stdout)
 	case "resume":
-		id, err := c.resumeJob(ctx, positional[0], stdout)
+		id, err := c.resumeJob(ctx, positional[0], said)
 		if err != nil || !*f.watch || id == "" {
 			return err
 		}
@@ -148,7 +154,7 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 		if m != "RESUME" && m != "RESTART" {
 			return usageErrorf("jobs start: --mode must be RESUME or RESTART, not %q", *f.mode)
 		}
-		id, err := c.startJob(ctx, positional[0], m, stdout)
+		id, err := c.startJob(ctx, positional[0], m, said)
 		if err != nil || !*f.watch {
 			return err
 		}
@@ -156,9 +162,9 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 	case "restart":
 		var id string
 		if *f.request {
-			id, err = c.requestRestart(ctx, positional[0], *f.reason, *f.compRef, stdout)
+			id, err = c.requestRestart(ctx, positional[0], *f.reason, *f.compRef, said)
 		} else {
-			id, err = c.startJob(ctx, positional[0], "RESTART", stdout)
+			id, err = c.startJob(ctx, positional[0], "RESTART", said)
 		}
 		if err != nil || !*f.watch || id == "" {
 			return err
@@ -169,7 +175,7 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 		if err != nil {
 			return err
 		}
-		id, err := c.executeReplay(ctx, req, stdout)
+		id, err := c.executeReplay(ctx, req, said)
 		if err != nil || !*f.watch {
 			return err
 		}

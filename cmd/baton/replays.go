@@ -83,7 +83,11 @@ func replaysCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		_, err := c.decideReplay(ctx, "rejectReplay", "RejectReplayInput", id, *note, stdout)
 		return err
 	}
-	q, err := c.decideReplay(ctx, "approveReplay", "ApproveReplayInput", id, *note, stdout)
+	said := stdout
+	if api.json() && *watch {
+		said = stderr // the watch's JSON lines are all of stdout
+	}
+	q, err := c.decideReplay(ctx, "approveReplay", "ApproveReplayInput", id, *note, said)
 	if err != nil || !*watch {
 		return err
 	}
