@@ -14,7 +14,7 @@ import (
 )
 
 // loaders batch the reads of one response: every Run.job, Job.activeRun, Job.lastRun,
-// Job.runs, Job.ledgerSummary, Run.errors, Run.ledgerSummary and LedgerEntry.run (and
+// Job.runs, Job.ledgerSummary, Run.errors, Run.ledgerSummary, Run.attention and LedgerEntry.run (and
 // Run.resumedFrom, ReplayRequest's runs, Alert's job and run) of a page costs one query per
 // kind (and per distinct set of arguments), not one per item. They belong to one response — one per query or
 // mutation, one per event of a subscription — so they never serve stale data for long, and

@@ -1,31 +1,27 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/gorilla/websocket"
-
-	"github.com/baton-run/baton/graph"
 )
 
 const jobsUsage = `usage:
   baton jobs list
         every job: schedule, state, active and last run
+  baton jobs pause NAME
+        pause a job: no fires, no starts; its active run stops at its next item
+        boundary with status PAUSED
+  baton jobs resume NAME [--watch]
+        resume a paused job; when its last run ended PAUSED, a RESUME run continues
+        it (--watch follows that run)
   baton jobs start NAME [--mode RESUME|RESTART] [--restart] [--watch]
         start a run (RESUME continues from the last checkpoint); --watch follows it.
         A RESTART calls every target again under new keys: for a HIGH-risk job
@@ -52,48 +48,48 @@ const jobsUsage = `usage:
         after how long (whole seconds up to 24h, doubling per attempt), for which
         of those causes (--causes "" covers none)
   baton jobs watch RUN
-        follow a run's progress until it ends; exits non-zero unless it SUCCEEDED
+        follow a run until it ends
 
-RUN is a run number (42) or its global id; REQUEST a replay request number or its global id. The server is BATON_URL (default
-http://127.0.0.1:8080); the token is BATON_TOKEN (make one with 'baton token create').
-`
+--watch and watch print a progress bar on a terminal, and one line a second
+elsewhere (with --output json, one JSON run a line); they exit 0 only when the run
+SUCCEEDED cleanly, and otherwise with the code of how it ended (see 'baton help').
+RUN is a run number (42) or its global id; REQUEST a replay request number or its
+global id.
+
+` + apiFlagsText
 
 // jobsCommand drives a running cluster through its GraphQL API, as internal tools do.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	sub, fs, err := subcommandFlags("jobs", jobsUsage, args, stderr)
+	sub, fs, err := subcommandFlags("jobs", jobsUsage, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	baseURL := fs.String("url", envOr("BATON_URL", "http://127.0.0.1:8080"), "server URL (env BATON_URL)")
-	token := fs.String("token", os.Getenv("BATON_TOKEN"), "API token (env BATON_TOKEN)")
+	api := defineAPIFlags(fs)
 	opts := defineJobsFlags(fs)
 	var wantArgs int
 	switch sub {
 	case "list":
 		wantArgs = 0
-	case "start", "restart", "execute", "cancel", "schedule", "auto-resume", "watch":
+	case "start", "restart", "execute", "cancel", "schedule", "auto-resume", "watch", "pause", "resume":
 		wantArgs = 1
 	default:
-		fmt.Fprint(stderr, jobsUsage)
-		return fmt.Errorf("jobs: unknown subcommand %q", sub)
+		return unknownSubcommand("jobs", sub, jobsUsage, stderr)
 	}
 	positional, err := parseInterleaved(fs, args[1:])
 	if err != nil {
-		return err
+		return parseFailed(err, jobsUsage, stdout, stderr)
 	}
 	fs.Visit(func(f *flag.Flag) { opts.set[f.Name] = true })
 	if len(positional) != wantArgs {
 		fmt.Fprint(stderr, jobsUsage)
-		return fmt.Errorf("jobs %s: want %d argument(s), got %d", sub, wantArgs, len(positional))
+		return usageErrorf("jobs %s: want %d argument(s), got %d", sub, wantArgs, len(positional))
 	}
-	if *token == "" {
-		return errors.New("jobs: no token: set BATON_TOKEN (baton token create --name ... --role operator)")
-	}
-	c, err := newAPIClient(*baseURL, *token)
+	c, err := api.client("jobs " + sub)
 	if err != nil {
 		return err
 	}
-	return opts.run(ctx, c, sub, positional, stdout)
+	opts.json = api.json()
+	return opts.run(ctx, c, sub, positional, stdout, stderr)
 }
 
 // jobsFlags are the flags of the jobs subcommands, each read by the subcommands its usage
@@ -103,6 +99,7 @@ type jobsFlags struct {
 	restart, watch, enable, disable, request, on, off *bool
 	lease, maxAttempts                                *int
 	set                                               map[string]bool // the flags given on the command line
+	json                                              bool            // --output json
 }
 
 // defineJobsFlags defines the jobs subcommands' flags on fs.
@@ -129,46 +126,60 @@ func defineJobsFlags(fs *flag.FlagSet) *jobsFlags {
 	}
 }
 
-// run runs the subcommand sub with its positional arguments against the API of c.
-func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positional []string, stdout io.Writer) error {
+// run runs the subcommand sub with its positional arguments against the API of c. With
+// --output json a watch's JSON lines are all of stdout: what the command did before it
+// watches goes to stderr.
+func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positional []string, stdout, stderr io.Writer) error {
+	said := stdout
+	if f.json && *f.watch {
+		said = stderr
+	}
 	var err error
 	switch sub {
 	case "list":
-		return c.listJobs(ctx, stdout)
+		return c.listJobs(ctx, f.json, stdout)
+	case "pause":
+		return c.pauseJob(ctx, positional[0], stdout)
+	case "resume":
+		id, err := c.resumeJob(ctx, positional[0], said)
+		if err != nil || !*f.watch || id == "" {
+			return err
+		}
+		return c.watchRun(ctx, id, stdout, f.json)
 	case "start":
 		m := strings.ToUpper(*f.mode)
 		if *f.restart {
 			m = "RESTART"
 		}
 		if m != "RESUME" && m != "RESTART" {
-			return fmt.Errorf("jobs start: --mode must be RESUME or RESTART, not %q", *f.mode)
+			return usageErrorf("jobs start: --mode must be RESUME or RESTART, not %q", *f.mode)
 		}
-		id, err := c.startJob(ctx, positional[0], m, stdout)
+		id, err := c.startJob(ctx, positional[0], m, said)
 		if err != nil || !*f.watch {
 			return err
 		}
-		return c.watchRun(ctx, id, stdout)
+		return c.watchRun(ctx, id, stdout, f.json)
 	case "restart":
 		var id string
 		if *f.request {
-			id, err = c.requestRestart(ctx, positional[0], *f.reason, *f.compRef, stdout)
+			id, err = c.requestRestart(ctx, positional[0], *f.reason, *f.compRef, said)
 		} else {
-			id, err = c.startJob(ctx, positional[0], "RESTART", stdout)
+			id, err = c.startJob(ctx, positional[0], "RESTART", said)
 		}
 		if err != nil || !*f.watch || id == "" {
 			return err
 		}
-		return c.watchRun(ctx, id, stdout)
+		return c.watchRun(ctx, id, stdout, f.json)
 	case "execute":
 		req, err := requestIDArg(positional[0])
 		if err != nil {
 			return err
 		}
-		id, err := c.executeReplay(ctx, req, stdout)
+		id, err := c.executeReplay(ctx, req, said)
 		if err != nil || !*f.watch {
 			return err
 		}
-		return c.watchRun(ctx, id, stdout)
+		return c.watchRun(ctx, id, stdout, f.json)
 	case "cancel":
 		id, err := runIDArg(positional[0])
 		if err != nil {
@@ -186,20 +197,20 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 		if err != nil {
 			return err
 		}
-		return c.autoResume(ctx, positional[0], in, stdout)
+		return c.autoResume(ctx, positional[0], in, f.json, stdout)
 	default: // watch
 		id, err := runIDArg(positional[0])
 		if err != nil {
 			return err
 		}
-		return c.watchRun(ctx, id, stdout)
+		return c.watchRun(ctx, id, stdout, f.json)
 	}
 }
 
 // scheduleInput is the updateSchedule input for job name: only what the flags change.
 func (f *jobsFlags) scheduleInput(name string) (map[string]any, error) {
 	if *f.enable && *f.disable {
-		return nil, errors.New("jobs schedule: --enable and --disable exclude each other")
+		return nil, usageErrorf("jobs schedule: --enable and --disable exclude each other")
 	}
 	in := map[string]any{"name": name}
 	if f.set["cron"] {
@@ -230,7 +241,7 @@ var resumeCauses = []string{"LEASE_EXPIRED", "SHUTDOWN", "DATABASE"}
 // nil when they change nothing (the policy is printed).
 func (f *jobsFlags) autoResumeInput(name string) (map[string]any, error) {
 	if *f.on && *f.off {
-		return nil, errors.New("jobs auto-resume: --on and --off exclude each other")
+		return nil, usageErrorf("jobs auto-resume: --on and --off exclude each other")
 	}
 	in := map[string]any{"name": name}
 	if *f.on || *f.off {
@@ -254,7 +265,7 @@ func (f *jobsFlags) autoResumeInput(name string) (map[string]any, error) {
 				continue
 			}
 			if !slices.Contains(resumeCauses, c) {
-				return nil, fmt.Errorf("jobs auto-resume: --causes: %q is not one of %s", c, strings.Join(resumeCauses, ", "))
+				return nil, usageErrorf("jobs auto-resume: --causes: %q is not one of %s", c, strings.Join(resumeCauses, ", "))
 			}
 			causes = append(causes, c)
 		}
@@ -278,208 +289,9 @@ func backoffSeconds(s string) (int64, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d%time.Second != 0 {
-		return 0, fmt.Errorf("jobs auto-resume: --backoff must be whole seconds such as 5s, 2m or 30, not %q", s)
+		return 0, usageErrorf("jobs auto-resume: --backoff must be whole seconds such as 5s, 2m or 30, not %q", s)
 	}
 	return int64(d / time.Second), nil
-}
-
-// parseInterleaved parses flags that may come before, between or after positional
-// arguments, and returns the positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
-	}
-}
-
-// runIDArg accepts a run number or a global Run id.
-func runIDArg(s string) (string, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
-		return graph.RunID(n), nil
-	}
-	if _, ok := graph.RunNumber(s); ok {
-		return s, nil
-	}
-	return "", fmt.Errorf("%q is neither a run number nor a run id", s)
-}
-
-func runNumber(id string) string {
-	if n, ok := graph.RunNumber(id); ok {
-		return strconv.FormatInt(n, 10)
-	}
-	return id
-}
-
-// apiClient is a small GraphQL client: POST for queries and mutations, graphql-transport-ws
-// for subscriptions.
-type apiClient struct {
-	endpoint string // http(s)://host/graphql
-	token    string
-	http     *http.Client
-}
-
-func newAPIClient(base, token string) (*apiClient, error) {
-	u, err := url.Parse(strings.TrimSuffix(base, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("jobs: BATON_URL %q is not an http(s) URL", base)
-	}
-	if !strings.HasSuffix(u.Path, "/graphql") {
-		u.Path += "/graphql"
-	}
-	return &apiClient{endpoint: u.String(), token: token, http: &http.Client{Timeout: 60 * time.Second}}, nil
-}
-
-// gqlError is a top-level GraphQL error.
-type gqlError struct {
-	Message    string `json:"message"`
-	Extensions struct {
-		Code string `json:"code"`
-	} `json:"extensions"`
-}
-
-// userErr is a mutation's user error.
-type userErr struct {
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	Field   *string `json:"field"`
-}
-
-func userErrs(ues []userErr) error {
-	if len(ues) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(ues))
-	for i, u := range ues {
-		msgs[i] = u.Code + ": " + u.Message
-	}
-	return errors.New(strings.Join(msgs, "; "))
-}
-
-// do runs a query or mutation and decodes its data into out.
-func (c *apiClient) do(ctx context.Context, query string, vars map[string]any, out any) error {
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/graphql-response+json, application/json")
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("call %s: %w", c.endpoint, err)
-	}
-	defer resp.Body.Close()
-	var res struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []gqlError      `json:"errors"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); err != nil {
-		return fmt.Errorf("call %s: HTTP %d: unreadable answer: %w", c.endpoint, resp.StatusCode, err)
-	}
-	if len(res.Errors) > 0 {
-		e := res.Errors[0]
-		return fmt.Errorf("%s: %s", e.Extensions.Code, e.Message)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("call %s: HTTP %d", c.endpoint, resp.StatusCode)
-	}
-	return json.Unmarshal(res.Data, out)
-}
-
-type wireRun struct {
-	ID         string  `json:"id"`
-	JobName    string  `json:"jobName"`
-	Status     string  `json:"status"`
-	Message    string  `json:"message"`
-	FinishedAt *string `json:"finishedAt"`
-	Progress   struct {
-		Total     *int64   `json:"total"`
-		Processed int64    `json:"processed"`
-		Succeeded int64    `json:"succeeded"`
-		Failed    int64    `json:"failed"`
-		Skipped   int64    `json:"skipped"`
-		Ambiguous int64    `json:"ambiguous"`
-		Percent   *float64 `json:"percent"`
-	} `json:"progress"`
-	Attempt    int             `json:"attempt"`
-	AutoResume *wireAutoResume `json:"autoResume"`
-}
-
-// wireAutoResume is what auto-resume made of a run's end.
-type wireAutoResume struct {
-	Outcome   string  `json:"outcome"`
-	DueAt     *string `json:"dueAt"`
-	ResumedBy *struct {
-		ID string `json:"id"`
-	} `json:"resumedBy"`
-}
-
-const runFields = `id jobName status message finishedAt progress { total processed succeeded failed skipped ambiguous percent }
-	attempt autoResume { outcome dueAt resumedBy { id } }`
-
-// chainText says where a run stands in its chain of automatic resumes — "attempt 2",
-// "auto-resume due 2026-12-01T10:00:05Z", "resumed by #44", "auto-resume EXHAUSTED after 3
-// attempts" — or "" for a run outside any.
-func chainText(r *wireRun) string {
-	var parts []string
-	if r.Attempt > 0 {
-		parts = append(parts, fmt.Sprintf("attempt %d", r.Attempt))
-	}
-	if a := r.AutoResume; a != nil {
-		switch {
-		case a.Outcome == "PENDING" && a.DueAt != nil:
-			parts = append(parts, "auto-resume due "+*a.DueAt)
-		case a.Outcome == "RESUMED" && a.ResumedBy != nil:
-			parts = append(parts, "resumed by #"+runNumber(a.ResumedBy.ID))
-		case a.Outcome == "EXHAUSTED":
-			parts = append(parts, fmt.Sprintf("auto-resume EXHAUSTED after %s", attempts(r.Attempt)))
-		default:
-			parts = append(parts, "auto-resume "+a.Outcome)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// wirePolicy is a job's auto-resume policy.
-type wirePolicy struct {
-	Enabled        bool     `json:"enabled"`
-	MaxAttempts    int      `json:"maxAttempts"`
-	BackoffSeconds int64    `json:"backoffSeconds"`
-	On             []string `json:"on"`
-}
-
-const policyFields = `autoResume { enabled maxAttempts backoffSeconds on }`
-
-// policyText is a policy in a few words: "on, 3 attempts, backoff 5s, causes LEASE_EXPIRED,SHUTDOWN".
-func policyText(p wirePolicy) string {
-	state := "off"
-	if p.Enabled {
-		state = "on"
-	}
-	causes := strings.Join(p.On, ",")
-	if causes == "" {
-		causes = "none"
-	}
-	return fmt.Sprintf("%s, %s, backoff %s, causes %s", state, attempts(p.MaxAttempts), time.Duration(p.BackoffSeconds)*time.Second, causes)
-}
-
-func attempts(n int) string {
-	if n == 1 {
-		return "1 attempt"
-	}
-	return strconv.Itoa(n) + " attempts"
 }
 
 // jobsPageSize is how many jobs the listing asks for at a time: a page whose complexity (two
@@ -487,7 +299,7 @@ func attempts(n int) string {
 const jobsPageSize = 25
 
 // listJobs prints every job, reading the jobs connection a page at a time.
-func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
+func (c *apiClient) listJobs(ctx context.Context, asJSON bool, stdout io.Writer) error {
 	type job struct {
 		Name            string     `json:"name"`
 		Cron            string     `json:"cron"`
@@ -524,6 +336,14 @@ func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
 		}
 		after = data.Jobs.PageInfo.EndCursor
 	}
+	if asJSON {
+		out := jobsJSON{Jobs: make([]jobJSON, len(jobs))}
+		for i, j := range jobs {
+			out.Jobs[i] = jobJSON{Name: j.Name, Cron: j.Cron, Timezone: j.Timezone, Enabled: j.Enabled, Paused: j.Paused,
+				NextFireAt: j.NextScheduledAt, AutoResume: policyOut(j.AutoResume), ActiveRun: runOut(j.ActiveRun), LastRun: runOut(j.LastRun)}
+		}
+		return writeJSON(stdout, out)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tSTATE\tNEXT FIRE\tAUTO-RESUME\tACTIVE RUN\tLAST RUN")
 	for _, j := range jobs {
@@ -550,6 +370,9 @@ func (c *apiClient) listJobs(ctx context.Context, stdout io.Writer) error {
 		}
 		if r := j.LastRun; r != nil {
 			last = fmt.Sprintf("#%s %s", runNumber(r.ID), r.Status)
+			if a := attentionText(r); a != "" {
+				last += " (needs attention: " + a + ")"
+			}
 			if c := chainText(r); c != "" {
 				last += " (" + c + ")"
 			}
@@ -597,93 +420,6 @@ func gated(ues []userErr) string {
 		}
 	}
 	return ""
-}
-
-// requestIDArg accepts a replay request number or its global id.
-func requestIDArg(s string) (string, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
-		return base64.StdEncoding.EncodeToString([]byte("ReplayRequest:" + strconv.FormatInt(n, 10))), nil
-	}
-	if b, err := base64.StdEncoding.DecodeString(s); err == nil && strings.HasPrefix(string(b), "ReplayRequest:") {
-		return s, nil
-	}
-	return "", fmt.Errorf("%q is neither a replay request number nor a replay request id", s)
-}
-
-func requestNumber(id string) string {
-	if b, err := base64.StdEncoding.DecodeString(id); err == nil {
-		if n, ok := strings.CutPrefix(string(b), "ReplayRequest:"); ok {
-			return n
-		}
-	}
-	return id
-}
-
-type wireRequest struct {
-	ID        string   `json:"id"`
-	Status    string   `json:"status"`
-	ReplayRun *wireRun `json:"replayRun"`
-	Preflight struct {
-		ApprovalReasons []string `json:"approvalReasons"`
-		BlockingReasons []string `json:"blockingReasons"`
-	} `json:"preflight"`
-}
-
-const requestFields = `id status replayRun { ` + runFields + ` } preflight { approvalReasons blockingReasons }`
-
-// requestRestart records a RESTART request and returns the id of its run when it started at
-// once, "" when it waits for approval.
-func (c *apiClient) requestRestart(ctx context.Context, name, reason, compensationRef string, stdout io.Writer) (string, error) {
-	var data struct {
-		RequestRestart struct {
-			ReplayRequest *wireRequest `json:"replayRequest"`
-			UserErrors    []userErr    `json:"userErrors"`
-		} `json:"requestRestart"`
-	}
-	in := map[string]any{"name": name, "reason": reason}
-	if compensationRef != "" {
-		in["compensationRef"] = compensationRef
-	}
-	err := c.do(ctx, `mutation($in: RequestRestartInput!) { requestRestart(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
-		map[string]any{"in": in}, &data)
-	if err != nil {
-		return "", err
-	}
-	req := data.RequestRestart.ReplayRequest
-	if err := userErrs(data.RequestRestart.UserErrors); err != nil {
-		if req != nil { // recorded, but blocked
-			return "", fmt.Errorf("jobs restart %s: request %s is %s: %w", name, requestNumber(req.ID), req.Status, err)
-		}
-		return "", fmt.Errorf("jobs restart %s: %w", name, err)
-	}
-	if req.ReplayRun != nil {
-		fmt.Fprintf(stdout, "RESTART request %s of %s needed no approval: started run %s\n", requestNumber(req.ID), name, runNumber(req.ReplayRun.ID))
-		return req.ReplayRun.ID, nil
-	}
-	fmt.Fprintf(stdout, "RESTART request %s of %s is %s (%s); another token with the approver role approves it (approveReplay)\n",
-		requestNumber(req.ID), name, req.Status, strings.Join(req.Preflight.ApprovalReasons, "; "))
-	return "", nil
-}
-
-// executeReplay starts the run of an APPROVED request and returns the run's id.
-func (c *apiClient) executeReplay(ctx context.Context, id string, stdout io.Writer) (string, error) {
-	var data struct {
-		ExecuteReplay struct {
-			ReplayRequest *wireRequest `json:"replayRequest"`
-			UserErrors    []userErr    `json:"userErrors"`
-		} `json:"executeReplay"`
-	}
-	err := c.do(ctx, `mutation($in: ExecuteReplayInput!) { executeReplay(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
-		map[string]any{"in": map[string]any{"requestId": id}}, &data)
-	if err != nil {
-		return "", err
-	}
-	if err := userErrs(data.ExecuteReplay.UserErrors); err != nil {
-		return "", fmt.Errorf("jobs execute %s: %w", requestNumber(id), err)
-	}
-	run := data.ExecuteReplay.ReplayRequest.ReplayRun
-	fmt.Fprintf(stdout, "request %s executed: started run %s\n", requestNumber(id), runNumber(run.ID))
-	return run.ID, nil
 }
 
 func (c *apiClient) cancelRun(ctx context.Context, id string, stdout io.Writer) error {
@@ -741,7 +477,7 @@ func (c *apiClient) updateSchedule(ctx context.Context, in map[string]any, stdou
 }
 
 // autoResume prints job name's auto-resume policy after changing it with in (nil: no change).
-func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]any, stdout io.Writer) error {
+func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]any, asJSON bool, stdout io.Writer) error {
 	type job struct {
 		AutoResume wirePolicy `json:"autoResume"`
 	}
@@ -754,7 +490,7 @@ func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]a
 			return err
 		}
 		if data.Job == nil {
-			return fmt.Errorf("jobs auto-resume %s: NOT_FOUND: no job of that name", name)
+			return fmt.Errorf("jobs auto-resume %s: %w", name, &apiError{Code: "NOT_FOUND", Message: "no job of that name"})
 		}
 		p = data.Job.AutoResume
 	} else {
@@ -774,157 +510,59 @@ func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]a
 		}
 		p = data.UpdateJobAutoResume.Job.AutoResume
 	}
+	if asJSON {
+		return writeJSON(stdout, autoResumeOutJSON{Job: name, AutoResume: policyOut(p)})
+	}
 	fmt.Fprintf(stdout, "%s: auto-resume %s\n", name, policyText(p))
 	return nil
 }
 
-// watchRun follows a run over a graphql-transport-ws subscription, drawing a progress bar,
-// and returns an error unless the run ends SUCCEEDED.
-func (c *apiClient) watchRun(ctx context.Context, id string, stdout io.Writer) error {
-	final, err := c.subscribeRun(ctx, id, func(r *wireRun) {
-		line := fmt.Sprintf("run %s %-9s %s", runNumber(r.ID), r.Status, progressText(r))
-		if isTerminal(stdout) {
-			fmt.Fprintf(stdout, "\r\033[K%s", line)
-		} else {
-			fmt.Fprintln(stdout, line)
-		}
-	})
-	if isTerminal(stdout) {
-		fmt.Fprintln(stdout)
+// pauseJob pauses job name.
+func (c *apiClient) pauseJob(ctx context.Context, name string, stdout io.Writer) error {
+	var data struct {
+		PauseJob struct {
+			Job *struct {
+				ActiveRun *wireRun `json:"activeRun"`
+			} `json:"job"`
+			UserErrors []userErr `json:"userErrors"`
+		} `json:"pauseJob"`
 	}
+	err := c.do(ctx, `mutation($in: PauseJobInput!) { pauseJob(input: $in) { job { activeRun { id } } userErrors { code message field } } }`,
+		map[string]any{"in": map[string]any{"name": name}}, &data)
 	if err != nil {
 		return err
 	}
-	if final == nil {
-		return fmt.Errorf("run %s: the subscription ended before the run did", runNumber(id))
+	if err := userErrs(data.PauseJob.UserErrors); err != nil {
+		return fmt.Errorf("jobs pause %s: %w", name, err)
 	}
-	if final.Status != "SUCCEEDED" {
-		msg := ""
-		if final.Message != "" {
-			msg = ": " + final.Message
-		}
-		if c := chainText(final); c != "" {
-			msg += " (" + c + ")"
-		}
-		return fmt.Errorf("run %s ended %s%s", runNumber(id), final.Status, msg)
+	msg := "paused " + name + ": no fires, no starts"
+	if j := data.PauseJob.Job; j != nil && j.ActiveRun != nil {
+		msg += fmt.Sprintf("; run %s stops at its next item boundary", runNumber(j.ActiveRun.ID))
 	}
+	fmt.Fprintln(stdout, msg)
 	return nil
 }
 
-// progressText draws "[#####.....]  50.0% 5/10 (1 failed)".
-func progressText(r *wireRun) string {
-	p := r.Progress
-	const width = 20
-	var b strings.Builder
-	if p.Percent != nil {
-		filled := int(*p.Percent / 100 * width)
-		b.WriteString("[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]")
-		fmt.Fprintf(&b, " %5.1f%%", *p.Percent)
-	} else {
-		b.WriteString("[" + strings.Repeat("?", width) + "]")
+// resumeJob resumes job name and returns the id of the RESUME run it started, or "".
+func (c *apiClient) resumeJob(ctx context.Context, name string, stdout io.Writer) (string, error) {
+	var data struct {
+		ResumeJob struct {
+			Run        *wireRun  `json:"run"`
+			UserErrors []userErr `json:"userErrors"`
+		} `json:"resumeJob"`
 	}
-	if p.Total != nil {
-		fmt.Fprintf(&b, " %d/%d", p.Processed, *p.Total)
-	} else {
-		fmt.Fprintf(&b, " %d", p.Processed)
-	}
-	if p.Failed > 0 || p.Ambiguous > 0 {
-		fmt.Fprintf(&b, " (%d failed, %d ambiguous)", p.Failed, p.Ambiguous)
-	}
-	return b.String()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// wsMessage is a graphql-transport-ws message.
-type wsMessage struct {
-	ID      string          `json:"id,omitempty"`
-	Type    string          `json:"type"`
-	Payload json.RawMessage `json:"payload,omitempty"`
-}
-
-// subscribeRun runs the runProgress subscription, calling each for every state, and returns
-// the last state received once the server completes the subscription.
-func (c *apiClient) subscribeRun(ctx context.Context, id string, each func(*wireRun)) (*wireRun, error) {
-	u, _ := url.Parse(c.endpoint)
-	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	dialer := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 10 * time.Second}
-	conn, resp, err := dialer.DialContext(ctx, u.String(), nil)
+	err := c.do(ctx, `mutation($in: ResumeJobInput!) { resumeJob(input: $in) { run { id } userErrors { code message field } } }`,
+		map[string]any{"in": map[string]any{"name": name}}, &data)
 	if err != nil {
-		if resp != nil {
-			return nil, fmt.Errorf("open websocket %s: HTTP %d", u, resp.StatusCode)
-		}
-		return nil, fmt.Errorf("open websocket %s: %w", u, err)
+		return "", err
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stop()
-
-	send := func(m wsMessage) error { return conn.WriteJSON(m) }
-	initPayload, _ := json.Marshal(map[string]string{"authorization": "Bearer " + c.token})
-	if err := send(wsMessage{Type: "connection_init", Payload: initPayload}); err != nil {
-		return nil, err
+	if err := userErrs(data.ResumeJob.UserErrors); err != nil {
+		return "", fmt.Errorf("jobs resume %s: %w", name, err)
 	}
-	sub, _ := json.Marshal(map[string]any{
-		"query":     `subscription($id: ID!) { runProgress(runId: $id) { ` + runFields + ` } }`,
-		"variables": map[string]any{"id": id},
-	})
-	var last *wireRun
-	for {
-		var m wsMessage
-		if err := conn.ReadJSON(&m); err != nil {
-			if ctx.Err() != nil {
-				return last, ctx.Err()
-			}
-			var ce *websocket.CloseError
-			if errors.As(err, &ce) {
-				return last, fmt.Errorf("server closed the subscription: %d %s", ce.Code, ce.Text)
-			}
-			return last, fmt.Errorf("read subscription: %w", err)
-		}
-		switch m.Type {
-		case "connection_ack":
-			if err := send(wsMessage{ID: "1", Type: "subscribe", Payload: sub}); err != nil {
-				return last, err
-			}
-		case "ping":
-			if err := send(wsMessage{Type: "pong"}); err != nil {
-				return last, err
-			}
-		case "next":
-			var payload struct {
-				Data struct {
-					RunProgress *wireRun `json:"runProgress"`
-				} `json:"data"`
-				Errors []gqlError `json:"errors"`
-			}
-			if err := json.Unmarshal(m.Payload, &payload); err != nil {
-				return last, fmt.Errorf("decode subscription event: %w", err)
-			}
-			if len(payload.Errors) > 0 {
-				return last, fmt.Errorf("%s: %s", payload.Errors[0].Extensions.Code, payload.Errors[0].Message)
-			}
-			if r := payload.Data.RunProgress; r != nil {
-				last = r
-				each(r)
-			}
-		case "error":
-			var errs []gqlError
-			_ = json.Unmarshal(m.Payload, &errs)
-			if len(errs) > 0 {
-				return last, fmt.Errorf("%s: %s", errs[0].Extensions.Code, errs[0].Message)
-			}
-			return last, errors.New("subscription refused")
-		case "complete":
-			_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-			return last, nil
-		}
+	if r := data.ResumeJob.Run; r != nil {
+		fmt.Fprintf(stdout, "resumed %s: run %s continues its paused run\n", name, runNumber(r.ID))
+		return r.ID, nil
 	}
+	fmt.Fprintf(stdout, "resumed %s\n", name)
+	return "", nil
 }

@@ -239,6 +239,13 @@ func cliServer(t *testing.T, jobs ...runner.Job) (context.Context, *runner.Runne
 // cliServerWith is cliServer with the runner's configuration changed by mod.
 func cliServerWith(t *testing.T, mod func(*runner.Config), jobs ...runner.Job) (context.Context, *runner.Runner, *httpapi.TokenStore, *httptest.Server) {
 	t.Helper()
+	ctx, r, tokens, srv, _ := cliServerDB(t, mod, jobs...)
+	return ctx, r, tokens, srv
+}
+
+// cliServerDB is cliServerWith that also returns the URL of the server's database.
+func cliServerDB(t *testing.T, mod func(*runner.Config), jobs ...runner.Job) (context.Context, *runner.Runner, *httpapi.TokenStore, *httptest.Server, string) {
+	t.Helper()
 	url := testenv.Schema(t)
 	rc, env := testenv.Redis(t)
 	pool := testenv.Pool(t, url)
@@ -264,5 +271,5 @@ func cliServerWith(t *testing.T, mod func(*runner.Config), jobs ...runner.Job) (
 		GraphQL: graph.Config{Runner: r, Logger: slog.New(slog.DiscardHandler), PollInterval: 20 * time.Millisecond}}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return ctx, r, tokens, srv
+	return ctx, r, tokens, srv, url
 }

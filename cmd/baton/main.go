@@ -1,6 +1,7 @@
 // Command baton runs and operates Baton: `serve` runs an instance (scheduler, workers, API),
-// `migrate` manages the schema, `token` mints API tokens, `jobs` drives a running cluster
-// through its GraphQL API.
+// `migrate` manages the schema, `token` mints API tokens, and `jobs`, `runs`, `replays` and
+// `maintenance` drive a running cluster through its GraphQL API. Its exit codes are for
+// scripts (exitcode.go).
 package main
 
 import (
@@ -20,12 +21,12 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "baton:", err)
-		}
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "baton:", err)
 	}
+	stop()
+	os.Exit(exitCode(err, exitError))
 }
 
 const usage = `usage: baton <command> [flags]
@@ -34,20 +35,29 @@ commands:
   serve                 run an instance: scheduler, workers, GraphQL API, admin console
   migrate up|down|version
                         apply, roll back or show the database schema
-  token create --name NAME --role viewer|operator|approver|admin
+  token create --name NAME --role viewer|operator|approver|admin [--expires 30d]
                         mint an API token (printed on the last line)
   token list | token revoke --name NAME
-  jobs list | start NAME | cancel RUN_ID | watch RUN_ID
+  jobs list | start NAME | pause NAME | resume NAME | cancel RUN | watch RUN | ...
                         drive a running cluster through its GraphQL API
+  runs list [--job NAME] [--status S] [--limit N] | runs show RUN
+                        list runs, show one
+  replays list | approve REQUEST | reject REQUEST
+                        replay and RESTART requests and their four-eyes decision
+  maintenance status|on|off
+                        the cluster-wide maintenance pause
   version               print the version
 
-Every flag can also be set from the environment; see 'baton serve -h'.
-`
+'baton COMMAND --help' tells more. Read commands take --output json: stable JSON on
+stdout (documented in the README). Every flag of 'serve' can also be set from the
+environment; see 'baton serve -h'.
+
+` + exitCodesText
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
+		return usageErrorf("no command given")
 	}
 	switch args[0] {
 	case "serve":
@@ -58,15 +68,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return tokenCommand(ctx, args[1:], stdout, stderr)
 	case "jobs":
 		return jobsCommand(ctx, args[1:], stdout, stderr)
+	case "runs":
+		return runsCommand(ctx, args[1:], stdout, stderr)
+	case "replays":
+		return replaysCommand(ctx, args[1:], stdout, stderr)
+	case "maintenance":
+		return maintenanceCommand(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return nil
+		return flag.ErrHelp
 	default:
 		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", args[0])
+		return usageErrorf("unknown command %q", args[0])
 	}
 }
 

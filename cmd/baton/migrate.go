@@ -10,16 +10,19 @@ import (
 	"github.com/baton-run/baton/migrations"
 )
 
+const migrateUsage = `usage: baton migrate [--database-url URL] up | down [N] | version
+        up applies every pending migration; down rolls back N (default 1, 0: all);
+        version prints the schema version
+
+flags:
+  --database-url URL    PostgreSQL URL (env BATON_DATABASE_URL or DATABASE_URL)
+`
+
 func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("migrate", stderr)
 	dbURL := fs.String("database-url", defaultDatabaseURL(), "PostgreSQL URL (env BATON_DATABASE_URL or DATABASE_URL)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: baton migrate [--database-url URL] up | down [N] | version")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return parseFailed(err, migrateUsage, stdout, stderr)
 	}
 	switch fs.Arg(0) {
 	case "up":
@@ -31,7 +34,7 @@ func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		if s := fs.Arg(1); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 0 {
-				return fmt.Errorf("migrate down: steps must be a number >= 0 (0 = all), got %q", s)
+				return usageErrorf("migrate down: steps must be a number >= 0 (0 = all), got %q", s)
 			}
 			steps = n
 		}
@@ -39,9 +42,12 @@ func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	case "version":
+	case "help":
+		fmt.Fprint(stdout, migrateUsage)
+		return flag.ErrHelp
 	default:
-		fs.Usage()
-		return fmt.Errorf("migrate: unknown or missing action %q", fs.Arg(0))
+		fmt.Fprint(stderr, migrateUsage)
+		return usageErrorf("migrate: unknown or missing action %q", fs.Arg(0))
 	}
 	v, dirty, err := migrations.Version(ctx, *dbURL)
 	if err != nil {

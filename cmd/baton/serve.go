@@ -15,43 +15,47 @@ import (
 )
 
 // parseServeFlags maps the command line and the process environment onto a server.Config.
-func parseServeFlags(args []string, stderr io.Writer) (*server.Config, error) {
-	return parseServeConfig(args, os.LookupEnv, stderr)
+func parseServeFlags(args []string, stdout, stderr io.Writer) (*server.Config, error) {
+	return parseServeConfig(args, os.LookupEnv, stdout, stderr)
 }
 
 // parseServeConfig maps the command line and the environment (lookupEnv) onto a
 // server.Config, one flag and one variable per server.Settings entry: a flag wins over its
 // variable, a variable over the default. A value that does not parse is an error naming its
-// flag or variable, never silently the default.
-func parseServeConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (*server.Config, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// flag or variable, never silently the default. -h prints the settings on stdout and returns
+// flag.ErrHelp.
+func parseServeConfig(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (*server.Config, error) {
+	fs := newFlagSet("serve", stderr)
 	c := server.DefaultConfig()
 	for _, s := range server.Settings() {
 		if name, text, ok := settingEnv(s, lookupEnv); ok {
 			if err := s.Value(&c).Set(text); err != nil {
-				return nil, fmt.Errorf("serve: %s: %w", name, err)
+				return nil, usageErrorf("serve: %s: %w", name, err)
 			}
 		}
 		fs.Var(s.Value(&c), s.Name, s.Usage)
 	}
-	fs.Usage = func() { printServeUsage(fs.Output()) }
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			printServeUsage(stdout)
+			return nil, err
+		}
+		printServeUsage(stderr)
+		return nil, usageError(err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		return nil, usageErrorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	switch {
 	case c.PoolSize < 0:
-		return nil, errors.New("serve: --pool-size must be >= 0")
+		return nil, usageErrorf("serve: --pool-size must be >= 0")
 	case c.PollInterval < 100*time.Millisecond:
-		return nil, errors.New("serve: --poll-interval must be at least 100ms")
+		return nil, usageErrorf("serve: --poll-interval must be at least 100ms")
 	case c.Lease < time.Second:
-		return nil, errors.New("serve: --lease must be at least 1s")
+		return nil, usageErrorf("serve: --lease must be at least 1s")
 	}
 	if _, err := c.NewLogger(io.Discard); err != nil {
-		return nil, fmt.Errorf("serve: --%w", err)
+		return nil, usageErrorf("serve: --%w", err)
 	}
 	return &c, nil
 }
@@ -116,7 +120,7 @@ func envBool(key string, def bool) bool {
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseServeFlags(args, stderr)
+	c, err := parseServeFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func TestServeHelpListsEverySetting(t *testing.T) {
 	if err := run(context.Background(), []string{"serve", "-h"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("serve -h: %v, want flag.ErrHelp", err)
 	}
-	help := stderr.String()
+	help := stdout.String()
 	for _, s := range server.Settings() {
 		env, def := s.Env, s.Default
 		if s.OldEnv != "" {
@@ -84,7 +84,7 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 	env := func(vars map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	}
-	c, err := parseServeConfig(nil, env(nil), io.Discard)
+	c, err := parseServeConfig(nil, env(nil), io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 		"BATON_POOL_SIZE": "3", "BATON_LEASE": "45s", "DATABASE_URL": "postgres://old", "REDIS_URL": "redis://old",
 		"BATON_REDIS_URL": "redis://new", "BATON_ALLOWED_ORIGINS": " https://a.example, ,https://b.example",
 		"BATON_RETENTION_AUDIT_DAYS": "0",
-	}), io.Discard)
+	}), io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 	for k, v := range map[string]string{"BATON_POOL_SIZE": "four", "BATON_SCHEDULER": "maybe", "BATON_POLL_INTERVAL": "10",
 		"BATON_RETENTION_RUNS_DAYS": "-2", "BATON_LOG_LEVEL": "loud"} {
 		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "BATON_")), "_", "-")
-		if _, err := parseServeConfig(nil, env(map[string]string{k: v}), io.Discard); err == nil ||
+		if _, err := parseServeConfig(nil, env(map[string]string{k: v}), io.Discard, io.Discard); err == nil ||
 			!strings.Contains(strings.ReplaceAll(strings.ToLower(err.Error()), "_", "-"), name) {
 			t.Errorf("%s=%s: %v, want refused naming it", k, v, err)
 		}

@@ -13,7 +13,7 @@ import (
 // negative day count is refused.
 func TestServeRetentionFlags(t *testing.T) {
 	t.Parallel()
-	c, err := parseServeFlags(nil, io.Discard)
+	c, err := parseServeFlags(nil, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +27,14 @@ func TestServeRetentionFlags(t *testing.T) {
 	if got := c.Retention; got != want {
 		t.Fatalf("flag defaults %+v differ from the runner's %+v", got, want)
 	}
-	c, err = parseServeFlags([]string{"--retention-audit-days", "0", "--retention-runs-days", "10"}, io.Discard)
+	c, err = parseServeFlags([]string{"--retention-audit-days", "0", "--retention-runs-days", "10"}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Retention; got.AuditLog >= 0 || got.Runs != 10*day {
 		t.Fatalf("audit 0 days, runs 10 days: %+v, want the audit log kept forever and runs 10 days", got)
 	}
-	if _, err := parseServeFlags([]string{"--retention-run-errors-days", "-1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "retention") {
+	if _, err := parseServeFlags([]string{"--retention-run-errors-days", "-1"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "retention") {
 		t.Fatalf("negative retention: %v, want refused", err)
 	}
 }

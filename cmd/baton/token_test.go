@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,4 +155,141 @@ func TestTokenRevokeAnnounces(t *testing.T) {
 			return
 		}
 	}
+}
+
+// `token create --expires` stores a lifetime of whole days or hours and refuses anything
+// else; the server refuses an expired token with a message of its own, over HTTP and on a
+// WebSocket (close code 4401), at connection and once it expires while open.
+func TestTokenExpiry(t *testing.T) {
+	t.Parallel()
+	started, ticks := make(chan string, 10), make(chan struct{}, 10)
+	ctx, _, tokens, srv, url := cliServerDB(t, nil, gatedJob("cli-expiry", started, ticks))
+	pool := testenv.Pool(t, url)
+	create := func(args ...string) cliResult {
+		return baton(ctx, append([]string{"token", "create", "--database-url", url}, args...)...)
+	}
+	lifetime := func(name string) (secs int64, ok bool) {
+		err := pool.QueryRow(ctx, `SELECT extract(epoch FROM expires_at - created_at)::bigint FROM api_tokens WHERE name = $1`, name).Scan(&secs)
+		return secs, err == nil
+	}
+	lastLine := func(s string) string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		return lines[len(lines)-1]
+	}
+
+	res := create("--name", "ci-month", "--role", "operator", "--expires", "30d")
+	if res.code != exitOK || !strings.Contains(res.stdout, "it expires at ") {
+		t.Fatalf("create --expires 30d: exit %d (%v)\n%s", res.code, res.err, res.stdout)
+	}
+	month := lastLine(res.stdout)
+	if secs, ok := lifetime("ci-month"); !ok || secs != 30*24*3600 {
+		t.Fatalf("--expires 30d stored a lifetime of %ds (%t), want 30 days", secs, ok)
+	}
+	if res := create("--name", "ci-half-day", "--role", "viewer", "--expires", "12h"); res.code != exitOK {
+		t.Fatalf("create --expires 12h: %v", res.err)
+	}
+	if secs, ok := lifetime("ci-half-day"); !ok || secs != 12*3600 {
+		t.Fatalf("--expires 12h stored a lifetime of %ds (%t), want 12 hours", secs, ok)
+	}
+	if res := create("--name", "ci-forever", "--role", "viewer"); res.code != exitOK || !strings.Contains(res.stdout, "it never expires") {
+		t.Fatalf("create without --expires: exit %d (%v)\n%s", res.code, res.err, res.stdout)
+	}
+	for _, junk := range []string{"30", "d", "0d", "-1d", "1.5d", "30m", "3651d", "1w", "+3d", "12H", "99999999999999999999h", " 3d"} {
+		res := create("--name", "ci-junk", "--role", "viewer", "--expires", junk)
+		if res.code != exitUsage || !strings.Contains(res.err.Error(), "--expires must be a whole number of days or hours") {
+			t.Errorf("--expires %q: exit %d (%v), want exit 2 and the refusal", junk, res.code, res.err)
+		}
+	}
+	var junkRows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE name = 'ci-junk'`).Scan(&junkRows); err != nil || junkRows != 0 {
+		t.Fatalf("%d tokens named ci-junk (%v), want none", junkRows, err)
+	}
+
+	// A live token with a lifetime works; one past its expiry is refused as expired.
+	if res := baton(ctx, "jobs", "list", "--url", srv.URL, "--token", month); res.code != exitOK {
+		t.Fatalf("jobs list with a token that expires in 30 days: %v", res.err)
+	}
+	res = create("--name", "ci-old", "--role", "operator", "--expires", "1h")
+	old := lastLine(res.stdout)
+	if _, err := pool.Exec(ctx, `UPDATE api_tokens SET created_at = now() - interval '2 hours', expires_at = now() - interval '1 hour'
+		WHERE name = 'ci-old'`); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/graphql", strings.NewReader(`{"query":"{ me { name } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+old)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Errors []gqlError `json:"errors"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || len(body.Errors) != 1 || body.Errors[0].Extensions.Code != "UNAUTHENTICATED" ||
+		!strings.HasPrefix(body.Errors[0].Message, "token expired at ") || !strings.Contains(body.Errors[0].Message, `"ci-old"`) {
+		t.Fatalf("an expired token over HTTP: %d %+v (%v), want 401 UNAUTHENTICATED \"token expired at …\"", resp.StatusCode, body, err)
+	}
+	if res := baton(ctx, "jobs", "list", "--url", srv.URL, "--token", old); res.code != exitAuth || !strings.Contains(res.err.Error(), "UNAUTHENTICATED: token expired at ") {
+		t.Fatalf("jobs list with an expired token: exit %d (%v), want %d and token expired", res.code, res.err, exitAuth)
+	}
+	if res := baton(ctx, "jobs", "list", "--url", srv.URL, "--token", "bt_unknown"); res.code != exitAuth || !strings.Contains(res.err.Error(), "unknown or revoked token") {
+		t.Fatalf("jobs list with an unknown token: exit %d (%v), want %d and unknown or revoked", res.code, res.err, exitAuth)
+	}
+	if res := baton(ctx, "jobs", "watch", "1", "--url", srv.URL, "--token", old); res.code != exitAuth ||
+		!strings.Contains(res.err.Error(), "4401 unauthenticated: token expired at ") {
+		t.Fatalf("jobs watch with an expired token: exit %d (%v), want %d and a 4401 close saying the token expired", res.code, res.err, exitAuth)
+	}
+
+	// token list says which tokens expire and which have expired.
+	res = baton(ctx, "token", "list", "--database-url", url)
+	for _, want := range []string{"EXPIRES", "ci-forever", "never"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Fatalf("token list lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	var list tokensJSON
+	res = baton(ctx, "token", "list", "--output", "json", "--database-url", url)
+	if err := json.Unmarshal([]byte(res.stdout), &list); err != nil {
+		t.Fatalf("token list --output json: %v\n%s", err, res.stdout)
+	}
+	status := map[string]tokenJSON{}
+	for _, tk := range list.Tokens {
+		status[tk.Name] = tk
+	}
+	if tk := status["ci-old"]; tk.Status != "expired" || tk.ExpiresAt == nil {
+		t.Fatalf("ci-old in token list: %+v, want expired", tk)
+	}
+	if tk := status["ci-month"]; tk.Status != "live" || tk.ExpiresAt == nil || tk.LastUsedAt == nil {
+		t.Fatalf("ci-month in token list: %+v, want live, expiring, used", tk)
+	}
+	if tk := status["ci-forever"]; tk.Status != "live" || tk.ExpiresAt != nil {
+		t.Fatalf("ci-forever in token list: %+v, want live and never expiring", tk)
+	}
+
+	// A WebSocket open when its token expires is closed with 4401 and the expiry.
+	short, _, err := httpapi.CreateExpiringToken(ctx, tokens, "ci-short", "OPERATOR", 8*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := baton(ctx, "jobs", "start", "cli-expiry", "--url", srv.URL, "--token", short); res.code != exitOK {
+		t.Fatalf("start: %v", res.err)
+	}
+	<-started
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"jobs", "watch", "1", "--url", srv.URL, "--token", short}, &out, &bytes.Buffer{})
+	}()
+	testenv.Eventually(t, 20*time.Second, "the watch to show the run", func() bool { return strings.Contains(out.lines()[0], "RUNNING") })
+	select {
+	case err := <-done:
+		if exitCode(err, exitError) != exitAuth || !strings.Contains(err.Error(), "4401 unauthenticated: token expired at ") {
+			t.Fatalf("the watch ended with %v, want a 4401 close saying the token expired", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the WebSocket of an expired token stays open")
+	}
+	close(ticks)
 }

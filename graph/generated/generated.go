@@ -347,6 +347,7 @@ type ComplexityRoot struct {
 	Run struct {
 		ActivatedAt       func(childComplexity int) int
 		Attempt           func(childComplexity int) int
+		Attention         func(childComplexity int) int
 		AutoResume        func(childComplexity int) int
 		CancelRequested   func(childComplexity int) int
 		CancelRequestedBy func(childComplexity int) int
@@ -365,6 +366,7 @@ type ComplexityRoot struct {
 		LedgerSummary     func(childComplexity int) int
 		Message           func(childComplexity int) int
 		Mode              func(childComplexity int) int
+		NeedsAttention    func(childComplexity int) int
 		PauseRequested    func(childComplexity int) int
 		Progress          func(childComplexity int) int
 		RequestedBy       func(childComplexity int) int
@@ -375,6 +377,12 @@ type ComplexityRoot struct {
 		Status            func(childComplexity int) int
 		StopReason        func(childComplexity int) int
 		Trigger           func(childComplexity int) int
+	}
+
+	RunAttention struct {
+		Ambiguous func(childComplexity int) int
+		Failed    func(childComplexity int) int
+		Rejected  func(childComplexity int) int
 	}
 
 	RunAutoResume struct {
@@ -573,6 +581,8 @@ type RunResolver interface {
 	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error)
 	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
+	NeedsAttention(ctx context.Context, obj *batontype.RunRecord) (bool, error)
+	Attention(ctx context.Context, obj *batontype.RunRecord) (*model.RunAttention, error)
 }
 type RunAutoResumeResolver interface {
 	Outcome(ctx context.Context, obj *batontype.RunRecord) (model.AutoResumeOutcome, error)
@@ -1973,6 +1983,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Attempt(childComplexity), true
+	case "Run.attention":
+		if e.ComplexityRoot.Run.Attention == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.Attention(childComplexity), true
 	case "Run.autoResume":
 		if e.ComplexityRoot.Run.AutoResume == nil {
 			break
@@ -2086,6 +2102,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Mode(childComplexity), true
+	case "Run.needsAttention":
+		if e.ComplexityRoot.Run.NeedsAttention == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.NeedsAttention(childComplexity), true
 	case "Run.pauseRequested":
 		if e.ComplexityRoot.Run.PauseRequested == nil {
 			break
@@ -2146,6 +2168,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Trigger(childComplexity), true
+
+	case "RunAttention.ambiguous":
+		if e.ComplexityRoot.RunAttention.Ambiguous == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAttention.Ambiguous(childComplexity), true
+	case "RunAttention.failed":
+		if e.ComplexityRoot.RunAttention.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAttention.Failed(childComplexity), true
+	case "RunAttention.rejected":
+		if e.ComplexityRoot.RunAttention.Rejected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunAttention.Rejected(childComplexity), true
 
 	case "RunAutoResume.dueAt":
 		if e.ComplexityRoot.RunAutoResume.AutoResumeAt == nil {
@@ -3012,6 +3053,36 @@ enum ReconcileStatus {
   DONE
   "The entry stays AMBIGUOUS_EFFECT (message says why): try again, or resolve it by hand."
   FAILED
+}
+`, BuiltIn: false},
+	{Name: "../outcome.graphqls", Input: `# Outcome: whether a run needs an operator's attention, whatever its status says.
+
+extend type Run {
+  """
+  The run has items that failed, were rejected, or are still unresolved ambiguous (see
+  attention). A run succeeded cleanly when its status is SUCCEEDED and this is false: a
+  SUCCEEDED run only says the job's code returned without error.
+  """
+  needsAttention: Boolean!
+  "The items of this run that need attention, by kind."
+  attention: RunAttention!
+}
+
+"""
+The items of one run that need attention. failed + rejected is progress.failed (every final
+failure the run recorded); ambiguous counts only the targets still in doubt now, so it falls as
+they are reconciled, resolved or replayed, while progress.ambiguous keeps what the run saw.
+"""
+type RunAttention {
+  "Items that failed for a reason that may pass on a retry: TRANSIENT, BUG_SUSPECTED."
+  failed: Int!
+  "Items the downstream or a policy refused: VALIDATION_REJECTED, CONFLICT, POLICY_BLOCKED."
+  rejected: Int!
+  """
+  Ambiguous items of this run (made or met quarantined) whose effect is still unknown: the
+  run's own ambiguous count, bounded by what its generation still has AMBIGUOUS_EFFECT.
+  """
+  ambiguous: Int!
 }
 `, BuiltIn: false},
 	{Name: "../replay.graphqls", Input: `# Replays and gated RESTARTs: preflight, four-eyes approval.
@@ -4185,8 +4256,24 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_ledgerSummary(ctx, field)
 	case "events":
 		return ec.fieldContext_Run_events(ctx, field)
+	case "needsAttention":
+		return ec.fieldContext_Run_needsAttention(ctx, field)
+	case "attention":
+		return ec.fieldContext_Run_attention(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Run", field.Name)
+}
+
+func (ec *executionContext) childFields_RunAttention(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "failed":
+		return ec.fieldContext_RunAttention_failed(ctx, field)
+	case "rejected":
+		return ec.fieldContext_RunAttention_rejected(ctx, field)
+	case "ambiguous":
+		return ec.fieldContext_RunAttention_ambiguous(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunAttention", field.Name)
 }
 
 func (ec *executionContext) childFields_RunAutoResume(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11927,6 +12014,130 @@ func (ec *executionContext) fieldContext_Run_events(_ context.Context, field gra
 	return fc, nil
 }
 
+func (ec *executionContext) _Run_needsAttention(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_needsAttention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().NeedsAttention(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_needsAttention(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Run", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Run_attention(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_attention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().Attention(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RunAttention) graphql.Marshaler {
+			return ec.marshalNRunAttention2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunAttention(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_attention(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunAttention(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RunAttention_failed(ctx context.Context, field graphql.CollectedField, obj *model.RunAttention) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAttention_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunAttention_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunAttention", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunAttention_rejected(ctx context.Context, field graphql.CollectedField, obj *model.RunAttention) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAttention_rejected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rejected, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunAttention_rejected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunAttention", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunAttention_ambiguous(ctx context.Context, field graphql.CollectedField, obj *model.RunAttention) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunAttention_ambiguous(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ambiguous, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunAttention_ambiguous(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunAttention", field, false, false, "Int")
+}
+
 func (ec *executionContext) _RunAutoResume_outcome(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17300,6 +17511,61 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_events(ctx, field, obj)
 				})
+		case "needsAttention":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_needsAttention(ctx, field, obj)
+				})
+		case "attention":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_attention(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var runAttentionImplementors = []string{"RunAttention"}
+
+func (ec *executionContext) _RunAttention(ctx context.Context, sel ast.SelectionSet, obj *model.RunAttention) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, runAttentionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RunAttention")
+		case "failed":
+			out.Values[i] = ec._RunAttention_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rejected":
+			out.Values[i] = ec._RunAttention_rejected(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ambiguous":
+			out.Values[i] = ec._RunAttention_ambiguous(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19025,6 +19291,14 @@ func (ec *executionContext) marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋ
 		return graphql.Null
 	}
 	return ec._Run(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRunAttention2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunAttention(ctx context.Context, sel ast.SelectionSet, v *model.RunAttention) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RunAttention!")
+		return graphql.Null
+	}
+	return ec._RunAttention(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNRunConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunConnection(ctx context.Context, sel ast.SelectionSet, v *model.RunConnection) graphql.Marshaler {

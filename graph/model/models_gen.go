@@ -195,6 +195,19 @@ type ResumeJobPayload struct {
 	UserErrors []*UserError         `json:"userErrors"`
 }
 
+// The items of one run that need attention. failed + rejected is progress.failed (every final
+// failure the run recorded); ambiguous counts only the targets still in doubt now, so it falls as
+// they are reconciled, resolved or replayed, while progress.ambiguous keeps what the run saw.
+type RunAttention struct {
+	// Items that failed for a reason that may pass on a retry: TRANSIENT, BUG_SUSPECTED.
+	Failed int `json:"failed"`
+	// Items the downstream or a policy refused: VALIDATION_REJECTED, CONFLICT, POLICY_BLOCKED.
+	Rejected int `json:"rejected"`
+	// Ambiguous items of this run (made or met quarantined) whose effect is still unknown: the
+	// run's own ambiguous count, bounded by what its generation still has AMBIGUOUS_EFFECT.
+	Ambiguous int `json:"ambiguous"`
+}
+
 type RunConnection struct {
 	Edges    []*RunEdge             `json:"edges"`
 	Nodes    []*batontype.RunRecord `json:"nodes"`

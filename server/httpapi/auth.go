@@ -40,10 +40,24 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CreateToken mints a token named name with role and stores its hash in tokens. The token
-// itself is returned once and never stored. A name any token ever had, even a revoked one, is
-// a CONFLICT error: names are never reissued.
+// CreateToken mints a token named name with role, which never expires, and stores its hash in
+// tokens. The token itself is returned once and never stored. A name any token ever had, even
+// a revoked one, is a CONFLICT error: names are never reissued.
 func CreateToken(ctx context.Context, tokens *TokenStore, name string, role model.Role) (string, *APIToken, error) {
+	return CreateExpiringToken(ctx, tokens, name, role, 0)
+}
+
+// MaxTokenTTL is the longest lifetime a token may be given.
+const MaxTokenTTL = 10 * 365 * 24 * time.Hour
+
+// CreateExpiringToken is CreateToken for a token the server refuses, as expired, once ttl
+// has passed since its creation; ttl 0 means never. A ttl below 0 or above MaxTokenTTL is
+// INVALID_INPUT on the field expires.
+func CreateExpiringToken(ctx context.Context, tokens *TokenStore, name string, role model.Role, ttl time.Duration) (string, *APIToken, error) {
+	if ttl < 0 || ttl > MaxTokenTTL {
+		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Field: "expires",
+			Message: fmt.Sprintf("a token's lifetime must be positive and at most %d days", MaxTokenTTL/(24*time.Hour))}
+	}
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
 		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "token name must be 1 to 100 characters", Field: "name"}
@@ -52,7 +66,7 @@ func CreateToken(ctx context.Context, tokens *TokenStore, name string, role mode
 		return "", nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown role %q", role), Field: "role"}
 	}
 	token, hash := NewToken()
-	t, err := tokens.CreateToken(ctx, name, role.Stored(), hash)
+	t, err := tokens.CreateToken(ctx, name, role.Stored(), hash, ttl)
 	if err != nil {
 		return "", nil, err
 	}
@@ -82,8 +96,9 @@ type authenticator struct {
 }
 
 type cachedCaller struct {
-	v  graph.Caller
-	at time.Time
+	v       graph.Caller
+	expires *time.Time // the token's expiry; nil: never
+	at      time.Time
 }
 
 // maxCachedTokens bounds the cache; it is cleared when full (tokens are few in practice).
@@ -95,10 +110,23 @@ func newAuthenticator(store *TokenStore, ttl time.Duration, now func() time.Time
 
 var errBadToken = errors.New("unknown or revoked token")
 
-// authenticate returns the caller a token belongs to, or errBadToken.
-func (a *authenticator) authenticate(ctx context.Context, token string) (*graph.Caller, error) {
+// tokenExpiredError refuses a token that has expired: its holder needs a new token, not a
+// fixed one, so it says so apart from an unknown or revoked token.
+type tokenExpiredError struct {
+	name string
+	at   time.Time
+}
+
+func (e *tokenExpiredError) Error() string {
+	return fmt.Sprintf("token expired at %s (token %q); mint a new one with baton token create",
+		e.at.UTC().Format(time.RFC3339), e.name)
+}
+
+// authenticate returns the caller a token belongs to and when the token expires (nil: never),
+// or errBadToken, or a *tokenExpiredError.
+func (a *authenticator) authenticate(ctx context.Context, token string) (*graph.Caller, *time.Time, error) {
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
-		return nil, errBadToken
+		return nil, nil, errBadToken
 	}
 	hash := HashToken(token)
 	now := a.now()
@@ -106,19 +134,25 @@ func (a *authenticator) authenticate(ctx context.Context, token string) (*graph.
 	c, ok := a.cache[hash]
 	a.mu.Unlock()
 	if ok && now.Sub(c.at) < a.ttl {
+		if c.expires != nil && !now.Before(*c.expires) {
+			return nil, nil, &tokenExpiredError{name: c.v.Name, at: *c.expires}
+		}
 		v := c.v
-		return &v, nil
+		return &v, c.expires, nil
 	}
 	t, err := a.store.TokenByHash(ctx, hash)
 	if bt.CodeOf(err) == bt.CodeNotFound {
-		return nil, errBadToken
+		return nil, nil, errBadToken
 	}
 	if err != nil {
-		return nil, fmt.Errorf("look up token: %w", err)
+		return nil, nil, fmt.Errorf("look up token: %w", err)
+	}
+	if t.Expired(now) {
+		return nil, nil, &tokenExpiredError{name: t.Name, at: *t.ExpiresAt}
 	}
 	role, err := model.ParseRole(t.Role)
 	if err != nil {
-		return nil, fmt.Errorf("token %s: %w", t.Name, err)
+		return nil, nil, fmt.Errorf("token %s: %w", t.Name, err)
 	}
 	_ = a.store.TouchToken(ctx, t.ID) // best effort: last_used_at is informational
 	v := graph.Caller{TokenID: t.ID, Name: t.Name, Role: role}
@@ -126,9 +160,9 @@ func (a *authenticator) authenticate(ctx context.Context, token string) (*graph.
 	if len(a.cache) >= maxCachedTokens {
 		clear(a.cache)
 	}
-	a.cache[hash] = cachedCaller{v: v, at: now}
+	a.cache[hash] = cachedCaller{v: v, expires: t.ExpiresAt, at: now}
 	a.mu.Unlock()
-	return &v, nil
+	return &v, t.ExpiresAt, nil
 }
 
 // connLimiter counts open WebSocket connections per API token.
@@ -167,7 +201,8 @@ func (a *authenticator) forget(id int64) {
 	}
 }
 
-// Close code and reason of a WebSocket whose token was revoked while it was open.
+// Close code and reason of a WebSocket whose token was revoked while it was open; one whose
+// token expired is closed with the same code and the reason of a *tokenExpiredError.
 const (
 	closeRevoked       = 4401
 	closeRevokedReason = "unauthenticated: token revoked"
@@ -178,6 +213,8 @@ const (
 type wsSession struct {
 	mu      sync.Mutex
 	tokenID int64
+	name    string             // the token's
+	expires *time.Time         // the token's expiry; nil: never
 	cancel  context.CancelFunc // ends the connection's context: gqlgen then closes it
 	code    int                // the close code to send instead of gqlgen's, when non-zero
 	reason  string
@@ -387,7 +424,17 @@ func (w *revocationWatcher) check(ctx context.Context) {
 		if len(ended) > 0 {
 			w.log.InfoContext(ctx, "httpapi: closing the websockets of a revoked token", "token_id", id, "connections", len(ended))
 		}
+		now := w.auth.now()
 		for _, s := range ended {
+			s.mu.Lock()
+			name, expires := s.name, s.expires
+			s.mu.Unlock()
+			// Not live: revoked, or expired by the database's clock, which this instance's
+			// may trail by a little.
+			if expires != nil && !now.Add(time.Minute).Before(*expires) {
+				s.end(closeRevoked, "unauthenticated: "+(&tokenExpiredError{name: name, at: *expires}).Error())
+				continue
+			}
 			s.end(closeRevoked, closeRevokedReason)
 		}
 	}

@@ -234,16 +234,22 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 
 	ctx := r.Context()
+	var expires *time.Time // of the header's token
 	if header := r.Header.Get("Authorization"); header != "" {
 		token, ok := bearerToken(header)
 		if !ok {
 			writeUnauthenticated(w, "the Authorization header must be: Bearer <token>")
 			return
 		}
-		v, err := s.auth.authenticate(ctx, token)
+		v, exp, err := s.auth.authenticate(ctx, token)
+		expires = exp
+		var expired *tokenExpiredError
 		switch {
 		case errors.Is(err, errBadToken):
 			writeUnauthenticated(w, "unknown or revoked token")
+			return
+		case errors.As(err, &expired):
+			writeUnauthenticated(w, expired.Error())
 			return
 		case err != nil:
 			ref := runner.NewErrorRef()
@@ -258,7 +264,7 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if upgrade {
-		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{})
+		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{expires: expires})
 	}
 
 	if r.Method == http.MethodPost {
@@ -362,12 +368,17 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		}
 	}
 	var v *graph.Caller
+	var expires *time.Time
 	switch {
 	case raw != "":
 		var err error
-		v, err = s.auth.authenticate(ctx, raw)
+		v, expires, err = s.auth.authenticate(ctx, raw)
+		var expired *tokenExpiredError
 		if errors.Is(err, errBadToken) {
 			return refuse(4401, "unauthenticated: unknown or revoked token")
+		}
+		if errors.As(err, &expired) {
+			return refuse(4401, "unauthenticated: "+expired.Error())
 		}
 		if err != nil {
 			ref := runner.NewErrorRef()
@@ -394,7 +405,10 @@ func (s *server) wsInit(ctx context.Context, p transport.InitPayload) (context.C
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		sess.mu.Lock()
-		sess.tokenID, sess.cancel = v.TokenID, cancel
+		sess.tokenID, sess.name, sess.cancel = v.TokenID, v.Name, cancel
+		if raw != "" { // else the upgrade request's header authenticated it, and set expires
+			sess.expires = expires
+		}
 		sess.mu.Unlock()
 		s.watcher.add(sess)
 	}

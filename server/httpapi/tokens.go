@@ -37,31 +37,44 @@ type APIToken struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	ExpiresAt  *time.Time // when the server stops accepting the token; nil: never
 }
 
-const tokenColumns = `id, name, role, token_hash, created_at, last_used_at, revoked_at`
+// Expired reports whether the token has expired at now.
+func (t *APIToken) Expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
+}
+
+const tokenColumns = `id, name, role, token_hash, created_at, last_used_at, revoked_at, expires_at`
 
 func scanToken(row pgx.Row) (*APIToken, error) {
 	var t APIToken
-	err := row.Scan(&t.ID, &t.Name, &t.Role, &t.Hash, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
+	err := row.Scan(&t.ID, &t.Name, &t.Role, &t.Hash, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt, &t.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
 	return &t, nil
 }
 
-// CreateToken stores a new live token. A name that any token ever had, live or revoked, comes
+// CreateToken stores a new live token that expires ttl after its creation by the database's
+// clock (ttl <= 0: never). A name that any token ever had, live or revoked, comes
 // back as CONFLICT: names are never reissued, so that a name recorded in runs, the audit log
 // and replay requests always means one token (migration 10 keeps every name issued). An
 // unknown role comes back as INVALID_INPUT.
-func (s *TokenStore) CreateToken(ctx context.Context, name, role, hash string) (*APIToken, error) {
+func (s *TokenStore) CreateToken(ctx context.Context, name, role, hash string, ttl time.Duration) (*APIToken, error) {
 	switch role {
 	case "viewer", "operator", "approver", "admin":
 	default:
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown role %q", role), Field: "role"}
 	}
-	t, err := scanToken(s.pool.QueryRow(ctx, `INSERT INTO api_tokens (name, role, token_hash) VALUES ($1, $2, $3)
-		RETURNING `+tokenColumns, name, role, hash))
+	var ttlSeconds *float64
+	if ttl > 0 {
+		secs := ttl.Seconds()
+		ttlSeconds = &secs
+	}
+	t, err := scanToken(s.pool.QueryRow(ctx, `INSERT INTO api_tokens (name, role, token_hash, expires_at)
+		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+		RETURNING `+tokenColumns, name, role, hash, ttlSeconds))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return nil, &bt.Error{Code: bt.CodeConflict, Field: "name",
@@ -73,7 +86,8 @@ func (s *TokenStore) CreateToken(ctx context.Context, name, role, hash string) (
 	return t, nil
 }
 
-// TokenByHash returns the live (not revoked) token with the given hash, or NOT_FOUND.
+// TokenByHash returns the token with the given hash unless it was revoked (NOT_FOUND), expired
+// or not: the caller tells an expired token from an unknown one (APIToken.Expired).
 func (s *TokenStore) TokenByHash(ctx context.Context, hash string) (*APIToken, error) {
 	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens
 		WHERE token_hash = $1 AND revoked_at IS NULL`, hash))
@@ -130,9 +144,11 @@ func (s *TokenStore) RevokeToken(ctx context.Context, name string) (*APIToken, e
 	return t, nil
 }
 
-// LiveTokenIDs returns those of ids that belong to live (not revoked) tokens.
+// LiveTokenIDs returns those of ids that belong to live tokens: neither revoked nor expired
+// (by the database's clock).
 func (s *TokenStore) LiveTokenIDs(ctx context.Context, ids []int64) (map[int64]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM api_tokens WHERE id = ANY($1) AND revoked_at IS NULL`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT id FROM api_tokens WHERE id = ANY($1) AND revoked_at IS NULL
+		AND (expires_at IS NULL OR expires_at > now())`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("live tokens: %w", err)
 	}
