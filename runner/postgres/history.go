@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,12 +25,9 @@ type historyStore struct{ *Store }
 const (
 	bucketOf = `floor(extract(epoch FROM (%s - $2::timestamptz)) / $3::float8)::int`
 
-	historyRunsSQL = `SELECT %[1]s AS b, status, count(*)
-	FROM job_runs
-	WHERE job_name = $1 AND finished_at >= $2 AND finished_at < $4
-	GROUP BY 1, 2`
-
-	historyDurationsSQL = `SELECT %[1]s AS b,
+	// One pass over the window's runs: counts by status (historyStatuses, in order), duration
+	// percentiles, items and active time.
+	historyRunsSQL = `SELECT %[1]s AS b, ARRAY[%[2]s],
 		percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY extract(epoch FROM (finished_at - started_at))::float8),
 		COALESCE(sum(processed) FILTER (WHERE activated_at IS NOT NULL), 0)::bigint,
 		COALESCE(sum(extract(epoch FROM (finished_at - activated_at))) FILTER (WHERE activated_at IS NOT NULL), 0)::float8
@@ -37,8 +35,12 @@ const (
 	WHERE job_name = $1 AND finished_at >= $2 AND finished_at < $4
 	GROUP BY 1`
 
-	historyFailuresSQL = `SELECT %[1]s AS b, e.failure_class, count(*)
-	FROM job_runs r JOIN job_run_errors e ON e.run_id = r.id
+	// The error rows are counted run by run (a lateral aggregate, which the planner cannot turn
+	// into a join): one probe of job_run_errors_run per run of the window, where a hash join
+	// would read every job's error rows.
+	historyFailuresSQL = `SELECT %[1]s AS b, e.failure_class, sum(e.n)::bigint
+	FROM job_runs r CROSS JOIN LATERAL (
+		SELECT failure_class, count(*) AS n FROM job_run_errors WHERE run_id = r.id GROUP BY failure_class) e
 	WHERE r.job_name = $1 AND r.finished_at >= $2 AND r.finished_at < $4
 	GROUP BY 1, 2`
 
@@ -48,21 +50,26 @@ const (
 	GROUP BY 1`
 )
 
+// historyStatuses are the statuses a run of the history is counted by: every status of
+// job_runs (an ended run holds one of the first four).
+var historyStatuses = []bt.RunStatus{bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused, bt.StatusRunning, bt.StatusStarting}
+
 var (
-	historyRuns      = fmt.Sprintf(historyRunsSQL, fmt.Sprintf(bucketOf, "finished_at"))
-	historyDurations = fmt.Sprintf(historyDurationsSQL, fmt.Sprintf(bucketOf, "finished_at"))
-	historyFailures  = fmt.Sprintf(historyFailuresSQL, fmt.Sprintf(bucketOf, "r.finished_at"))
-	historyCalls     = fmt.Sprintf(historyCallsSQL, fmt.Sprintf(bucketOf, "minute"))
+	historyRuns = fmt.Sprintf(historyRunsSQL, fmt.Sprintf(bucketOf, "finished_at"), func() string {
+		cols := make([]string, len(historyStatuses))
+		for k, st := range historyStatuses {
+			cols[k] = fmt.Sprintf("count(*) FILTER (WHERE status = '%s')", st)
+		}
+		return strings.Join(cols, ", ")
+	}())
+	historyFailures = fmt.Sprintf(historyFailuresSQL, fmt.Sprintf(bucketOf, "r.finished_at"))
+	historyCalls    = fmt.Sprintf(historyCallsSQL, fmt.Sprintf(bucketOf, "minute"))
 )
 
-// HistoryStatements are the history's statements, in the order JobHistory sends them, for the
-// plan tests and the benchmark's EXPLAIN.
-func HistoryStatements() []string {
-	return []string{historyRuns, historyDurations, historyFailures, historyCalls}
-}
-
 // JobHistory aggregates the job's runs that ended in the window, their error rows and the
-// job's call statistics, bucket by bucket, in one round trip (four statements in a batch).
+// job's call statistics, bucket by bucket. The statements run unprepared (QueryExecModeExec),
+// as the list queries do, so each is planned for its window: a prepared statement could go to
+// a generic plan that guesses how much of the job a window holds. They share one snapshot.
 func (s historyStore) JobHistory(ctx context.Context, q store.HistoryQuery) ([]store.HistoryBucket, error) {
 	if q.Buckets <= 0 || q.Width <= 0 {
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("history of %s: %d buckets of %s is not a window", q.Job, q.Buckets, q.Width)}
@@ -76,61 +83,58 @@ func (s historyStore) JobHistory(ctx context.Context, q store.HistoryQuery) ([]s
 		}
 	}
 	end := q.Start.Add(time.Duration(q.Buckets) * q.Width)
-	args := []any{q.Job, q.Start, q.Width.Seconds(), end}
+	args := []any{pgx.QueryExecModeExec, q.Job, q.Start, q.Width.Seconds(), end}
 	// at returns the bucket of index b; a row can only fall outside through rounding at an edge.
 	at := func(b int) *store.HistoryBucket { return &out[min(max(b, 0), q.Buckets-1)] }
 
-	batch := &pgx.Batch{}
-	batch.Queue(historyRuns, args...).Query(func(rows pgx.Rows) error {
-		var b int
-		var status bt.RunStatus
-		var n int64
-		_, err := pgx.ForEachRow(rows, []any{&b, &status, &n}, func() error {
-			at(b).Runs[status] += n
-			return nil
-		})
-		return err
-	})
-	batch.Queue(historyDurations, args...).Query(func(rows pgx.Rows) error {
-		var b int
-		var pct []float64
-		var processed int64
-		var active float64
-		_, err := pgx.ForEachRow(rows, []any{&b, &pct, &processed, &active}, func() error {
-			h := at(b)
+	var (
+		b                          int
+		byStatus                   []int64
+		class                      string
+		n, processed               int64
+		pct                        []float64
+		active                     float64
+		calls, downstream, rejects int64
+	)
+	steps := []struct {
+		sql  string
+		dest []any
+		add  func(h *store.HistoryBucket)
+	}{
+		{historyRuns, []any{&b, &byStatus, &pct, &processed, &active}, func(h *store.HistoryBucket) {
+			for k, n := range byStatus {
+				if n > 0 {
+					h.Runs[historyStatuses[k]] += n
+				}
+			}
 			if len(pct) == 2 {
 				p50, p95 := seconds(pct[0]), seconds(pct[1])
 				h.DurationP50, h.DurationP95 = &p50, &p95
 			}
 			h.Processed += processed
 			h.Active += seconds(active)
-			return nil
-		})
-		return err
-	})
-	batch.Queue(historyFailures, args...).Query(func(rows pgx.Rows) error {
-		var b int
-		var class string
-		var n int64
-		_, err := pgx.ForEachRow(rows, []any{&b, &class, &n}, func() error {
-			at(b).Failures[class] += n
-			return nil
-		})
-		return err
-	})
-	batch.Queue(historyCalls, args...).Query(func(rows pgx.Rows) error {
-		var b int
-		var calls, downstream, rejects int64
-		_, err := pgx.ForEachRow(rows, []any{&b, &calls, &downstream, &rejects}, func() error {
-			h := at(b)
+		}},
+		{historyFailures, []any{&b, &class, &n}, func(h *store.HistoryBucket) { h.Failures[class] += n }},
+		{historyCalls, []any{&b, &calls, &downstream, &rejects}, func(h *store.HistoryBucket) {
 			h.Calls += calls
 			h.Downstream += downstream
 			h.Rejects += rejects
-			return nil
-		})
-		return err
+		}},
+	}
+	// One snapshot for the three statements, so a run that ends meanwhile counts in all or none.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		for _, st := range steps {
+			rows, err := tx.Query(ctx, st.sql, args...)
+			if err == nil {
+				_, err = pgx.ForEachRow(rows, st.dest, func() error { st.add(at(b)); return nil })
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("history of job %s: %w", q.Job, err)
 	}
 	return out, nil
