@@ -83,12 +83,14 @@ type HistoryBucket struct {
 	// run that ended in the bucket was ever active.
 	ItemsPerSecond *float64 `json:"itemsPerSecond,omitempty"`
 	// The failed items of the runs that ended in the bucket, by failure class, with their rate per
-	// processed item. Error rows older than the job's retention are pruned, and with them their
-	// count here.
+	// processed item. Retention prunes error rows after 30 days by default
+	// (--retention-run-errors-days), and with them their count here.
 	Failures []*HistoryFailureCount `json:"failures"`
 	// All failed items ÷ processed; null when nothing was processed.
 	FailureRate *float64 `json:"failureRate,omitempty"`
 	// The job's calls to outside systems (steps with an external effect) made in the bucket.
+	// Retention keeps these per-minute statistics for 7 days by default
+	// (--retention-call-stats-days): older buckets have no calls, and a null rate.
 	Calls int `json:"calls"`
 	// Those calls that failed transient or in doubt downstream (5xx, 429, timeouts).
 	DownstreamErrors int `json:"downstreamErrors"`

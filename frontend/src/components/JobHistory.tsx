@@ -145,7 +145,7 @@ export function HistoryCharts({ history, timeZone }: { history: JobHistoryData; 
         <ChartCard
           testId="history-failures"
           title="Failure rate by class"
-          meaning="Failed items of the runs that ended in each bucket, per class, as a share of the items they processed."
+          meaning="Failed items of the runs that ended in each bucket, per class, as a share of the items they processed. Error rows are kept 30 days by default."
           totals={
             totals.failed === 0 ? (
               <>no failed items</>
@@ -177,7 +177,7 @@ export function HistoryCharts({ history, timeZone }: { history: JobHistoryData; 
         <ChartCard
           testId="history-downstream"
           title="Downstream error rate"
-          meaning="Calls to outside systems in each bucket that failed transient or in doubt (5xx, 429, timeouts), as a share of all calls; a gap: no call."
+          meaning="Calls to outside systems in each bucket that failed transient or in doubt (5xx, 429, timeouts), as a share of all calls; a gap: no call. Call statistics are kept 7 days by default."
           totals={
             <>
               {formatNumber(totals.downstreamErrors)} of {formatNumber(totals.calls)} calls failed downstream
