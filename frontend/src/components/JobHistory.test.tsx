@@ -7,7 +7,7 @@ import type { OperationResult } from '@urql/core';
 import { historyRows, historyTotals, type JobHistoryData } from '../api/history';
 import type { HistoryWindow } from '../gql/graphql';
 import { renderWith } from '../test/render';
-import { JobHistory } from './JobHistory';
+import { durationTick, JobHistory } from './JobHistory';
 
 type Bucket = JobHistoryData['buckets'][number];
 
@@ -120,6 +120,12 @@ describe('historyRows', () => {
   });
 });
 
+describe('durationTick', () => {
+  it('keeps neighbouring duration ticks apart', () => {
+    expect([0.55, 1.1, 1.65, 2.2, 42.4, 185].map(durationTick)).toEqual(['550ms', '1.1s', '1.7s', '2.2s', '42s', '3m 05s']);
+  });
+});
+
 describe('JobHistory', () => {
   it('draws every series of the window, and the window switch asks for another window', () => {
     const asked: Record<string, unknown>[] = [];
@@ -157,6 +163,7 @@ describe('JobHistory', () => {
     expect(asked.at(-1)).toEqual({ name: 'demo', window: 'LAST_7_DAYS' });
     expect(screen.getByTestId('history-range').textContent).toContain('2 6-hourly buckets');
     expect(screen.getByTestId('history-runs-totals').textContent).toBe('4 runs ended, 4 cancelled');
+    expect(screen.getByTestId('history-duration-totals').textContent).toBe('4 runs measured');
     expect(screen.getByTestId('history-failures-totals').textContent).toBe('no failed items');
     expect(bars('history-runs')).toBe(1);
   }, 30_000); // five charts drawn twice in jsdom: seconds on a busy machine

@@ -45,8 +45,28 @@ function ChartCard({ title, meaning, totals, testId, children }: { title: string
   );
 }
 
-const failureClassColor = (cls: string, fallback: string): string =>
-  (LEDGER_STATES as string[]).includes(cls) ? ledgerStateMeta(cls as LedgerState).color : fallback;
+/** Colours of the failure classes, distinct side by side in a stack (the ledger's own colours repeat red). */
+const FAILURE_COLORS: Record<string, string> = {
+  TRANSIENT: 'orange',
+  VALIDATION_REJECTED: 'red',
+  CONFLICT: 'violet',
+  AMBIGUOUS_EFFECT: 'grape',
+  POLICY_BLOCKED: 'pink',
+  BUG_SUSPECTED: 'indigo',
+};
+const OTHER_COLORS = ['cyan', 'lime', 'yellow', 'teal', 'gray'];
+
+const failureClassColor = (cls: string, index: number): string => FAILURE_COLORS[cls] ?? OTHER_COLORS[index % OTHER_COLORS.length] ?? 'gray';
+
+/** durationTick writes an axis value in seconds compactly, keeping neighbouring ticks apart: "550ms", "1.5s", "42s", "3m 05s". */
+export function durationTick(v: number): string {
+  if (v < 1) return `${Math.round(v * 1000)}ms`;
+  if (v < 10) return `${Math.round(v * 10) / 10}s`;
+  if (v < 60) return `${Math.round(v)}s`;
+  return formatSeconds(v);
+}
+
+const runs = (n: number): string => `${formatNumber(n)} ${n === 1 ? 'run' : 'runs'}`;
 
 const failureClassLabel = (cls: string): string =>
   (LEDGER_STATES as string[]).includes(cls) ? ledgerStateMeta(cls as LedgerState).label : cls;
@@ -82,7 +102,7 @@ export function HistoryCharts({ history, timeZone }: { history: JobHistoryData; 
           meaning="Runs that ended in each bucket, stacked by how they ended."
           totals={
             <>
-              {formatNumber(totals.ended)} runs ended
+              {runs(totals.ended)} ended
               {ENDED_STATUSES.filter((s) => totals.runs[s] > 0).map((s) => `, ${formatNumber(totals.runs[s])} ${runStatusMeta(s).label.toLowerCase()}`).join('')}
             </>
           }
@@ -105,14 +125,14 @@ export function HistoryCharts({ history, timeZone }: { history: JobHistoryData; 
           testId="history-duration"
           title="Duration p50 / p95"
           meaning="Wall time of the runs that ended in each bucket, requested to ended; a gap: no run ended."
-          totals={<>{formatNumber(totals.ended)} runs measured</>}
+          totals={<>{runs(totals.ended)} measured</>}
         >
           {(w) => (
             <LineChart {...common(w)}>
               {grid}
               {xAxis}
-              <YAxis tick={axisTick} width={56} tickFormatter={(v: number) => formatSeconds(v)} label={{ value: 'duration', angle: -90, position: 'insideLeft', fontSize: 11 }} />
-              <Tooltip labelFormatter={tooltipLabel} formatter={(v) => (typeof v === 'number' ? formatSeconds(v) : String(v))} />
+              <YAxis tick={axisTick} width={56} tickFormatter={durationTick} label={{ value: 'duration', angle: -90, position: 'insideLeft', fontSize: 11 }} />
+              <Tooltip labelFormatter={tooltipLabel} formatter={(v) => (typeof v === 'number' ? durationTick(v) : String(v))} />
               <Legend wrapperStyle={{ fontSize: 11 }} />
               <Line dataKey="p50" name="p50" stroke={color('blue')} dot={rows.length <= 30} connectNulls={false} isAnimationActive={false} />
               <Line dataKey="p95" name="p95" stroke={color('orange')} dot={rows.length <= 30} connectNulls={false} isAnimationActive={false} />
@@ -167,8 +187,8 @@ export function HistoryCharts({ history, timeZone }: { history: JobHistoryData; 
               <YAxis tick={axisTick} width={48} unit="%" label={{ value: 'of items', angle: -90, position: 'insideLeft', fontSize: 11 }} />
               <Tooltip labelFormatter={tooltipLabel} formatter={(v) => (typeof v === 'number' ? formatPercent(v) : String(v))} />
               <Legend wrapperStyle={{ fontSize: 11 }} />
-              {history.failureClasses.map((c) => (
-                <Bar key={c} dataKey={`failurePct.${c}`} name={failureClassLabel(c)} stackId="failures" fill={color(failureClassColor(c, 'gray'))} isAnimationActive={false} />
+              {history.failureClasses.map((c, i) => (
+                <Bar key={c} dataKey={`failurePct.${c}`} name={failureClassLabel(c)} stackId="failures" fill={color(failureClassColor(c, i))} isAnimationActive={false} />
               ))}
             </BarChart>
           )}
