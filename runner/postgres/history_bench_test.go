@@ -203,7 +203,7 @@ func TestJobHistoryPlansUseIndexes(t *testing.T) {
 				}
 			}
 			if testing.Verbose() {
-				rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) "+sql, args...)
+				rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY ON) "+sql, args...)
 				if err != nil {
 					t.Fatal(err)
 				}
