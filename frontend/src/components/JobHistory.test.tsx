@@ -1,4 +1,5 @@
 import { act, fireEvent, screen, within } from '@testing-library/react';
+import { useState } from 'react';
 import { Client, Provider } from 'urql';
 import { describe, expect, it } from 'vitest';
 import { fromValue } from 'wonka';
@@ -167,4 +168,28 @@ describe('JobHistory', () => {
     expect(screen.getByTestId('history-failures-totals').textContent).toBe('no failed items');
     expect(bars('history-runs')).toBe(1);
   }, 30_000); // five charts drawn twice in jsdom: seconds on a busy machine
+
+  it('reads the history again when a run of the job starts or ends (refreshKey)', () => {
+    const asked: Record<string, unknown>[] = [];
+    function Harness() {
+      const [key, setKey] = useState(0);
+      return (
+        <>
+          <button onClick={() => setKey((k) => k + 1)}>a run ended</button>
+          <JobHistory jobName="demo" timeZone="UTC" refreshKey={key} />
+        </>
+      );
+    }
+    renderWith(
+      <Provider value={historyClient(asked)}>
+        <Harness />
+      </Provider>,
+    );
+    const before = asked.length;
+    act(() => {
+      fireEvent.click(screen.getByText('a run ended'));
+    });
+    expect(asked.length).toBeGreaterThan(before);
+    expect(asked.at(-1)).toEqual({ name: 'demo', window: 'LAST_24_HOURS' });
+  }, 30_000);
 });

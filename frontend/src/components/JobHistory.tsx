@@ -2,7 +2,7 @@
 // duration p50/p95, throughput, failure rate by class and downstream error rate.
 import { Box, Card, Group, SegmentedControl, SimpleGrid, Stack, Text, Title, useMantineTheme } from '@mantine/core';
 import { useElementSize } from '@mantine/hooks';
-import { useState, type ReactElement, type ReactNode } from 'react';
+import { useEffect, useState, type ReactElement, type ReactNode } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, YAxis } from 'recharts';
 import { useQuery } from 'urql';
 
@@ -220,10 +220,16 @@ export function HistoryCharts({ history, timeZone }: { history: JobHistoryData; 
   );
 }
 
-/** JobHistory is the job page's history panel: a window switch and the charts of that window. */
-export function JobHistory({ jobName, timeZone }: { jobName: string; timeZone?: string }) {
+/**
+ * JobHistory is the job page's history panel: a window switch and the charts of that window.
+ * A change of refreshKey (a run of the job started or ended) reads the history again.
+ */
+export function JobHistory({ jobName, timeZone, refreshKey = 0 }: { jobName: string; timeZone?: string; refreshKey?: number }) {
   const [selected, setSelected] = useState<HistoryWindow>('LAST_24_HOURS');
   const [{ data, fetching, error }, refetch] = useQuery({ query: JobHistoryQuery, variables: { name: jobName, window: selected }, requestPolicy: 'cache-and-network' });
+  useEffect(() => {
+    if (refreshKey > 0) refetch({ requestPolicy: 'network-only' });
+  }, [refreshKey, refetch]);
   const history = data?.job?.history;
   const shown = history && history.window === selected ? history : undefined;
   return (

@@ -163,7 +163,7 @@ export function JobPage() {
         </Grid.Col>
       </Grid>
 
-      <JobHistory jobName={job.name} />
+      <JobHistory jobName={job.name} refreshKey={live.lifecycle} />
 
       <Card withBorder radius="md">
         <Tabs defaultValue="runs" keepMounted={false}>
