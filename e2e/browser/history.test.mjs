@@ -1,10 +1,9 @@
 // The job page's history charts in a real browser against a real `baton serve --demo` (see
 // ../run.sh): demo runs are made through the API, then their history is read off the charts.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { ARTIFACTS, BASE, launch, login, shot, TOKENS, until } from './helpers.mjs';
+import { BASE, launch, login, shot, TOKENS, until } from './helpers.mjs';
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'PAUSED']);
 const CHARTS = ['history-runs', 'history-duration', 'history-throughput', 'history-failures', 'history-downstream'];
@@ -98,7 +97,6 @@ test('demo runs show in the job page charts; the window switch redraws them', as
     const tag = viewport.width === 1280 ? '1280' : '390';
     await panel.scrollIntoViewIfNeeded();
     await shot(page, `history-demo-flaky-24h-${tag}`);
-    await panel.screenshot({ path: path.join(ARTIFACTS, `history-panel-demo-flaky-24h-${tag}.png`) });
 
     // 7 days: the same runs, 6-hourly buckets with weekday labels.
     await panel.getByText('7 d', { exact: true }).click();
@@ -120,7 +118,6 @@ test('demo runs show in the job page charts; the window switch redraws them', as
     await until('the downstream totals', async () => new RegExp(`of ${settlement.calls.toLocaleString('en-US')} calls failed downstream`).test(await page.getByTestId('history-downstream-totals').innerText()), 30_000);
     assert.equal((await drawn(page, 'history-downstream')).lines, 1);
     await shot(page, `history-demo-settlement-24h-${tag}`);
-    await page.getByTestId('job-history').screenshot({ path: path.join(ARTIFACTS, `history-panel-demo-settlement-24h-${tag}.png`) });
     assert.deepEqual(page.consoleErrors, [], `console errors at ${viewport.width}px`);
     await page.context().close();
   }
