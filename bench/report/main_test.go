@@ -23,7 +23,7 @@ func fakeRun(t *testing.T) string {
 	write(t, filepath.Join(dir, "meta.tsv"), "host\tbox\nnproc\t2\nsettings\tREDIS_CLIENTS=1 ROUNDS=2\n")
 	write(t, filepath.Join(dir, "commands.tsv"), "setup\tscripts/dev-services.sh up\npgbench-1\tpgbench -c 1\n")
 	write(t, filepath.Join(dir, "declared.txt"), "BenchmarkProcessBatch\nBenchmarkProcessStrict\nBenchmarkStart\n"+
-		"BenchmarkFireLateness\nBenchmarkGraphStartJob\nBenchmarkGraphSubscribers\nBenchmarkScaleSimulation\nBenchmarkLedgerScale\n")
+		"BenchmarkFireLateness\nBenchmarkGraphStartJob\nBenchmarkGraphSubscribers\nBenchmarkScaleSimulation\nBenchmarkLedgerScale\nBenchmarkJobHistory\n")
 	for r, v := range map[int][4]string{1: {"1000.5", "800", "30000", "10000"}, 2: {"2000", "1400", "36000", "12000"}} {
 		rd := filepath.Join(dir, "round-"+string(rune('0'+r)))
 		write(t, filepath.Join(rd, "pgbench-1.txt"), "latency average = 0.500 ms\ninitial connection time = 3 ms\ntps = "+v[0]+" (without initial connection time)\n")
@@ -38,6 +38,7 @@ func fakeRun(t *testing.T) string {
 			"BenchmarkGraphStartJob/runner/history=100k-2 \t 100\t 1 ns/op\t 40 p50-ms\t 90 p99-ms\n"+
 			"BenchmarkGraphSubscribers/n=1000-2 \t 1\t 1 ns/op\t 40 p50-ms\t 170 p99-ms\t 160 item-p99-ms\t 0 lost-finals\t 0.7 server-cpu-cores\t 130 server-rss-MB\t 67 rss-kB/subscriber\n"+
 			"BenchmarkScaleSimulation/instances=50/jobs=1000-2 \t 1\t 1 ns/op\t 0.4 db-xact/s/instance\t 0 storm-duplicates\t 0 storm-unaccounted\t 500 storm-runs\n"+
+			"BenchmarkJobHistory/runs=100k/window=30d-2 \t 50\t 1 ns/op\t 30 p50-ms\t 60 p99-ms\t 7437 runs/query\n"+
 			"PASS\n")
 		write(t, filepath.Join(rd, "river.txt"), "BenchmarkRiverNoop/jobs=20000 \t3\t100 ns/op\t"+v[3]+" jobs/s\n")
 		write(t, filepath.Join(rd, "river-small.txt"), "BenchmarkRiverNoop/jobs=2000 \t3\t100 ns/op\t5000 jobs/s\n")
@@ -129,6 +130,8 @@ func TestReportStatesVerdicts(t *testing.T) {
 		"Start p50-ms **2.50**",
 		"pgbench -c 1",
 		"> **Trial run:** only 2 rounds",
+		"## Job history",
+		"JobHistory/runs=100k/window=30d p50-ms **30.0**; JobHistory/runs=100k/window=30d p99-ms **60.0**; JobHistory/runs=100k/window=30d runs/query 7,437",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)

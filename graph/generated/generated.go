@@ -114,6 +114,35 @@ type ComplexityRoot struct {
 		UserErrors    func(childComplexity int) int
 	}
 
+	HistoryBucket struct {
+		ActiveSeconds       func(childComplexity int) int
+		Calls               func(childComplexity int) int
+		DownstreamErrorRate func(childComplexity int) int
+		DownstreamErrors    func(childComplexity int) int
+		DurationP50Seconds  func(childComplexity int) int
+		DurationP95Seconds  func(childComplexity int) int
+		End                 func(childComplexity int) int
+		Ended               func(childComplexity int) int
+		FailureRate         func(childComplexity int) int
+		Failures            func(childComplexity int) int
+		ItemsPerSecond      func(childComplexity int) int
+		Processed           func(childComplexity int) int
+		Rejects             func(childComplexity int) int
+		Runs                func(childComplexity int) int
+		Start               func(childComplexity int) int
+	}
+
+	HistoryFailureCount struct {
+		Class func(childComplexity int) int
+		Count func(childComplexity int) int
+		Rate  func(childComplexity int) int
+	}
+
+	HistoryStatusCount struct {
+		Count  func(childComplexity int) int
+		Status func(childComplexity int) int
+	}
+
 	Job struct {
 		ActiveRun         func(childComplexity int) int
 		AutoResume        func(childComplexity int) int
@@ -121,6 +150,7 @@ type ComplexityRoot struct {
 		CurrentGeneration func(childComplexity int) int
 		Description       func(childComplexity int) int
 		Enabled           func(childComplexity int) int
+		History           func(childComplexity int, window model.HistoryWindow) int
 		ID                func(childComplexity int) int
 		JobVersion        func(childComplexity int) int
 		LastRun           func(childComplexity int) int
@@ -146,6 +176,16 @@ type ComplexityRoot struct {
 	JobEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	JobHistory struct {
+		BucketSeconds  func(childComplexity int) int
+		Buckets        func(childComplexity int) int
+		FailureClasses func(childComplexity int) int
+		From           func(childComplexity int) int
+		Now            func(childComplexity int) int
+		To             func(childComplexity int) int
+		Window         func(childComplexity int) int
 	}
 
 	LedgerCount struct {
@@ -509,6 +549,8 @@ type JobResolver interface {
 	LastRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error)
 	Runs(ctx context.Context, obj *batontype.JobSettings, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.JobSettings) ([]*model.LedgerCount, error)
+
+	History(ctx context.Context, obj *batontype.JobSettings, window model.HistoryWindow) (*model.JobHistory, error)
 }
 type LedgerEntryResolver interface {
 	ID(ctx context.Context, obj *batontype.LedgerEntry) (string, error)
@@ -846,6 +888,129 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ExecuteReplayPayload.UserErrors(childComplexity), true
 
+	case "HistoryBucket.activeSeconds":
+		if e.ComplexityRoot.HistoryBucket.ActiveSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.ActiveSeconds(childComplexity), true
+	case "HistoryBucket.calls":
+		if e.ComplexityRoot.HistoryBucket.Calls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Calls(childComplexity), true
+	case "HistoryBucket.downstreamErrorRate":
+		if e.ComplexityRoot.HistoryBucket.DownstreamErrorRate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.DownstreamErrorRate(childComplexity), true
+	case "HistoryBucket.downstreamErrors":
+		if e.ComplexityRoot.HistoryBucket.DownstreamErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.DownstreamErrors(childComplexity), true
+	case "HistoryBucket.durationP50Seconds":
+		if e.ComplexityRoot.HistoryBucket.DurationP50Seconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.DurationP50Seconds(childComplexity), true
+	case "HistoryBucket.durationP95Seconds":
+		if e.ComplexityRoot.HistoryBucket.DurationP95Seconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.DurationP95Seconds(childComplexity), true
+	case "HistoryBucket.end":
+		if e.ComplexityRoot.HistoryBucket.End == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.End(childComplexity), true
+	case "HistoryBucket.ended":
+		if e.ComplexityRoot.HistoryBucket.Ended == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Ended(childComplexity), true
+	case "HistoryBucket.failureRate":
+		if e.ComplexityRoot.HistoryBucket.FailureRate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.FailureRate(childComplexity), true
+	case "HistoryBucket.failures":
+		if e.ComplexityRoot.HistoryBucket.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Failures(childComplexity), true
+	case "HistoryBucket.itemsPerSecond":
+		if e.ComplexityRoot.HistoryBucket.ItemsPerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.ItemsPerSecond(childComplexity), true
+	case "HistoryBucket.processed":
+		if e.ComplexityRoot.HistoryBucket.Processed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Processed(childComplexity), true
+	case "HistoryBucket.rejects":
+		if e.ComplexityRoot.HistoryBucket.Rejects == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Rejects(childComplexity), true
+	case "HistoryBucket.runs":
+		if e.ComplexityRoot.HistoryBucket.Runs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Runs(childComplexity), true
+	case "HistoryBucket.start":
+		if e.ComplexityRoot.HistoryBucket.Start == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryBucket.Start(childComplexity), true
+
+	case "HistoryFailureCount.class":
+		if e.ComplexityRoot.HistoryFailureCount.Class == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryFailureCount.Class(childComplexity), true
+	case "HistoryFailureCount.count":
+		if e.ComplexityRoot.HistoryFailureCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryFailureCount.Count(childComplexity), true
+	case "HistoryFailureCount.rate":
+		if e.ComplexityRoot.HistoryFailureCount.Rate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryFailureCount.Rate(childComplexity), true
+
+	case "HistoryStatusCount.count":
+		if e.ComplexityRoot.HistoryStatusCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryStatusCount.Count(childComplexity), true
+	case "HistoryStatusCount.status":
+		if e.ComplexityRoot.HistoryStatusCount.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HistoryStatusCount.Status(childComplexity), true
+
 	case "Job.activeRun":
 		if e.ComplexityRoot.Job.ActiveRun == nil {
 			break
@@ -882,6 +1047,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Enabled(childComplexity), true
+	case "Job.history":
+		if e.ComplexityRoot.Job.History == nil {
+			break
+		}
+
+		args, err := ec.field_Job_history_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Job.History(childComplexity, args["window"].(model.HistoryWindow)), true
 	case "Job.id":
 		if e.ComplexityRoot.Job.ID == nil {
 			break
@@ -1008,6 +1184,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.JobEdge.Node(childComplexity), true
+
+	case "JobHistory.bucketSeconds":
+		if e.ComplexityRoot.JobHistory.BucketSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.BucketSeconds(childComplexity), true
+	case "JobHistory.buckets":
+		if e.ComplexityRoot.JobHistory.Buckets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.Buckets(childComplexity), true
+	case "JobHistory.failureClasses":
+		if e.ComplexityRoot.JobHistory.FailureClasses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.FailureClasses(childComplexity), true
+	case "JobHistory.from":
+		if e.ComplexityRoot.JobHistory.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.From(childComplexity), true
+	case "JobHistory.now":
+		if e.ComplexityRoot.JobHistory.Now == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.Now(childComplexity), true
+	case "JobHistory.to":
+		if e.ComplexityRoot.JobHistory.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.To(childComplexity), true
+	case "JobHistory.window":
+		if e.ComplexityRoot.JobHistory.Window == nil {
+			break
+		}
+
+		return e.ComplexityRoot.JobHistory.Window(childComplexity), true
 
 	case "LedgerCount.count":
 		if e.ComplexityRoot.LedgerCount.Count == nil {
@@ -2699,6 +2918,108 @@ type AuditEntryEdge {
   node: AuditEntry!
 }
 `, BuiltIn: false},
+	{Name: "../history.graphqls", Input: `# History: a job's past runs aggregated over a window, for the job page's charts.
+
+extend type Job {
+  """
+  The job's history over a window, read from the database: equal buckets, oldest first. A run
+  counts in the bucket in which it ended (runs still active are not history yet), and brings
+  its failed items with it; downstream calls count in the bucket of the minute they were made.
+  """
+  history(window: HistoryWindow!): JobHistory!
+}
+
+"How far back a job's history reaches, and how wide its buckets are."
+enum HistoryWindow {
+  "24 buckets of one hour."
+  LAST_24_HOURS
+  "28 buckets of six hours."
+  LAST_7_DAYS
+  "30 buckets of one day (UTC days)."
+  LAST_30_DAYS
+}
+
+"""
+A job's history: buckets aligned on whole multiples of their width in UTC (hours, six-hour
+blocks from midnight, days), the last one holding the database's now, so it is still filling.
+"""
+type JobHistory {
+  window: HistoryWindow!
+  "The width of every bucket, in seconds."
+  bucketSeconds: Int!
+  "The start of the first bucket."
+  from: Time!
+  "The end of the last bucket (after now)."
+  to: Time!
+  "The database clock when the history was read."
+  now: Time!
+  "The failure classes that occur in any bucket, sorted: the series of the failure chart."
+  failureClasses: [String!]!
+  "The buckets, oldest first; empty ones are present, with zero counts and null rates."
+  buckets: [HistoryBucket!]!
+}
+
+"One bucket of a job's history: the runs that ended in [start, end), and the calls made then."
+type HistoryBucket {
+  start: Time!
+  end: Time!
+  "The runs that ended in the bucket, by status; statuses without a run are absent."
+  runs: [HistoryStatusCount!]!
+  "How many runs ended in the bucket (the sum of runs)."
+  ended: Int!
+  """
+  The median wall time of the runs that ended in the bucket (requested to ended:
+  finished_at − started_at), in seconds, interpolated between the closest ranks; null when no
+  run ended.
+  """
+  durationP50Seconds: Float
+  "The 95th percentile of the same wall times, in seconds; null when no run ended."
+  durationP95Seconds: Float
+  "The items processed by the runs that ended in the bucket (every outcome: succeeded, failed, skipped, ambiguous)."
+  processed: Int!
+  "The active time of those runs (activated to ended), summed, in seconds."
+  activeSeconds: Float!
+  """
+  Throughput: processed ÷ activeSeconds, items per second of active run time; null when no
+  run that ended in the bucket was ever active.
+  """
+  itemsPerSecond: Float
+  """
+  The failed items of the runs that ended in the bucket, by failure class, with their rate per
+  processed item. Retention prunes error rows after 30 days by default
+  (--retention-run-errors-days), and with them their count here.
+  """
+  failures: [HistoryFailureCount!]!
+  "All failed items ÷ processed; null when nothing was processed."
+  failureRate: Float
+  """
+  The job's calls to outside systems (steps with an external effect) made in the bucket.
+  Retention keeps these per-minute statistics for 7 days by default
+  (--retention-call-stats-days): older buckets have no calls, and a null rate.
+  """
+  calls: Int!
+  "Those calls that failed transient or in doubt downstream (5xx, 429, timeouts)."
+  downstreamErrors: Int!
+  "Those calls that the outside system rejected (VALIDATION_REJECTED)."
+  rejects: Int!
+  "downstreamErrors ÷ calls; null when no call was made."
+  downstreamErrorRate: Float
+}
+
+"How many runs of a bucket ended with a status."
+type HistoryStatusCount {
+  status: RunStatus!
+  count: Int!
+}
+
+"How many items of a bucket's runs failed with a class, and their share of its processed items."
+type HistoryFailureCount {
+  class: String!
+  count: Int!
+  "count ÷ the bucket's processed items; null when nothing was processed."
+  rate: Float
+}
+`, BuiltIn: false},
 	{Name: "../job.graphqls", Input: `# Jobs: their schedules and settings, starting them, pausing them.
 
 extend type Query {
@@ -3802,6 +4123,64 @@ func (ec *executionContext) childFields_ExecuteReplayPayload(ctx context.Context
 	return nil, fmt.Errorf("no field named %q was found under type ExecuteReplayPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_HistoryBucket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "start":
+		return ec.fieldContext_HistoryBucket_start(ctx, field)
+	case "end":
+		return ec.fieldContext_HistoryBucket_end(ctx, field)
+	case "runs":
+		return ec.fieldContext_HistoryBucket_runs(ctx, field)
+	case "ended":
+		return ec.fieldContext_HistoryBucket_ended(ctx, field)
+	case "durationP50Seconds":
+		return ec.fieldContext_HistoryBucket_durationP50Seconds(ctx, field)
+	case "durationP95Seconds":
+		return ec.fieldContext_HistoryBucket_durationP95Seconds(ctx, field)
+	case "processed":
+		return ec.fieldContext_HistoryBucket_processed(ctx, field)
+	case "activeSeconds":
+		return ec.fieldContext_HistoryBucket_activeSeconds(ctx, field)
+	case "itemsPerSecond":
+		return ec.fieldContext_HistoryBucket_itemsPerSecond(ctx, field)
+	case "failures":
+		return ec.fieldContext_HistoryBucket_failures(ctx, field)
+	case "failureRate":
+		return ec.fieldContext_HistoryBucket_failureRate(ctx, field)
+	case "calls":
+		return ec.fieldContext_HistoryBucket_calls(ctx, field)
+	case "downstreamErrors":
+		return ec.fieldContext_HistoryBucket_downstreamErrors(ctx, field)
+	case "rejects":
+		return ec.fieldContext_HistoryBucket_rejects(ctx, field)
+	case "downstreamErrorRate":
+		return ec.fieldContext_HistoryBucket_downstreamErrorRate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HistoryBucket", field.Name)
+}
+
+func (ec *executionContext) childFields_HistoryFailureCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "class":
+		return ec.fieldContext_HistoryFailureCount_class(ctx, field)
+	case "count":
+		return ec.fieldContext_HistoryFailureCount_count(ctx, field)
+	case "rate":
+		return ec.fieldContext_HistoryFailureCount_rate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HistoryFailureCount", field.Name)
+}
+
+func (ec *executionContext) childFields_HistoryStatusCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "status":
+		return ec.fieldContext_HistoryStatusCount_status(ctx, field)
+	case "count":
+		return ec.fieldContext_HistoryStatusCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HistoryStatusCount", field.Name)
+}
+
 func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3844,6 +4223,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_updatedAt(ctx, field)
 	case "updatedBy":
 		return ec.fieldContext_Job_updatedBy(ctx, field)
+	case "history":
+		return ec.fieldContext_Job_history(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Job", field.Name)
 }
@@ -3868,6 +4249,26 @@ func (ec *executionContext) childFields_JobEdge(ctx context.Context, field graph
 		return ec.fieldContext_JobEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type JobEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_JobHistory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "window":
+		return ec.fieldContext_JobHistory_window(ctx, field)
+	case "bucketSeconds":
+		return ec.fieldContext_JobHistory_bucketSeconds(ctx, field)
+	case "from":
+		return ec.fieldContext_JobHistory_from(ctx, field)
+	case "to":
+		return ec.fieldContext_JobHistory_to(ctx, field)
+	case "now":
+		return ec.fieldContext_JobHistory_now(ctx, field)
+	case "failureClasses":
+		return ec.fieldContext_JobHistory_failureClasses(ctx, field)
+	case "buckets":
+		return ec.fieldContext_JobHistory_buckets(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type JobHistory", field.Name)
 }
 
 func (ec *executionContext) childFields_LedgerCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4583,6 +4984,20 @@ func (ec *executionContext) dir_hasRole_args(ctx context.Context, rawArgs map[st
 		return nil, err
 	}
 	args["role"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Job_history_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "window",
+		func(ctx context.Context, v any) (model.HistoryWindow, error) {
+			return ec.unmarshalNHistoryWindow2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryWindow(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["window"] = arg0
 	return args, nil
 }
 
@@ -6246,6 +6661,484 @@ func (ec *executionContext) fieldContext_ExecuteReplayPayload_userErrors(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _HistoryBucket_start(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_start(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Start, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_start(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Time")
+}
+
+func (ec *executionContext) _HistoryBucket_end(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_end(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.End, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_end(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Time")
+}
+
+func (ec *executionContext) _HistoryBucket_runs(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_runs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.HistoryStatusCount) graphql.Marshaler {
+			return ec.marshalNHistoryStatusCount2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryStatusCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_runs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "HistoryBucket",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HistoryStatusCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _HistoryBucket_ended(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_ended(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ended, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_ended(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HistoryBucket_durationP50Seconds(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_durationP50Seconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DurationP50Seconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_durationP50Seconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryBucket_durationP95Seconds(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_durationP95Seconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DurationP95Seconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_durationP95Seconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryBucket_processed(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_processed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Processed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_processed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HistoryBucket_activeSeconds(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_activeSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ActiveSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_activeSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryBucket_itemsPerSecond(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_itemsPerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemsPerSecond, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_itemsPerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryBucket_failures(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.HistoryFailureCount) graphql.Marshaler {
+			return ec.marshalNHistoryFailureCount2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryFailureCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "HistoryBucket",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HistoryFailureCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _HistoryBucket_failureRate(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_failureRate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureRate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_failureRate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryBucket_calls(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_calls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Calls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_calls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HistoryBucket_downstreamErrors(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_downstreamErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DownstreamErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_downstreamErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HistoryBucket_rejects(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_rejects(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rejects, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_rejects(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HistoryBucket_downstreamErrorRate(ctx context.Context, field graphql.CollectedField, obj *model.HistoryBucket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryBucket_downstreamErrorRate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DownstreamErrorRate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryBucket_downstreamErrorRate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryBucket", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryFailureCount_class(ctx context.Context, field graphql.CollectedField, obj *model.HistoryFailureCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryFailureCount_class(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Class, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryFailureCount_class(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryFailureCount", field, false, false, "String")
+}
+
+func (ec *executionContext) _HistoryFailureCount_count(ctx context.Context, field graphql.CollectedField, obj *model.HistoryFailureCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryFailureCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryFailureCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryFailureCount", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HistoryFailureCount_rate(ctx context.Context, field graphql.CollectedField, obj *model.HistoryFailureCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryFailureCount_rate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryFailureCount_rate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryFailureCount", field, false, false, "Float")
+}
+
+func (ec *executionContext) _HistoryStatusCount_status(ctx context.Context, field graphql.CollectedField, obj *model.HistoryStatusCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryStatusCount_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.RunStatus) graphql.Marshaler {
+			return ec.marshalNRunStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryStatusCount_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryStatusCount", field, false, false, "RunStatus")
+}
+
+func (ec *executionContext) _HistoryStatusCount_count(ctx context.Context, field graphql.CollectedField, obj *model.HistoryStatusCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HistoryStatusCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HistoryStatusCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HistoryStatusCount", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Job_id(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6784,6 +7677,50 @@ func (ec *executionContext) fieldContext_Job_updatedBy(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Job", field, false, false, "String")
 }
 
+func (ec *executionContext) _Job_history(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Job().History(ctx, obj, fc.Args["window"].(model.HistoryWindow))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.JobHistory) graphql.Marshaler {
+			return ec.marshalNJobHistory2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐJobHistory(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_history(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Job",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_JobHistory(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Job_history_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _JobConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.JobConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6930,6 +7867,176 @@ func (ec *executionContext) fieldContext_JobEdge_node(_ context.Context, field g
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _JobHistory_window(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_window(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Window, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.HistoryWindow) graphql.Marshaler {
+			return ec.marshalNHistoryWindow2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryWindow(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_window(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobHistory", field, false, false, "HistoryWindow")
+}
+
+func (ec *executionContext) _JobHistory_bucketSeconds(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_bucketSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BucketSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_bucketSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobHistory", field, false, false, "Int")
+}
+
+func (ec *executionContext) _JobHistory_from(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobHistory", field, false, false, "Time")
+}
+
+func (ec *executionContext) _JobHistory_to(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobHistory", field, false, false, "Time")
+}
+
+func (ec *executionContext) _JobHistory_now(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_now(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Now, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_now(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobHistory", field, false, false, "Time")
+}
+
+func (ec *executionContext) _JobHistory_failureClasses(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_failureClasses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureClasses, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_failureClasses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("JobHistory", field, false, false, "String")
+}
+
+func (ec *executionContext) _JobHistory_buckets(ctx context.Context, field graphql.CollectedField, obj *model.JobHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_JobHistory_buckets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Buckets, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.HistoryBucket) graphql.Marshaler {
+			return ec.marshalNHistoryBucket2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryBucketᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_JobHistory_buckets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "JobHistory",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HistoryBucket(ctx, field)
 		},
 	}
 	return fc, nil
@@ -15801,6 +16908,190 @@ func (ec *executionContext) _ExecuteReplayPayload(ctx context.Context, sel ast.S
 	return out
 }
 
+var historyBucketImplementors = []string{"HistoryBucket"}
+
+func (ec *executionContext) _HistoryBucket(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryBucket) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, historyBucketImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HistoryBucket")
+		case "start":
+			out.Values[i] = ec._HistoryBucket_start(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "end":
+			out.Values[i] = ec._HistoryBucket_end(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runs":
+			out.Values[i] = ec._HistoryBucket_runs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ended":
+			out.Values[i] = ec._HistoryBucket_ended(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "durationP50Seconds":
+			out.Values[i] = ec._HistoryBucket_durationP50Seconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "durationP95Seconds":
+			out.Values[i] = ec._HistoryBucket_durationP95Seconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "processed":
+			out.Values[i] = ec._HistoryBucket_processed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "activeSeconds":
+			out.Values[i] = ec._HistoryBucket_activeSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "itemsPerSecond":
+			out.Values[i] = ec._HistoryBucket_itemsPerSecond(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._HistoryBucket_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failureRate":
+			out.Values[i] = ec._HistoryBucket_failureRate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "calls":
+			out.Values[i] = ec._HistoryBucket_calls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "downstreamErrors":
+			out.Values[i] = ec._HistoryBucket_downstreamErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rejects":
+			out.Values[i] = ec._HistoryBucket_rejects(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "downstreamErrorRate":
+			out.Values[i] = ec._HistoryBucket_downstreamErrorRate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var historyFailureCountImplementors = []string{"HistoryFailureCount"}
+
+func (ec *executionContext) _HistoryFailureCount(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryFailureCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, historyFailureCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HistoryFailureCount")
+		case "class":
+			out.Values[i] = ec._HistoryFailureCount_class(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._HistoryFailureCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rate":
+			out.Values[i] = ec._HistoryFailureCount_rate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var historyStatusCountImplementors = []string{"HistoryStatusCount"}
+
+func (ec *executionContext) _HistoryStatusCount(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryStatusCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, historyStatusCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HistoryStatusCount")
+		case "status":
+			out.Values[i] = ec._HistoryStatusCount_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._HistoryStatusCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var jobImplementors = []string{"Job", "Node"}
 
 func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj *batontype.JobSettings) graphql.Marshaler {
@@ -15919,6 +17210,12 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "history":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_history(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15997,6 +17294,69 @@ func (ec *executionContext) _JobEdge(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "node":
 			out.Values[i] = ec._JobEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var jobHistoryImplementors = []string{"JobHistory"}
+
+func (ec *executionContext) _JobHistory(ctx context.Context, sel ast.SelectionSet, obj *model.JobHistory) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, jobHistoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("JobHistory")
+		case "window":
+			out.Values[i] = ec._JobHistory_window(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "bucketSeconds":
+			out.Values[i] = ec._JobHistory_bucketSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "from":
+			out.Values[i] = ec._JobHistory_from(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "to":
+			out.Values[i] = ec._JobHistory_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "now":
+			out.Values[i] = ec._JobHistory_now(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failureClasses":
+			out.Values[i] = ec._JobHistory_failureClasses(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "buckets":
+			out.Values[i] = ec._JobHistory_buckets(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -18789,6 +20149,88 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) marshalNHistoryBucket2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryBucketᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.HistoryBucket) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHistoryBucket2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryBucket(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHistoryBucket2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryBucket(ctx context.Context, sel ast.SelectionSet, v *model.HistoryBucket) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "HistoryBucket!")
+		return graphql.Null
+	}
+	return ec._HistoryBucket(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNHistoryFailureCount2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryFailureCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.HistoryFailureCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHistoryFailureCount2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryFailureCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHistoryFailureCount2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryFailureCount(ctx context.Context, sel ast.SelectionSet, v *model.HistoryFailureCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "HistoryFailureCount!")
+		return graphql.Null
+	}
+	return ec._HistoryFailureCount(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNHistoryStatusCount2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryStatusCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.HistoryStatusCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHistoryStatusCount2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryStatusCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHistoryStatusCount2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryStatusCount(ctx context.Context, sel ast.SelectionSet, v *model.HistoryStatusCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "HistoryStatusCount!")
+		return graphql.Null
+	}
+	return ec._HistoryStatusCount(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNHistoryWindow2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryWindow(ctx context.Context, v any) (model.HistoryWindow, error) {
+	var res model.HistoryWindow
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNHistoryWindow2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐHistoryWindow(ctx context.Context, sel ast.SelectionSet, v model.HistoryWindow) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18885,6 +20327,14 @@ func (ec *executionContext) marshalNJobEdge2ᚖgithubᚗcomᚋbatonᚑrunᚋbato
 		return graphql.Null
 	}
 	return ec._JobEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNJobHistory2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐJobHistory(ctx context.Context, sel ast.SelectionSet, v *model.JobHistory) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "JobHistory!")
+		return graphql.Null
+	}
+	return ec._JobHistory(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNLedgerCount2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐLedgerCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.LedgerCount) graphql.Marshaler {

@@ -61,6 +61,59 @@ type ExecuteReplayPayload struct {
 	UserErrors []*UserError         `json:"userErrors"`
 }
 
+// One bucket of a job's history: the runs that ended in [start, end), and the calls made then.
+type HistoryBucket struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// The runs that ended in the bucket, by status; statuses without a run are absent.
+	Runs []*HistoryStatusCount `json:"runs"`
+	// How many runs ended in the bucket (the sum of runs).
+	Ended int `json:"ended"`
+	// The median wall time of the runs that ended in the bucket (requested to ended:
+	// finished_at − started_at), in seconds, interpolated between the closest ranks; null when no
+	// run ended.
+	DurationP50Seconds *float64 `json:"durationP50Seconds,omitempty"`
+	// The 95th percentile of the same wall times, in seconds; null when no run ended.
+	DurationP95Seconds *float64 `json:"durationP95Seconds,omitempty"`
+	// The items processed by the runs that ended in the bucket (every outcome: succeeded, failed, skipped, ambiguous).
+	Processed int `json:"processed"`
+	// The active time of those runs (activated to ended), summed, in seconds.
+	ActiveSeconds float64 `json:"activeSeconds"`
+	// Throughput: processed ÷ activeSeconds, items per second of active run time; null when no
+	// run that ended in the bucket was ever active.
+	ItemsPerSecond *float64 `json:"itemsPerSecond,omitempty"`
+	// The failed items of the runs that ended in the bucket, by failure class, with their rate per
+	// processed item. Retention prunes error rows after 30 days by default
+	// (--retention-run-errors-days), and with them their count here.
+	Failures []*HistoryFailureCount `json:"failures"`
+	// All failed items ÷ processed; null when nothing was processed.
+	FailureRate *float64 `json:"failureRate,omitempty"`
+	// The job's calls to outside systems (steps with an external effect) made in the bucket.
+	// Retention keeps these per-minute statistics for 7 days by default
+	// (--retention-call-stats-days): older buckets have no calls, and a null rate.
+	Calls int `json:"calls"`
+	// Those calls that failed transient or in doubt downstream (5xx, 429, timeouts).
+	DownstreamErrors int `json:"downstreamErrors"`
+	// Those calls that the outside system rejected (VALIDATION_REJECTED).
+	Rejects int `json:"rejects"`
+	// downstreamErrors ÷ calls; null when no call was made.
+	DownstreamErrorRate *float64 `json:"downstreamErrorRate,omitempty"`
+}
+
+// How many items of a bucket's runs failed with a class, and their share of its processed items.
+type HistoryFailureCount struct {
+	Class string `json:"class"`
+	Count int    `json:"count"`
+	// count ÷ the bucket's processed items; null when nothing was processed.
+	Rate *float64 `json:"rate,omitempty"`
+}
+
+// How many runs of a bucket ended with a status.
+type HistoryStatusCount struct {
+	Status batontype.RunStatus `json:"status"`
+	Count  int                 `json:"count"`
+}
+
 type JobConnection struct {
 	Edges    []*JobEdge               `json:"edges"`
 	Nodes    []*batontype.JobSettings `json:"nodes"`
@@ -70,6 +123,24 @@ type JobConnection struct {
 type JobEdge struct {
 	Cursor string                 `json:"cursor"`
 	Node   *batontype.JobSettings `json:"node"`
+}
+
+// A job's history: buckets aligned on whole multiples of their width in UTC (hours, six-hour
+// blocks from midnight, days), the last one holding the database's now, so it is still filling.
+type JobHistory struct {
+	Window HistoryWindow `json:"window"`
+	// The width of every bucket, in seconds.
+	BucketSeconds int `json:"bucketSeconds"`
+	// The start of the first bucket.
+	From time.Time `json:"from"`
+	// The end of the last bucket (after now).
+	To time.Time `json:"to"`
+	// The database clock when the history was read.
+	Now time.Time `json:"now"`
+	// The failure classes that occur in any bucket, sorted: the series of the failure chart.
+	FailureClasses []string `json:"failureClasses"`
+	// The buckets, oldest first; empty ones are present, with zero counts and null rates.
+	Buckets []*HistoryBucket `json:"buckets"`
 }
 
 // How many ledger entries are in a state.
@@ -442,6 +513,67 @@ func (e *AutoResumeOutcome) UnmarshalJSON(b []byte) error {
 }
 
 func (e AutoResumeOutcome) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// How far back a job's history reaches, and how wide its buckets are.
+type HistoryWindow string
+
+const (
+	// 24 buckets of one hour.
+	HistoryWindowLast24Hours HistoryWindow = "LAST_24_HOURS"
+	// 28 buckets of six hours.
+	HistoryWindowLast7Days HistoryWindow = "LAST_7_DAYS"
+	// 30 buckets of one day (UTC days).
+	HistoryWindowLast30Days HistoryWindow = "LAST_30_DAYS"
+)
+
+var AllHistoryWindow = []HistoryWindow{
+	HistoryWindowLast24Hours,
+	HistoryWindowLast7Days,
+	HistoryWindowLast30Days,
+}
+
+func (e HistoryWindow) IsValid() bool {
+	switch e {
+	case HistoryWindowLast24Hours, HistoryWindowLast7Days, HistoryWindowLast30Days:
+		return true
+	}
+	return false
+}
+
+func (e HistoryWindow) String() string {
+	return string(e)
+}
+
+func (e *HistoryWindow) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = HistoryWindow(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid HistoryWindow", str)
+	}
+	return nil
+}
+
+func (e HistoryWindow) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *HistoryWindow) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e HistoryWindow) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

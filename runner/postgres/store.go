@@ -38,6 +38,7 @@ type Store struct {
 	retentionStore
 	auditStore
 	callStatStore
+	historyStore
 	clusterStore
 }
 
@@ -48,6 +49,7 @@ func New(pool *pgxpool.Pool) *Store {
 	s.autoResumeStore = autoResumeStore{s}
 	s.itemStore, s.ledgerStore, s.replayStore, s.reconcileStore = itemStore{s}, ledgerStore{s}, replayStore{s}, reconcileStore{s}
 	s.retentionStore, s.auditStore, s.callStatStore, s.clusterStore = retentionStore{s}, auditStore{s}, callStatStore{s}, clusterStore{s}
+	s.historyStore = historyStore{s}
 	return s
 }
 
@@ -88,5 +90,6 @@ var (
 	_ store.Retention  = retentionStore{}
 	_ store.Audit      = auditStore{}
 	_ store.CallStats  = callStatStore{}
+	_ store.History    = historyStore{}
 	_ store.Cluster    = clusterStore{}
 )

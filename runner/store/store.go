@@ -30,6 +30,7 @@ type Store interface {
 	Retention
 	Audit
 	CallStats
+	History
 	Cluster
 }
 

@@ -11,6 +11,7 @@ import { useOnReconnect } from '../auth/AuthContext';
 import { AutoResumeEditor } from '../components/AutoResumeEditor';
 import { RiskBadge, RunStatusBadge } from '../components/Badges';
 import { JobControls } from '../components/JobControls';
+import { JobHistory } from '../components/JobHistory';
 import { LedgerSummary, LedgerTable } from '../components/LedgerTable';
 import { Empty, ErrorAlert, Loading } from '../components/QueryState';
 import { RunProgressBar } from '../components/RunProgressBar';
@@ -161,6 +162,8 @@ export function JobPage() {
           </Stack>
         </Grid.Col>
       </Grid>
+
+      <JobHistory jobName={job.name} refreshKey={live.lifecycle} />
 
       <Card withBorder radius="md">
         <Tabs defaultValue="runs" keepMounted={false}>

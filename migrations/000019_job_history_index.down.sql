@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS job_runs_job_finished;
