@@ -227,10 +227,10 @@ export function Layout({ children }: { children?: ReactNode }) {
       </Anchor>
       <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'md', collapsed: { mobile: !navOpened } }} padding="md">
         <AppShell.Header>
-          <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group h="100%" px={{ base: 'xs', sm: 'md' }} justify="space-between" wrap="nowrap" className="app-header">
             <Group gap="sm" wrap="nowrap">
               <Burger opened={navOpened} onClick={nav.toggle} hiddenFrom="md" size="sm" aria-label="Toggle navigation" />
-              <Anchor component={Link} to="/admin" underline="never" c="inherit">
+              <Anchor component={Link} to="/admin" underline="never" c="inherit" className="brand" aria-label="Baton: jobs">
                 <Text fw={700} size="lg">
                   Baton
                 </Text>

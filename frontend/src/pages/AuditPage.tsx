@@ -204,11 +204,11 @@ function AuditTable() {
                       <Table.Td maw={360}>
                         <Group gap={6} wrap="nowrap">
                           {e.truncated && (
-                            <Badge size="xs" color="yellow" variant="light" data-testid="audit-truncated">
+                            <Badge size="xs" color="yellow" variant="light" data-testid="audit-truncated" style={{ flexShrink: 0, overflow: 'visible' }}>
                               truncated
                             </Badge>
                           )}
-                          <Text className="mono" lineClamp={1}>
+                          <Text className="mono" lineClamp={1} style={{ minWidth: 0 }}>
                             {JSON.stringify(e.arguments)}
                           </Text>
                         </Group>
