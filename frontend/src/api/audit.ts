@@ -68,7 +68,8 @@ export interface AuditLink {
 
 /**
  * auditTargetLink links an audit target (job:<name>, run:<id>, replay:<id>, ledger:<id>,
- * alert:<id>, cluster) to its page. runPathFor builds a run's URL from its number.
+ * alert:<id>, cluster) to its page (a ledger entry has none yet). runPathFor builds a run's URL
+ * from its number.
  */
 export function auditTargetLink(target: string, runPathFor: (n: string) => string): AuditLink | null {
   const i = target.indexOf(':');
@@ -82,9 +83,7 @@ export function auditTargetLink(target: string, runPathFor: (n: string) => strin
     case 'run':
       return /^\d+$/.test(rest) ? { to: runPathFor(rest), label: `run #${rest}` } : null;
     case 'replay':
-      return /^\d+$/.test(rest) ? { to: `/admin/replays?request=${rest}`, label: `replay request #${rest}` } : null;
-    case 'ledger':
-      return { to: '/admin/ambiguous', label: `ledger entry ${rest}` };
+      return /^\d+$/.test(rest) ? { to: '/admin/replays', label: `replay request #${rest}` } : null;
     case 'alert':
       return { to: '/admin/alerts', label: 'alerts' };
   }

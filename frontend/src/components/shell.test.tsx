@@ -180,7 +180,8 @@ describe('audit filters and links', () => {
     expect(auditTargetLink('job:pay outs', run)).toEqual({ to: '/admin/jobs/pay%20outs', label: 'job pay outs' });
     expect(auditTargetLink('run:42', run)?.to).toBe('/admin/runs/42');
     expect(auditTargetLink('run:abc', run)).toBeNull();
-    expect(auditTargetLink('replay:7', run)?.to).toBe('/admin/replays?request=7');
+    expect(auditTargetLink('replay:7', run)?.to).toBe('/admin/replays');
+    expect(auditTargetLink('ledger:9', run)).toBeNull();
     expect(auditTargetLink('alert:HEARTBEAT_MISSED:run:5', run)?.to).toBe('/admin/alerts');
     expect(auditTargetLink('cluster', run)).toBeNull();
   });

@@ -34,9 +34,9 @@ function AlertLinks({ a }: { a: AlertFieldsFragment }) {
         </Anchor>
       )}
       {a.target && (
-        <Anchor component={Link} to={`${jobPath(a.jobName)}?target=${encodeURIComponent(a.target)}`} size="sm">
+        <Text span size="sm" c="dimmed">
           target {a.target}
-        </Anchor>
+        </Text>
       )}
     </>
   );
