@@ -7,10 +7,17 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/baton-run/baton/graph/generated"
+	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner/batontype"
 )
+
+// EpisodeID is the resolver for the episodeId field.
+func (r *alertResolver) EpisodeID(ctx context.Context, obj *batontype.Alert) (string, error) {
+	return globalIntID(typeAlertEpisode, obj.EpisodeID), nil
+}
 
 // Job is the resolver for the job field.
 func (r *alertResolver) Job(ctx context.Context, obj *batontype.Alert) (*batontype.JobSettings, error) {
@@ -28,15 +35,87 @@ func (r *alertResolver) Run(ctx context.Context, obj *batontype.Alert) (*batonty
 	return r.loaders(ctx).runByID.Load(ctx, *obj.RunID)
 }
 
+// Active is the resolver for the active field.
+func (r *alertResolver) Active(ctx context.Context, obj *batontype.Alert) (bool, error) {
+	return obj.ResolvedAt == nil, nil
+}
+
+// AcknowledgedBy is the resolver for the acknowledgedBy field.
+func (r *alertResolver) AcknowledgedBy(ctx context.Context, obj *batontype.Alert) (*string, error) {
+	return strOrNil(obj.AckedBy), nil
+}
+
+// SilencedBy is the resolver for the silencedBy field.
+func (r *alertResolver) SilencedBy(ctx context.Context, obj *batontype.Alert) (*string, error) {
+	return strOrNil(obj.SilencedBy), nil
+}
+
+// AcknowledgeAlert is the resolver for the acknowledgeAlert field.
+func (r *mutationResolver) AcknowledgeAlert(ctx context.Context, input model.AcknowledgeAlertInput) (*model.AcknowledgeAlertPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	a, err := r.runner.AckAlert(ctx, input.ID, actor(ctx))
+	if err != nil {
+		ue, err := userErrors(err, "id")
+		return &model.AcknowledgeAlertPayload{UserErrors: ue}, err
+	}
+	return &model.AcknowledgeAlertPayload{Alert: a, UserErrors: []*model.UserError{}}, nil
+}
+
+// SilenceAlert is the resolver for the silenceAlert field.
+func (r *mutationResolver) SilenceAlert(ctx context.Context, input model.SilenceAlertInput) (*model.SilenceAlertPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	reason := ""
+	if input.Reason != nil {
+		reason = *input.Reason
+	}
+	a, err := r.runner.SilenceAlert(ctx, input.ID, time.Duration(input.Seconds)*time.Second, actor(ctx), reason)
+	if err != nil {
+		ue, err := userErrors(err, "id")
+		return &model.SilenceAlertPayload{UserErrors: ue}, err
+	}
+	return &model.SilenceAlertPayload{Alert: a, UserErrors: []*model.UserError{}}, nil
+}
+
 // Alerts is the resolver for the alerts field.
-func (r *queryResolver) Alerts(ctx context.Context) ([]*batontype.Alert, error) {
+func (r *queryResolver) Alerts(ctx context.Context, includeSilenced *bool) ([]*batontype.Alert, error) {
 	alerts, err := r.runner.Alerts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*batontype.Alert, len(alerts))
+	out := make([]*batontype.Alert, 0, len(alerts))
 	for i := range alerts {
-		out[i] = &alerts[i]
+		if alerts[i].Silenced() && (includeSilenced == nil || !*includeSilenced) {
+			continue
+		}
+		out = append(out, &alerts[i])
+	}
+	return out, nil
+}
+
+// AlertHistory is the resolver for the alertHistory field.
+func (r *queryResolver) AlertHistory(ctx context.Context, jobName *string, first *int, after *string) (*model.AlertConnection, error) {
+	p, err := parsePage(first, after, cursorAlertHistory)
+	if err != nil {
+		return nil, err
+	}
+	f := batontype.AlertHistoryFilter{BeforeID: p.after, Limit: p.first + 1}
+	if jobName != nil {
+		f.JobName = *jobName
+	}
+	rows, err := r.runner.AlertHistory(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]*batontype.Alert, len(rows))
+	for i := range rows {
+		items[i] = &rows[i]
+	}
+	items, cursors, info := connection(items, p, cursorAlertHistory, func(a *batontype.Alert) int64 { return a.EpisodeID })
+	out := &model.AlertConnection{Nodes: items, PageInfo: info, Edges: make([]*model.AlertEdge, len(items))}
+	for i, a := range items {
+		out.Edges[i] = &model.AlertEdge{Cursor: cursors[i], Node: a}
 	}
 	return out, nil
 }

@@ -18,13 +18,23 @@ func (r *auditEntryResolver) ID(ctx context.Context, obj *batontype.AuditEntry) 
 	return globalIntID(typeAuditEntry, obj.ID), nil
 }
 
+// Truncated is the resolver for the truncated field.
+func (r *auditEntryResolver) Truncated(ctx context.Context, obj *batontype.AuditEntry) (bool, error) {
+	return obj.Truncated(), nil
+}
+
 // AuditLog is the resolver for the auditLog field.
-func (r *queryResolver) AuditLog(ctx context.Context, first *int, after *string) (*model.AuditEntryConnection, error) {
+func (r *queryResolver) AuditLog(ctx context.Context, filter *batontype.AuditFilter, first *int, after *string) (*model.AuditEntryConnection, error) {
 	p, err := parsePage(first, after, cursorAudit)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.runner.Audit().Log(ctx, p.after, p.first+1)
+	f := batontype.AuditFilter{}
+	if filter != nil {
+		f = *filter
+	}
+	f.BeforeID, f.Limit = p.after, p.first+1
+	rows, err := r.runner.Audit().Log(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -163,13 +163,14 @@ func complexity() generated.ComplexityRoot {
 	var c generated.ComplexityRoot
 	list := func(child int) int { return 1 + estimatedListSize*max(child, 1) }
 	c.Query.Jobs = func(child int, first *int, _ *string) int { return pageCost(child, first) }
-	c.Query.Alerts = list
+	c.Query.Alerts = func(child int, _ *bool) int { return list(child) }
+	c.Query.AlertHistory = func(child int, _ *string, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.Runs = func(child int, _ *string, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.Ledger = func(child int, _ string, _ []bt.LedgerState, _ *string, _ *int, _ *string, first *int, _ *string) int {
 		return pageCost(child, first)
 	}
 	c.Query.ReplayRequests = func(child int, _ []bt.ReplayStatus, first *int, _ *string) int { return pageCost(child, first) }
-	c.Query.AuditLog = func(child int, first *int, _ *string) int { return pageCost(child, first) }
+	c.Query.AuditLog = func(child int, _ *bt.AuditFilter, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.CronPreview = func(child int, _ string, _ *string, n *int) int { return pageCost(child, n) }
 	c.Job.Runs = func(child int, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
 	c.Job.NextFireTimes = func(child int, n *int) int { return pageCost(child, n) }

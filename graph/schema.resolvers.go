@@ -93,7 +93,7 @@ func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error)
 		if n <= 0 || n == math.MaxInt64 {
 			return nil, nil // no audit entry has that id; n+1 below must not overflow
 		}
-		entries, err := r.runner.Audit().Log(ctx, n+1, 1)
+		entries, err := r.runner.Audit().Log(ctx, bt.AuditFilter{BeforeID: n + 1, Limit: 1})
 		if err != nil {
 			return nil, err
 		}

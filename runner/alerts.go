@@ -24,7 +24,54 @@ import (
 //   - AUTO_RESUME_EXHAUSTED: a job's latest run ended by a lost holder, a shutdown or the
 //     database after the last attempt its auto-resume policy allows: nothing continues it
 //     until an operator does (a RESUME clears the alarm).
+//
+// Each call records what it finds in the cluster-wide alarm history (any instance's call
+// opens, refreshes and resolves episodes for all of them) and returns the active alarms with
+// their episode, acknowledgement and silence.
 func (r *Runner) Alerts(ctx context.Context) ([]bt.Alert, error) {
+	active, err := r.alarms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.store.SyncAlerts(ctx, active)
+}
+
+// MaxAlertSilence is the longest silence an alarm takes.
+const MaxAlertSilence = 30 * 24 * time.Hour
+
+// AckAlert records actor's acknowledgement of the active alarm id. An alarm acknowledged
+// already keeps its first acknowledgement. NOT_FOUND: the alarm is not active.
+func (r *Runner) AckAlert(ctx context.Context, id, actor string) (*bt.Alert, error) {
+	a, err := r.store.AckAlert(ctx, id, actorOr(actor))
+	r.audit(ctx, actor, "acknowledgeAlert", "alert:"+id, map[string]any{"id": id}, err)
+	return a, err
+}
+
+// SilenceAlert hides the active alarm id from the console's lists, badges and live stream for
+// d (1 second to MaxAlertSilence; 0 lifts a silence), by the database clock. NOT_FOUND: the
+// alarm is not active; INVALID_INPUT: d out of range.
+func (r *Runner) SilenceAlert(ctx context.Context, id string, d time.Duration, actor, reason string) (*bt.Alert, error) {
+	args := map[string]any{"id": id, "seconds": d.Seconds(), "reason": reason}
+	if d != 0 && (d < time.Second || d > MaxAlertSilence) {
+		err := &bt.Error{Code: bt.CodeInvalidInput, Field: "seconds", Message: fmt.Sprintf("a silence lasts from 1 second to %d days (0 lifts it)", int(MaxAlertSilence.Hours()/24))}
+		r.audit(ctx, actor, "silenceAlert", "alert:"+id, args, err)
+		return nil, err
+	}
+	a, err := r.store.SilenceAlert(ctx, id, d, actorOr(actor), reason)
+	r.audit(ctx, actor, "silenceAlert", "alert:"+id, args, err)
+	return a, err
+}
+
+// AlertHistory lists alarm episodes, active and resolved, newest first.
+func (r *Runner) AlertHistory(ctx context.Context, f bt.AlertHistoryFilter) ([]bt.Alert, error) {
+	if f.Limit <= 0 {
+		f.Limit = 20
+	}
+	return r.store.AlertHistory(ctx, f)
+}
+
+// alarms computes the active alarms from the database's facts.
+func (r *Runner) alarms(ctx context.Context) ([]bt.Alert, error) {
 	f, err := r.store.AlertFacts(ctx)
 	if err != nil {
 		return nil, err

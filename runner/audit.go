@@ -27,10 +27,10 @@ func (r *Runner) audit(ctx context.Context, actor, action, target string, args m
 	}
 }
 
-// Log lists audit entries, newest first, by keyset on id.
-func (s *AuditService) Log(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
-	if limit <= 0 {
-		limit = 20
+// Log lists audit entries matching f, newest first, by keyset on id.
+func (s *AuditService) Log(ctx context.Context, f bt.AuditFilter) ([]bt.AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 20
 	}
-	return s.r.store.AuditLog(ctx, beforeID, limit)
+	return s.r.store.AuditLog(ctx, f)
 }

@@ -148,7 +148,13 @@ func TestRetentionPeriodsPerTable(t *testing.T) {
 	for _, days := range []int{401, 399} {
 		exec(`INSERT INTO audit_log (actor, action, target, outcome, created_at) VALUES ('ops', 'test', $1, 'ok', now() - make_interval(days => $2))`,
 			fmt.Sprintf("aged:%d", days), days)
+		exec(`INSERT INTO alert_history (alert_key, kind, severity, job_name, message, value, since, fired_at, resolved_at)
+			VALUES ($1, 'TARGET_RETRIED', 'WARNING', 'hist', 'm', 1, now(), now() - make_interval(days => $2 + 1), now() - make_interval(days => $2))`,
+			fmt.Sprintf("aged:%d", days), days)
 	}
+	// An active episode is kept however old.
+	exec(`INSERT INTO alert_history (alert_key, kind, severity, job_name, message, value, since, fired_at)
+		VALUES ('active', 'TARGET_RETRIED', 'WARNING', 'hist', 'm', 1, now(), now() - interval '500 days')`)
 	b.waitStatus(mustStart(t, r, runner.StartParams{Job: runner.MaintenanceJobName}), bt.StatusSucceeded)
 
 	for i, want := range []int{0, 1, 1, 0, 1} {
@@ -168,6 +174,9 @@ func TestRetentionPeriodsPerTable(t *testing.T) {
 		{"call stats older than 7 days", `SELECT count(*) FROM job_call_stats WHERE job_name = 'hist' AND minute < now() - interval '7 days'`, 0},
 		{"audit rows", `SELECT count(*) FROM audit_log WHERE target = 'aged:399'`, 1},
 		{"audit rows older than 400 days", `SELECT count(*) FROM audit_log WHERE target = 'aged:401'`, 0},
+		{"alarm episodes", `SELECT count(*) FROM alert_history WHERE alert_key = 'aged:399'`, 1},
+		{"alarm episodes resolved over 400 days ago", `SELECT count(*) FROM alert_history WHERE alert_key = 'aged:401'`, 0},
+		{"an active alarm episode", `SELECT count(*) FROM alert_history WHERE alert_key = 'active'`, 1},
 	} {
 		if n := b.count(c.sql); n != c.want {
 			t.Errorf("%s: %d rows, want %d", c.what, n, c.want)

@@ -50,17 +50,41 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AcknowledgeAlertPayload struct {
+		Alert      func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	Alert struct {
-		ID       func(childComplexity int) int
-		Job      func(childComplexity int) int
-		JobName  func(childComplexity int) int
-		Kind     func(childComplexity int) int
-		Message  func(childComplexity int) int
-		Run      func(childComplexity int) int
-		Severity func(childComplexity int) int
-		Since    func(childComplexity int) int
-		Target   func(childComplexity int) int
-		Value    func(childComplexity int) int
+		AckedAt        func(childComplexity int) int
+		AcknowledgedBy func(childComplexity int) int
+		Active         func(childComplexity int) int
+		EpisodeID      func(childComplexity int) int
+		FiredAt        func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Job            func(childComplexity int) int
+		JobName        func(childComplexity int) int
+		Kind           func(childComplexity int) int
+		Message        func(childComplexity int) int
+		ResolvedAt     func(childComplexity int) int
+		Run            func(childComplexity int) int
+		Severity       func(childComplexity int) int
+		SilencedBy     func(childComplexity int) int
+		SilencedUntil  func(childComplexity int) int
+		Since          func(childComplexity int) int
+		Target         func(childComplexity int) int
+		Value          func(childComplexity int) int
+	}
+
+	AlertConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AlertEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	ApproveReplayPayload struct {
@@ -77,6 +101,7 @@ type ComplexityRoot struct {
 		ID        func(childComplexity int) int
 		Outcome   func(childComplexity int) int
 		Target    func(childComplexity int) int
+		Truncated func(childComplexity int) int
 	}
 
 	AuditEntryConnection struct {
@@ -226,6 +251,7 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		AcknowledgeAlert    func(childComplexity int, input model.AcknowledgeAlertInput) int
 		ApproveReplay       func(childComplexity int, input model.ApproveReplayInput) int
 		CancelRun           func(childComplexity int, input model.CancelRunInput) int
 		ExecuteReplay       func(childComplexity int, input model.ExecuteReplayInput) int
@@ -237,6 +263,7 @@ type ComplexityRoot struct {
 		ResolveAmbiguous    func(childComplexity int, input model.ResolveAmbiguousInput) int
 		ResumeJob           func(childComplexity int, input model.ResumeJobInput) int
 		SetMaintenance      func(childComplexity int, input model.SetMaintenanceInput) int
+		SilenceAlert        func(childComplexity int, input model.SilenceAlertInput) int
 		StartJob            func(childComplexity int, input model.StartJobInput) int
 		UpdateJobAutoResume func(childComplexity int, input model.UpdateJobAutoResumeInput) int
 		UpdateJobSchedule   func(childComplexity int, input model.UpdateJobScheduleInput) int
@@ -263,8 +290,9 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Alerts           func(childComplexity int) int
-		AuditLog         func(childComplexity int, first *int, after *string) int
+		AlertHistory     func(childComplexity int, jobName *string, first *int, after *string) int
+		Alerts           func(childComplexity int, includeSilenced *bool) int
+		AuditLog         func(childComplexity int, filter *batontype.AuditFilter, first *int, after *string) int
 		CronPreview      func(childComplexity int, cron string, timezone *string, n *int) int
 		Job              func(childComplexity int, name string) int
 		Jobs             func(childComplexity int, first *int, after *string) int
@@ -489,6 +517,11 @@ type ComplexityRoot struct {
 		UserErrors  func(childComplexity int) int
 	}
 
+	SilenceAlertPayload struct {
+		Alert      func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	StartJobPayload struct {
 		Run        func(childComplexity int) int
 		UserErrors func(childComplexity int) int
@@ -528,12 +561,21 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AlertResolver interface {
+	EpisodeID(ctx context.Context, obj *batontype.Alert) (string, error)
+
 	Job(ctx context.Context, obj *batontype.Alert) (*batontype.JobSettings, error)
 
 	Run(ctx context.Context, obj *batontype.Alert) (*batontype.RunRecord, error)
+
+	Active(ctx context.Context, obj *batontype.Alert) (bool, error)
+	AcknowledgedBy(ctx context.Context, obj *batontype.Alert) (*string, error)
+
+	SilencedBy(ctx context.Context, obj *batontype.Alert) (*string, error)
 }
 type AuditEntryResolver interface {
 	ID(ctx context.Context, obj *batontype.AuditEntry) (string, error)
+
+	Truncated(ctx context.Context, obj *batontype.AuditEntry) (bool, error)
 }
 type AutoResumePolicyResolver interface {
 	BackoffSeconds(ctx context.Context, obj *batontype.AutoResumePolicy) (int, error)
@@ -559,6 +601,8 @@ type LedgerEntryResolver interface {
 }
 type MutationResolver interface {
 	SetMaintenance(ctx context.Context, input model.SetMaintenanceInput) (*model.SetMaintenancePayload, error)
+	AcknowledgeAlert(ctx context.Context, input model.AcknowledgeAlertInput) (*model.AcknowledgeAlertPayload, error)
+	SilenceAlert(ctx context.Context, input model.SilenceAlertInput) (*model.SilenceAlertPayload, error)
 	StartJob(ctx context.Context, input model.StartJobInput) (*model.StartJobPayload, error)
 	UpdateJobSchedule(ctx context.Context, input model.UpdateJobScheduleInput) (*model.UpdateJobSchedulePayload, error)
 	PauseJob(ctx context.Context, input model.PauseJobInput) (*model.PauseJobPayload, error)
@@ -577,8 +621,9 @@ type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
 	Me(ctx context.Context) (*model.Viewer, error)
 	Maintenance(ctx context.Context) (bool, error)
-	Alerts(ctx context.Context) ([]*batontype.Alert, error)
-	AuditLog(ctx context.Context, first *int, after *string) (*model.AuditEntryConnection, error)
+	Alerts(ctx context.Context, includeSilenced *bool) ([]*batontype.Alert, error)
+	AlertHistory(ctx context.Context, jobName *string, first *int, after *string) (*model.AlertConnection, error)
+	AuditLog(ctx context.Context, filter *batontype.AuditFilter, first *int, after *string) (*model.AuditEntryConnection, error)
 	Jobs(ctx context.Context, first *int, after *string) (*model.JobConnection, error)
 	Job(ctx context.Context, name string) (*batontype.JobSettings, error)
 	CronPreview(ctx context.Context, cron string, timezone *string, n *int) (*model.CronPreview, error)
@@ -657,6 +702,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	_ = ec
 	switch typeName + "." + field {
 
+	case "AcknowledgeAlertPayload.alert":
+		if e.ComplexityRoot.AcknowledgeAlertPayload.Alert == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AcknowledgeAlertPayload.Alert(childComplexity), true
+	case "AcknowledgeAlertPayload.userErrors":
+		if e.ComplexityRoot.AcknowledgeAlertPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AcknowledgeAlertPayload.UserErrors(childComplexity), true
+
+	case "Alert.acknowledgedAt":
+		if e.ComplexityRoot.Alert.AckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.AckedAt(childComplexity), true
+	case "Alert.acknowledgedBy":
+		if e.ComplexityRoot.Alert.AcknowledgedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.AcknowledgedBy(childComplexity), true
+	case "Alert.active":
+		if e.ComplexityRoot.Alert.Active == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.Active(childComplexity), true
+	case "Alert.episodeId":
+		if e.ComplexityRoot.Alert.EpisodeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.EpisodeID(childComplexity), true
+	case "Alert.firedAt":
+		if e.ComplexityRoot.Alert.FiredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.FiredAt(childComplexity), true
 	case "Alert.id":
 		if e.ComplexityRoot.Alert.ID == nil {
 			break
@@ -687,6 +775,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Alert.Message(childComplexity), true
+	case "Alert.resolvedAt":
+		if e.ComplexityRoot.Alert.ResolvedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.ResolvedAt(childComplexity), true
 	case "Alert.run":
 		if e.ComplexityRoot.Alert.Run == nil {
 			break
@@ -699,6 +793,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Alert.Severity(childComplexity), true
+	case "Alert.silencedBy":
+		if e.ComplexityRoot.Alert.SilencedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.SilencedBy(childComplexity), true
+	case "Alert.silencedUntil":
+		if e.ComplexityRoot.Alert.SilencedUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Alert.SilencedUntil(childComplexity), true
 	case "Alert.since":
 		if e.ComplexityRoot.Alert.Since == nil {
 			break
@@ -717,6 +823,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Alert.Value(childComplexity), true
+
+	case "AlertConnection.edges":
+		if e.ComplexityRoot.AlertConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AlertConnection.Edges(childComplexity), true
+	case "AlertConnection.nodes":
+		if e.ComplexityRoot.AlertConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AlertConnection.Nodes(childComplexity), true
+	case "AlertConnection.pageInfo":
+		if e.ComplexityRoot.AlertConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AlertConnection.PageInfo(childComplexity), true
+
+	case "AlertEdge.cursor":
+		if e.ComplexityRoot.AlertEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AlertEdge.Cursor(childComplexity), true
+	case "AlertEdge.node":
+		if e.ComplexityRoot.AlertEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AlertEdge.Node(childComplexity), true
 
 	case "ApproveReplayPayload.replayRequest":
 		if e.ComplexityRoot.ApproveReplayPayload.ReplayRequest == nil {
@@ -779,6 +917,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEntry.Target(childComplexity), true
+	case "AuditEntry.truncated":
+		if e.ComplexityRoot.AuditEntry.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Truncated(childComplexity), true
 
 	case "AuditEntryConnection.edges":
 		if e.ComplexityRoot.AuditEntryConnection.Edges == nil {
@@ -1382,6 +1526,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LedgerEntryEdge.Node(childComplexity), true
 
+	case "Mutation.acknowledgeAlert":
+		if e.ComplexityRoot.Mutation.AcknowledgeAlert == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_acknowledgeAlert_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AcknowledgeAlert(childComplexity, args["input"].(model.AcknowledgeAlertInput)), true
 	case "Mutation.approveReplay":
 		if e.ComplexityRoot.Mutation.ApproveReplay == nil {
 			break
@@ -1503,6 +1658,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetMaintenance(childComplexity, args["input"].(model.SetMaintenanceInput)), true
+	case "Mutation.silenceAlert":
+		if e.ComplexityRoot.Mutation.SilenceAlert == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_silenceAlert_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SilenceAlert(childComplexity, args["input"].(model.SilenceAlertInput)), true
 	case "Mutation.startJob":
 		if e.ComplexityRoot.Mutation.StartJob == nil {
 			break
@@ -1606,12 +1772,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PreflightCheck.Verdict(childComplexity), true
 
+	case "Query.alertHistory":
+		if e.ComplexityRoot.Query.AlertHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Query_alertHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AlertHistory(childComplexity, args["jobName"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.alerts":
 		if e.ComplexityRoot.Query.Alerts == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Query.Alerts(childComplexity), true
+		args, err := ec.field_Query_alerts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Alerts(childComplexity, args["includeSilenced"].(*bool)), true
 	case "Query.auditLog":
 		if e.ComplexityRoot.Query.AuditLog == nil {
 			break
@@ -1622,7 +1804,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.AuditLog(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.AuditLog(childComplexity, args["filter"].(*batontype.AuditFilter), args["first"].(*int), args["after"].(*string)), true
 	case "Query.cronPreview":
 		if e.ComplexityRoot.Query.CronPreview == nil {
 			break
@@ -2621,6 +2803,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SetMaintenancePayload.UserErrors(childComplexity), true
 
+	case "SilenceAlertPayload.alert":
+		if e.ComplexityRoot.SilenceAlertPayload.Alert == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SilenceAlertPayload.Alert(childComplexity), true
+	case "SilenceAlertPayload.userErrors":
+		if e.ComplexityRoot.SilenceAlertPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SilenceAlertPayload.UserErrors(childComplexity), true
+
 	case "StartJobPayload.run":
 		if e.ComplexityRoot.StartJobPayload.Run == nil {
 			break
@@ -2741,7 +2936,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("AcknowledgeAlertInput", ec.unmarshalInputAcknowledgeAlertInput),
 			graphql.NewInputUnmarshaler("ApproveReplayInput", ec.unmarshalInputApproveReplayInput),
+			graphql.NewInputUnmarshaler("AuditFilter", ec.unmarshalInputAuditFilter),
 			graphql.NewInputUnmarshaler("CancelRunInput", ec.unmarshalInputCancelRunInput),
 			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
@@ -2752,6 +2949,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ResolveAmbiguousInput", ec.unmarshalInputResolveAmbiguousInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
+			graphql.NewInputUnmarshaler("SilenceAlertInput", ec.unmarshalInputSilenceAlertInput),
 			graphql.NewInputUnmarshaler("StartJobInput", ec.unmarshalInputStartJobInput),
 			graphql.NewInputUnmarshaler("UpdateJobAutoResumeInput", ec.unmarshalInputUpdateJobAutoResumeInput),
 			graphql.NewInputUnmarshaler("UpdateJobScheduleInput", ec.unmarshalInputUpdateJobScheduleInput),
@@ -2848,16 +3046,34 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
-	{Name: "../alert.graphqls", Input: `# Alarms: stuck or dangerous signals.
+	{Name: "../alert.graphqls", Input: `# Alarms: stuck or dangerous signals, with their cluster-wide acknowledgements, silences and
+# history.
 
 extend type Query {
-  "The active alarms."
-  alerts: [Alert!]!
+  """
+  The active alarms, ordered by id. Silenced ones are left out unless includeSilenced is true.
+  Every instance shows the same alarms, acknowledgements and silences.
+  """
+  alerts(includeSilenced: Boolean = false): [Alert!]!
+  "Alarm episodes, active and resolved, newest first; jobName narrows them to one job's."
+  alertHistory(jobName: String, first: Int, after: String): AlertConnection!
 }
 
-"One active alarm. Its id is stable while the condition lasts."
+extend type Mutation {
+  "Acknowledge an active alarm: records who and when; the first acknowledgement of an episode stays."
+  acknowledgeAlert(input: AcknowledgeAlertInput!): AcknowledgeAlertPayload! @hasRole(role: OPERATOR)
+  "Silence an active alarm for a duration (by the database clock), or lift its silence with seconds 0."
+  silenceAlert(input: SilenceAlertInput!): SilenceAlertPayload! @hasRole(role: OPERATOR)
+}
+
+"""
+One alarm episode: it fired when its condition was first seen and resolves when the condition
+clears. Its id is stable while the condition lasts, and across episodes of the same condition.
+"""
 type Alert {
   id: ID!
+  "This episode: one per firing of the alarm."
+  episodeId: ID!
   kind: AlertKind!
   "WARNING or CRITICAL."
   severity: String!
@@ -2867,7 +3083,20 @@ type Alert {
   target: String
   message: String!
   value: Float!
+  "When the condition began, as its own timestamps tell (a heartbeat, a checkpoint)."
   since: Time!
+  "When the cluster first saw this episode."
+  firedAt: Time!
+  "When the condition cleared; null while active."
+  resolvedAt: Time
+  "Whether the condition still holds."
+  active: Boolean!
+  "The token name that acknowledged this episode, if any."
+  acknowledgedBy: String
+  acknowledgedAt: Time
+  "Until when a silence hides the alarm; null when not silenced."
+  silencedUntil: Time
+  silencedBy: String
 }
 
 enum AlertKind {
@@ -2881,16 +3110,67 @@ enum AlertKind {
   AUTO_RESUME_EXHAUSTED
 }
 
+type AlertConnection {
+  edges: [AlertEdge!]!
+  nodes: [Alert!]!
+  pageInfo: PageInfo!
+}
+
+type AlertEdge {
+  cursor: String!
+  node: Alert!
+}
+
+input AcknowledgeAlertInput {
+  "The alarm's id."
+  id: ID!
+}
+
+type AcknowledgeAlertPayload {
+  alert: Alert
+  userErrors: [UserError!]!
+}
+
+input SilenceAlertInput {
+  "The alarm's id."
+  id: ID!
+  "How long to silence it: 1 to 2592000 (30 days); 0 lifts the silence."
+  seconds: Int!
+  "Why, for the audit log."
+  reason: String
+}
+
+type SilenceAlertPayload {
+  alert: Alert
+  userErrors: [UserError!]!
+}
+
 extend type Subscription {
-  "Each alarm as it is raised (checked every few seconds)."
+  "Each alarm as it is raised (checked every few seconds); silenced alarms are not announced."
   alertRaised: Alert!
 }
 `, BuiltIn: false},
 	{Name: "../audit.graphqls", Input: `# The audit log: every mutation, who asked and what came of it.
 
 extend type Query {
-  "Audit entries, newest first."
-  auditLog(first: Int, after: String): AuditEntryConnection! @hasRole(role: OPERATOR)
+  "Audit entries matching filter, newest first."
+  auditLog(filter: AuditFilter, first: Int, after: String): AuditEntryConnection! @hasRole(role: OPERATOR)
+}
+
+"Narrows the audit log; every field set must match."
+input AuditFilter {
+  "The token name that asked, exactly."
+  actor: String
+  "The mutation, exactly (startJob, cancelRun, …)."
+  action: String
+  "What it acted on, exactly: job:<name>, run:<id>, replay:<id>, ledger:<id>, alert:<id> or cluster."
+  target: String
+  "OK's stored form is ok; otherwise the refusal code (FORBIDDEN, RATE_LIMITED, INVALID_INPUT, …)."
+  outcome: String
+  "Entries at or after this time."
+  since: Time
+  "Entries before this time."
+  until: Time
 }
 
 type AuditEntry implements Node {
@@ -2901,7 +3181,13 @@ type AuditEntry implements Node {
   action: String!
   "What it acted on, such as a job name or a run id."
   target: String!
+  """
+  The mutation's input as stored: secrets (token-, password-, secret-, authorization-like keys,
+  bearer values) replaced by [REDACTED], and cut to 8 KB (see truncated).
+  """
   arguments: Map!
+  "Whether the stored arguments were cut to fit 8 KB; _originalBytes in arguments gives the size asked."
+  truncated: Boolean!
   "OK, or the code it was refused with (FORBIDDEN, RATE_LIMITED, a user error code)."
   outcome: String!
   createdAt: Time!
@@ -3995,10 +4281,22 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_AcknowledgeAlertPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "alert":
+		return ec.fieldContext_AcknowledgeAlertPayload_alert(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_AcknowledgeAlertPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AcknowledgeAlertPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Alert(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Alert_id(ctx, field)
+	case "episodeId":
+		return ec.fieldContext_Alert_episodeId(ctx, field)
 	case "kind":
 		return ec.fieldContext_Alert_kind(ctx, field)
 	case "severity":
@@ -4017,8 +4315,44 @@ func (ec *executionContext) childFields_Alert(ctx context.Context, field graphql
 		return ec.fieldContext_Alert_value(ctx, field)
 	case "since":
 		return ec.fieldContext_Alert_since(ctx, field)
+	case "firedAt":
+		return ec.fieldContext_Alert_firedAt(ctx, field)
+	case "resolvedAt":
+		return ec.fieldContext_Alert_resolvedAt(ctx, field)
+	case "active":
+		return ec.fieldContext_Alert_active(ctx, field)
+	case "acknowledgedBy":
+		return ec.fieldContext_Alert_acknowledgedBy(ctx, field)
+	case "acknowledgedAt":
+		return ec.fieldContext_Alert_acknowledgedAt(ctx, field)
+	case "silencedUntil":
+		return ec.fieldContext_Alert_silencedUntil(ctx, field)
+	case "silencedBy":
+		return ec.fieldContext_Alert_silencedBy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Alert", field.Name)
+}
+
+func (ec *executionContext) childFields_AlertConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AlertConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_AlertConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AlertConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AlertConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AlertEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AlertEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AlertEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AlertEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ApproveReplayPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4045,6 +4379,8 @@ func (ec *executionContext) childFields_AuditEntry(ctx context.Context, field gr
 		return ec.fieldContext_AuditEntry_target(ctx, field)
 	case "arguments":
 		return ec.fieldContext_AuditEntry_arguments(ctx, field)
+	case "truncated":
+		return ec.fieldContext_AuditEntry_truncated(ctx, field)
 	case "outcome":
 		return ec.fieldContext_AuditEntry_outcome(ctx, field)
 	case "createdAt":
@@ -4805,6 +5141,16 @@ func (ec *executionContext) childFields_SetMaintenancePayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type SetMaintenancePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_SilenceAlertPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "alert":
+		return ec.fieldContext_SilenceAlertPayload_alert(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_SilenceAlertPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SilenceAlertPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_StartJobPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "run":
@@ -5045,6 +5391,20 @@ func (ec *executionContext) field_Job_runs_args(ctx context.Context, rawArgs map
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_acknowledgeAlert_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AcknowledgeAlertInput, error) {
+			return ec.unmarshalNAcknowledgeAlertInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAcknowledgeAlertInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_approveReplay_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5199,6 +5559,20 @@ func (ec *executionContext) field_Mutation_setMaintenance_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_silenceAlert_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SilenceAlertInput, error) {
+			return ec.unmarshalNSilenceAlertInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSilenceAlertInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_startJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5255,25 +5629,77 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
-func (ec *executionContext) field_Query_auditLog_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+func (ec *executionContext) field_Query_alertHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["first"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobName",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg1
+	args["jobName"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_alerts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "includeSilenced",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeSilenced"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_auditLog_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*batontype.AuditFilter, error) {
+			return ec.unmarshalOAuditFilter2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAuditFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -5675,6 +6101,70 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _AcknowledgeAlertPayload_alert(ctx context.Context, field graphql.CollectedField, obj *model.AcknowledgeAlertPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AcknowledgeAlertPayload_alert(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Alert, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Alert) graphql.Marshaler {
+			return ec.marshalOAlert2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlert(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AcknowledgeAlertPayload_alert(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AcknowledgeAlertPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Alert(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AcknowledgeAlertPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.AcknowledgeAlertPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AcknowledgeAlertPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AcknowledgeAlertPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AcknowledgeAlertPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Alert_id(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5696,6 +6186,29 @@ func (ec *executionContext) _Alert_id(ctx context.Context, field graphql.Collect
 }
 func (ec *executionContext) fieldContext_Alert_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Alert", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Alert_episodeId(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_episodeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Alert().EpisodeID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_episodeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, true, true, "ID")
 }
 
 func (ec *executionContext) _Alert_kind(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
@@ -5923,6 +6436,318 @@ func (ec *executionContext) fieldContext_Alert_since(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Alert", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Alert_firedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_firedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FiredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_firedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Alert_resolvedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_resolvedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResolvedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_resolvedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Alert_active(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_active(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Alert().Active(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, true, true, "Boolean")
+}
+
+func (ec *executionContext) _Alert_acknowledgedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_acknowledgedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Alert().AcknowledgedBy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_acknowledgedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, true, true, "String")
+}
+
+func (ec *executionContext) _Alert_acknowledgedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_acknowledgedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_acknowledgedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Alert_silencedUntil(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_silencedUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SilencedUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_silencedUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Alert_silencedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.Alert) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Alert_silencedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Alert().SilencedBy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Alert_silencedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Alert", field, true, true, "String")
+}
+
+func (ec *executionContext) _AlertConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AlertConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AlertConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AlertEdge) graphql.Marshaler {
+			return ec.marshalNAlertEdge2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAlertEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AlertConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AlertConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AlertEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AlertConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *model.AlertConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AlertConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.Alert) graphql.Marshaler {
+			return ec.marshalNAlert2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AlertConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AlertConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Alert(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AlertConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.AlertConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AlertConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AlertConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AlertConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AlertEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.AlertEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AlertEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AlertEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AlertEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _AlertEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.AlertEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AlertEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Alert) graphql.Marshaler {
+			return ec.marshalNAlert2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlert(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AlertEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AlertEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Alert(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ApproveReplayPayload_replayRequest(ctx context.Context, field graphql.CollectedField, obj *model.ApproveReplayPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6132,6 +6957,29 @@ func (ec *executionContext) _AuditEntry_arguments(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_AuditEntry_arguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, "Map")
+}
+
+func (ec *executionContext) _AuditEntry_truncated(ctx context.Context, field graphql.CollectedField, obj *batontype.AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AuditEntry().Truncated(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, true, true, "Boolean")
 }
 
 func (ec *executionContext) _AuditEntry_outcome(ctx context.Context, field graphql.CollectedField, obj *batontype.AuditEntry) (ret graphql.Marshaler) {
@@ -8724,6 +9572,130 @@ func (ec *executionContext) fieldContext_Mutation_setMaintenance(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_acknowledgeAlert(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_acknowledgeAlert(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AcknowledgeAlert(ctx, fc.Args["input"].(model.AcknowledgeAlertInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.AcknowledgeAlertPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.AcknowledgeAlertPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AcknowledgeAlertPayload) graphql.Marshaler {
+			return ec.marshalNAcknowledgeAlertPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAcknowledgeAlertPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_acknowledgeAlert(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AcknowledgeAlertPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_acknowledgeAlert_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_silenceAlert(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_silenceAlert(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SilenceAlert(ctx, fc.Args["input"].(model.SilenceAlertInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.SilenceAlertPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.SilenceAlertPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SilenceAlertPayload) graphql.Marshaler {
+			return ec.marshalNSilenceAlertPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSilenceAlertPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_silenceAlert(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SilenceAlertPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_silenceAlert_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_startJob(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9909,7 +10881,8 @@ func (ec *executionContext) _Query_alerts(ctx context.Context, field graphql.Col
 			return ec.fieldContext_Query_alerts(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Query().Alerts(ctx)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Alerts(ctx, fc.Args["includeSilenced"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.Alert) graphql.Marshaler {
@@ -9919,7 +10892,7 @@ func (ec *executionContext) _Query_alerts(ctx context.Context, field graphql.Col
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_alerts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_alerts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
@@ -9928,6 +10901,61 @@ func (ec *executionContext) fieldContext_Query_alerts(_ context.Context, field g
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Alert(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_alerts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_alertHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_alertHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AlertHistory(ctx, fc.Args["jobName"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AlertConnection) graphql.Marshaler {
+			return ec.marshalNAlertConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAlertConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_alertHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AlertConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_alertHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -9942,7 +10970,7 @@ func (ec *executionContext) _Query_auditLog(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().AuditLog(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().AuditLog(ctx, fc.Args["filter"].(*batontype.AuditFilter), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -14135,6 +15163,70 @@ func (ec *executionContext) fieldContext_SetMaintenancePayload_userErrors(_ cont
 	return fc, nil
 }
 
+func (ec *executionContext) _SilenceAlertPayload_alert(ctx context.Context, field graphql.CollectedField, obj *model.SilenceAlertPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SilenceAlertPayload_alert(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Alert, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Alert) graphql.Marshaler {
+			return ec.marshalOAlert2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlert(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SilenceAlertPayload_alert(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SilenceAlertPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Alert(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SilenceAlertPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.SilenceAlertPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SilenceAlertPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SilenceAlertPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SilenceAlertPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _StartJobPayload_run(ctx context.Context, field graphql.CollectedField, obj *model.StartJobPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15679,6 +16771,48 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputAcknowledgeAlertInput(ctx context.Context, obj any) (model.AcknowledgeAlertInput, error) {
+	var it model.AcknowledgeAlertInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAcknowledgeAlertInput unmarshals raw into the AcknowledgeAlertInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAcknowledgeAlertInput(ctx context.Context, raw any) (model.AcknowledgeAlertInput, error) {
+	var out model.AcknowledgeAlertInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AcknowledgeAlertInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputApproveReplayInput(ctx context.Context, obj any) (model.ApproveReplayInput, error) {
 	var it model.ApproveReplayInput
 	if obj == nil {
@@ -15725,6 +16859,83 @@ func (ec *executionContext) unmarshalInputApproveReplayInput(ctx context.Context
 func UnmarshalApproveReplayInput(ctx context.Context, raw any) (model.ApproveReplayInput, error) {
 	var out model.ApproveReplayInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ApproveReplayInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAuditFilter(ctx context.Context, obj any) (batontype.AuditFilter, error) {
+	var it batontype.AuditFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"actor", "action", "target", "outcome", "since", "until"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "actor":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("actor"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Actor = data
+		case "action":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("action"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Action = data
+		case "target":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("target"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Target = data
+		case "outcome":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outcome"))
+			data, err := ec.unmarshalOString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Outcome = data
+		case "since":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("since"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Since = data
+		case "until":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("until"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Until = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAuditFilter unmarshals raw into the AuditFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAuditFilter(ctx context.Context, raw any) (batontype.AuditFilter, error) {
+	var out batontype.AuditFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AuditFilter", raw, &out)
 	return out, err
 }
 
@@ -16211,6 +17422,62 @@ func UnmarshalSetMaintenanceInput(ctx context.Context, raw any) (model.SetMainte
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSilenceAlertInput(ctx context.Context, obj any) (model.SilenceAlertInput, error) {
+	var it model.SilenceAlertInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "seconds", "reason"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "seconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("seconds"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Seconds = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSilenceAlertInput unmarshals raw into the SilenceAlertInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSilenceAlertInput(ctx context.Context, raw any) (model.SilenceAlertInput, error) {
+	var out model.SilenceAlertInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SilenceAlertInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputStartJobInput(ctx context.Context, obj any) (model.StartJobInput, error) {
 	var it model.StartJobInput
 	if obj == nil {
@@ -16467,6 +17734,44 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 
 // region    **************************** object.gotpl ****************************
 
+var acknowledgeAlertPayloadImplementors = []string{"AcknowledgeAlertPayload"}
+
+func (ec *executionContext) _AcknowledgeAlertPayload(ctx context.Context, sel ast.SelectionSet, obj *model.AcknowledgeAlertPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, acknowledgeAlertPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AcknowledgeAlertPayload")
+		case "alert":
+			out.Values[i] = ec._AcknowledgeAlertPayload_alert(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._AcknowledgeAlertPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var alertImplementors = []string{"Alert"}
 
 func (ec *executionContext) _Alert(ctx context.Context, sel ast.SelectionSet, obj *batontype.Alert) graphql.Marshaler {
@@ -16483,6 +17788,12 @@ func (ec *executionContext) _Alert(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "episodeId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Alert_episodeId(ctx, field, obj)
+				})
 		case "kind":
 			out.Values[i] = ec._Alert_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16529,6 +17840,125 @@ func (ec *executionContext) _Alert(ctx context.Context, sel ast.SelectionSet, ob
 			out.Values[i] = ec._Alert_since(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "firedAt":
+			out.Values[i] = ec._Alert_firedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "resolvedAt":
+			out.Values[i] = ec._Alert_resolvedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "active":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Alert_active(ctx, field, obj)
+				})
+		case "acknowledgedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Alert_acknowledgedBy(ctx, field, obj)
+				})
+		case "acknowledgedAt":
+			out.Values[i] = ec._Alert_acknowledgedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "silencedUntil":
+			out.Values[i] = ec._Alert_silencedUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "silencedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Alert_silencedBy(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var alertConnectionImplementors = []string{"AlertConnection"}
+
+func (ec *executionContext) _AlertConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AlertConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, alertConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AlertConnection")
+		case "edges":
+			out.Values[i] = ec._AlertConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._AlertConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AlertConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var alertEdgeImplementors = []string{"AlertEdge"}
+
+func (ec *executionContext) _AlertEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AlertEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, alertEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AlertEdge")
+		case "cursor":
+			out.Values[i] = ec._AlertEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AlertEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -16627,6 +18057,12 @@ func (ec *executionContext) _AuditEntry(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "truncated":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AuditEntry_truncated(ctx, field, obj)
+				})
 		case "outcome":
 			out.Values[i] = ec._AuditEntry_outcome(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -17642,6 +19078,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "acknowledgeAlert":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_acknowledgeAlert(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "silenceAlert":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_silenceAlert(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "startJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_startJob(ctx, field)
@@ -17931,6 +19381,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_alerts(ctx, field)
+				})
+		case "alertHistory":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_alertHistory(ctx, field)
 				})
 		case "auditLog":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -19396,6 +20852,44 @@ func (ec *executionContext) _SetMaintenancePayload(ctx context.Context, sel ast.
 	return out
 }
 
+var silenceAlertPayloadImplementors = []string{"SilenceAlertPayload"}
+
+func (ec *executionContext) _SilenceAlertPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SilenceAlertPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, silenceAlertPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SilenceAlertPayload")
+		case "alert":
+			out.Values[i] = ec._SilenceAlertPayload_alert(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._SilenceAlertPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var startJobPayloadImplementors = []string{"StartJobPayload"}
 
 func (ec *executionContext) _StartJobPayload(ctx context.Context, sel ast.SelectionSet, obj *model.StartJobPayload) graphql.Marshaler {
@@ -19979,6 +21473,19 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) unmarshalNAcknowledgeAlertInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAcknowledgeAlertInput(ctx context.Context, v any) (model.AcknowledgeAlertInput, error) {
+	res, err := ec.unmarshalInputAcknowledgeAlertInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAcknowledgeAlertPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAcknowledgeAlertPayload(ctx context.Context, sel ast.SelectionSet, v *model.AcknowledgeAlertPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AcknowledgeAlertPayload!")
+		return graphql.Null
+	}
+	return ec._AcknowledgeAlertPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAlert2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.Alert) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -20001,6 +21508,38 @@ func (ec *executionContext) marshalNAlert2ᚖgithubᚗcomᚋbatonᚑrunᚋbaton�
 		return graphql.Null
 	}
 	return ec._Alert(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAlertConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAlertConnection(ctx context.Context, sel ast.SelectionSet, v *model.AlertConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AlertConnection!")
+		return graphql.Null
+	}
+	return ec._AlertConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAlertEdge2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAlertEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AlertEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAlertEdge2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAlertEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAlertEdge2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAlertEdge(ctx context.Context, sel ast.SelectionSet, v *model.AlertEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AlertEdge!")
+		return graphql.Null
+	}
+	return ec._AlertEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNAlertKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKind(ctx context.Context, v any) (batontype.AlertKind, error) {
@@ -20949,6 +22488,19 @@ func (ec *executionContext) unmarshalNSetMaintenanceInput2githubᚗcomᚋbaton�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNSilenceAlertInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSilenceAlertInput(ctx context.Context, v any) (model.SilenceAlertInput, error) {
+	res, err := ec.unmarshalInputSilenceAlertInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSilenceAlertPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSilenceAlertPayload(ctx context.Context, sel ast.SelectionSet, v *model.SilenceAlertPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SilenceAlertPayload!")
+		return graphql.Null
+	}
+	return ec._SilenceAlertPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNStartJobInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐStartJobInput(ctx context.Context, v any) (model.StartJobInput, error) {
 	res, err := ec.unmarshalInputStartJobInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -21267,11 +22819,26 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	return res
 }
 
+func (ec *executionContext) marshalOAlert2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlert(ctx context.Context, sel ast.SelectionSet, v *batontype.Alert) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Alert(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOApproveReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐApproveReplayPayload(ctx context.Context, sel ast.SelectionSet, v *model.ApproveReplayPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._ApproveReplayPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOAuditFilter2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAuditFilter(ctx context.Context, v any) (*batontype.AuditFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAuditFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
@@ -21688,6 +23255,18 @@ func (ec *executionContext) marshalOStopReason2ᚖgithubᚗcomᚋbatonᚑrunᚋb
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalString(string(*v))
+	return res
+}
+
+func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalString(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(v)
 	return res
 }
 

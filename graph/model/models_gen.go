@@ -12,6 +12,27 @@ import (
 	"github.com/baton-run/baton/runner/batontype"
 )
 
+type AcknowledgeAlertInput struct {
+	// The alarm's id.
+	ID string `json:"id"`
+}
+
+type AcknowledgeAlertPayload struct {
+	Alert      *batontype.Alert `json:"alert,omitempty"`
+	UserErrors []*UserError     `json:"userErrors"`
+}
+
+type AlertConnection struct {
+	Edges    []*AlertEdge       `json:"edges"`
+	Nodes    []*batontype.Alert `json:"nodes"`
+	PageInfo *PageInfo          `json:"pageInfo"`
+}
+
+type AlertEdge struct {
+	Cursor string           `json:"cursor"`
+	Node   *batontype.Alert `json:"node"`
+}
+
 type ApproveReplayInput struct {
 	RequestID string  `json:"requestId"`
 	Note      *string `json:"note,omitempty"`
@@ -334,6 +355,20 @@ type SetMaintenancePayload struct {
 	// Runs started to continue what maintenance paused (when lifting it).
 	ResumedRuns []*batontype.RunRecord `json:"resumedRuns"`
 	UserErrors  []*UserError           `json:"userErrors"`
+}
+
+type SilenceAlertInput struct {
+	// The alarm's id.
+	ID string `json:"id"`
+	// How long to silence it: 1 to 2592000 (30 days); 0 lifts the silence.
+	Seconds int `json:"seconds"`
+	// Why, for the audit log.
+	Reason *string `json:"reason,omitempty"`
+}
+
+type SilenceAlertPayload struct {
+	Alert      *batontype.Alert `json:"alert,omitempty"`
+	UserErrors []*UserError     `json:"userErrors"`
 }
 
 type StartJobInput struct {

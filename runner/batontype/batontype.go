@@ -521,6 +521,27 @@ type Alert struct {
 	Message  string
 	Value    float64
 	Since    time.Time
+
+	// The alarm's episode as the cluster records it (alert_history): one per firing, shared
+	// by every instance.
+	EpisodeID     int64
+	FiredAt       time.Time
+	ResolvedAt    *time.Time // nil while active
+	AckedBy       string     // "" until acknowledged
+	AckedAt       *time.Time
+	SilencedUntil *time.Time // set while a silence hides the alarm
+	SilencedBy    string
+}
+
+// Silenced reports whether a silence hides the alarm.
+func (a *Alert) Silenced() bool { return a.SilencedUntil != nil }
+
+// AlertHistoryFilter narrows the alarm history. Zero fields match everything.
+type AlertHistoryFilter struct {
+	JobName  string
+	Key      string // one alarm's episodes
+	BeforeID int64  // keyset: episodes older than this id
+	Limit    int
 }
 
 // AuditEntry is one recorded mutation.
@@ -532,4 +553,22 @@ type AuditEntry struct {
 	Arguments map[string]any
 	Outcome   string
 	CreatedAt time.Time
+}
+
+// AuditTruncatedKey marks, with true, stored audit arguments that were cut to fit.
+const AuditTruncatedKey = "_truncated"
+
+// Truncated reports whether the entry's arguments were cut to fit when stored.
+func (e *AuditEntry) Truncated() bool {
+	t, _ := e.Arguments[AuditTruncatedKey].(bool)
+	return t
+}
+
+// AuditFilter narrows the audit log. Zero fields match everything; Since and Until bound
+// created_at (inclusive, exclusive).
+type AuditFilter struct {
+	Actor, Action, Target, Outcome string
+	Since, Until                   *time.Time
+	BeforeID                       int64 // keyset: entries older than this id
+	Limit                          int
 }

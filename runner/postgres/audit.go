@@ -18,11 +18,10 @@ type auditStore struct{ *Store }
 func insertAudit(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, a store.AuditRecord) error {
-	args := a.Arguments
-	if args == nil {
-		args = map[string]any{}
-	}
-	b, err := json.Marshal(args)
+	// Capped and redacted here, on the one path every audit row takes, so no secret and no
+	// oversized payload is ever stored.
+	a = a.Sanitize()
+	b, err := json.Marshal(a.Arguments)
 	if err != nil {
 		return fmt.Errorf("encode audit arguments: %w", err)
 	}
@@ -36,11 +35,26 @@ func (s auditStore) Audit(ctx context.Context, a store.AuditRecord) error {
 	return insertAudit(ctx, s.pool, a)
 }
 
-// AuditLog lists audit rows, newest first, before beforeID (0: from the newest).
-func (s auditStore) AuditLog(ctx context.Context, beforeID int64, limit int) ([]bt.AuditEntry, error) {
+// AuditLog lists audit rows matching f, newest first.
+func (s auditStore) AuditLog(ctx context.Context, f bt.AuditFilter) ([]bt.AuditEntry, error) {
 	var q listQuery
-	if beforeID != 0 {
-		q.where("id < %s", beforeID)
+	for _, c := range []struct{ column, value string }{{"actor", f.Actor}, {"action", f.Action}, {"target", f.Target}, {"outcome", f.Outcome}} {
+		if c.value != "" {
+			q.where(c.column+" = %s", c.value)
+		}
+	}
+	if f.Since != nil {
+		q.where("created_at >= %s", *f.Since)
+	}
+	if f.Until != nil {
+		q.where("created_at < %s", *f.Until)
+	}
+	if f.BeforeID != 0 {
+		q.where("id < %s", f.BeforeID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
 	}
 	rows, err := q.rows(ctx, s.pool, `SELECT id, actor, action, target, arguments, outcome, created_at FROM audit_log`,
 		"id DESC", limit)

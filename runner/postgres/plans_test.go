@@ -67,7 +67,11 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 		return func() (int, error) { r, err := s.ReplayRequests(ctx, st, before, 20); return n(len(r), err) }
 	}
 	audit := func(before int64) func() (int, error) {
-		return func() (int, error) { r, err := s.AuditLog(ctx, before, 20); return n(len(r), err) }
+		return func() (int, error) { r, err := s.AuditLog(ctx, bt.AuditFilter{BeforeID: before, Limit: 20}); return n(len(r), err) }
+	}
+	auditBy := func(f bt.AuditFilter) func() (int, error) {
+		f.Limit = 20
+		return func() (int, error) { r, err := s.AuditLog(ctx, f); return n(len(r), err) }
 	}
 	runErrors := func(after int64) func() (int, error) {
 		return func() (int, error) { r, err := s.RunErrors(ctx, ids.errRun, after, 20); return n(len(r), err) }
@@ -97,6 +101,10 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 		{"replays/statuses/before", "status", replays([]bt.ReplayStatus{bt.ReplayPendingApproval, bt.ReplayApproved}, 40000)},
 		{"audit/all", "", audit(0)},
 		{"audit/before", "id", audit(500)},
+		{"audit/actor", "actor", auditBy(bt.AuditFilter{Actor: "rare"})},
+		{"audit/action", "action", auditBy(bt.AuditFilter{Action: "cancelRun"})},
+		{"audit/target", "target", auditBy(bt.AuditFilter{Target: "run:9000"})},
+		{"audit/outcome/before", "outcome", auditBy(bt.AuditFilter{Outcome: "FORBIDDEN", BeforeID: 90000})},
 		{"run-errors", "run_id", runErrors(0)},
 		{"run-errors/after", "run_id", runErrors(10)},
 		{"last-runs-paused-by", "job_name", func() (int, error) { j, err := s.LastRunsPausedBy(ctx, bt.StopMaintenance); return n(len(j), err) }},
@@ -288,7 +296,10 @@ func loadListTablesB(t testing.TB, pool *pgxpool.Pool) listIDs {
 		 SELECT 'job-' || lpad((g % 100)::text, 3, '0'), g, 1, 'FAILED',
 			CASE WHEN g % 1000 = 0 THEN 'PENDING_APPROVAL' WHEN g % 777 = 0 THEN 'APPROVED' ELSE 'EXECUTED' END, '{}', 'r', 'u'
 		 FROM generate_series(1, 50000) g`,
-		`INSERT INTO audit_log (actor, action, target, outcome) SELECT 'u', 'startJob', 'job:x', 'ok' FROM generate_series(1, 100000) g`,
+		`INSERT INTO audit_log (actor, action, target, outcome)
+		 SELECT CASE WHEN g % 1000 = 0 THEN 'rare' ELSE 'u' END, CASE WHEN g % 700 = 0 THEN 'cancelRun' ELSE 'startJob' END,
+			CASE WHEN g % 900 = 0 THEN 'run:' || g ELSE 'job:x' END, CASE WHEN g % 500 = 0 THEN 'FORBIDDEN' ELSE 'ok' END
+		 FROM generate_series(1, 100000) g`,
 		`ANALYZE job_settings, job_runs, job_ledger, job_run_errors, replay_requests, audit_log`,
 	}
 	for _, sql := range steps {

@@ -158,6 +158,9 @@ var pruneSQL = map[store.PruneTable]string{
 	store.PruneAuditLog: `DELETE FROM audit_log WHERE id IN (
 		SELECT id FROM audit_log WHERE $1::text IS NOT NULL AND created_at < statement_timestamp() - make_interval(secs => $2)
 		ORDER BY id LIMIT $3)`,
+	store.PruneAlertHistory: `DELETE FROM alert_history WHERE id IN (
+		SELECT id FROM alert_history WHERE $1::text IS NOT NULL AND resolved_at < statement_timestamp() - make_interval(secs => $2)
+		ORDER BY id LIMIT $3)`,
 }
 
 // Prune deletes up to limit rows of table older than olderThan (of job, where the table has

@@ -37,6 +37,7 @@ type Store struct {
 	reconcileStore
 	retentionStore
 	auditStore
+	alertStore
 	callStatStore
 	historyStore
 	clusterStore
@@ -49,7 +50,7 @@ func New(pool *pgxpool.Pool) *Store {
 	s.autoResumeStore = autoResumeStore{s}
 	s.itemStore, s.ledgerStore, s.replayStore, s.reconcileStore = itemStore{s}, ledgerStore{s}, replayStore{s}, reconcileStore{s}
 	s.retentionStore, s.auditStore, s.callStatStore, s.clusterStore = retentionStore{s}, auditStore{s}, callStatStore{s}, clusterStore{s}
-	s.historyStore = historyStore{s}
+	s.historyStore, s.alertStore = historyStore{s}, alertStore{s}
 	return s
 }
 

@@ -36,4 +36,7 @@ const (
 	PruneCallStats PruneTable = "job_call_stats"
 	// PruneAuditLog deletes audit rows (of every job: the job name is ignored).
 	PruneAuditLog PruneTable = "audit_log"
+	// PruneAlertHistory deletes resolved alarm episodes, by when they resolved (the job name is
+	// ignored); an active episode is never deleted.
+	PruneAlertHistory PruneTable = "alert_history"
 )

@@ -29,6 +29,7 @@ type Store interface {
 	Reconciles
 	Retention
 	Audit
+	Alerts
 	CallStats
 	History
 	Cluster

@@ -4,8 +4,27 @@
 import { cacheExchange, Client, fetchExchange, mapExchange, subscriptionExchange } from '@urql/core';
 import { createClient as createWSClient, type Client as WSClient } from 'graphql-ws';
 
-/** The state of the subscription socket, for the header's live indicator. */
-export type SocketState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
+/**
+ * The state of the subscription socket, for the header's live indicator. 'refused': the server
+ * closed it for the token (4401: unknown, revoked or expired; 4403: refused) and the client
+ * stopped retrying.
+ */
+export type SocketState = 'connecting' | 'connected' | 'reconnecting' | 'closed' | 'refused';
+
+/**
+ * Close codes the server refuses a token with: 4401 (unknown, revoked or expired), which
+ * graphql-ws treats as fatal and never retries. (4403, too many connections for the token,
+ * may pass on a later try: it is retried.)
+ */
+export const TOKEN_REFUSED_CODES: readonly number[] = [4401];
+
+function closeCode(e: unknown): number | null {
+  if (typeof e === 'object' && e !== null && 'code' in e) {
+    const c = (e as { code: unknown }).code;
+    return typeof c === 'number' ? c : null;
+  }
+  return null;
+}
 
 /** A small observable value (for useSyncExternalStore). */
 export class Store<T> {
@@ -32,10 +51,12 @@ export interface BatonClient {
 
 export interface ClientOptions {
   token: string;
-  /** Called when the server rejects the token (HTTP UNAUTHENTICATED or WebSocket 4401/4403). */
+  /** Called once when the server rejects the token (HTTP UNAUTHENTICATED or WebSocket 4401). */
   onUnauthenticated: () => void;
   /** Base URL; default: this page's origin. */
   origin?: string;
+  /** The WebSocket implementation (tests pass their own); default: the browser's. */
+  webSocketImpl?: unknown;
 }
 
 /** graphqlURL is the API endpoint at origin, http(s) or ws(s). */
@@ -59,6 +80,15 @@ export function createBatonClient(opts: ClientOptions): BatonClient {
   const origin = opts.origin ?? window.location.origin;
   const socket = new Store<SocketState>('connecting');
   let everConnected = false;
+  let refused = false;
+  // The token is refused once: later events of the closing socket change nothing, and no
+  // reconnect is attempted (graphql-ws stops on 4401 by itself; 4403 is stopped here).
+  const refuse = () => {
+    if (refused) return;
+    refused = true;
+    socket.set('refused');
+    opts.onUnauthenticated();
+  };
   const ws = createWSClient({
     url: graphqlURL(origin, true),
     connectionParams: () => ({ authorization: authHeader(opts.token) }),
@@ -66,21 +96,32 @@ export function createBatonClient(opts: ClientOptions): BatonClient {
     lazyCloseTimeout: 3000,
     keepAlive: 15_000,
     retryAttempts: Infinity,
+    ...(opts.webSocketImpl ? { webSocketImpl: opts.webSocketImpl } : {}),
     shouldRetry: (e) => {
-      const code = typeof e === 'object' && e !== null && 'code' in e ? (e as { code: unknown }).code : null;
-      if (code === 4401 || code === 4403) {
-        opts.onUnauthenticated();
+      const code = closeCode(e);
+      if (code !== null && TOKEN_REFUSED_CODES.includes(code)) {
+        refuse();
         return false;
       }
-      return true;
+      return !refused;
     },
     on: {
-      connecting: () => socket.set(everConnected ? 'reconnecting' : 'connecting'),
+      connecting: () => {
+        if (!refused) socket.set(everConnected ? 'reconnecting' : 'connecting');
+      },
       connected: () => {
         everConnected = true;
-        socket.set('connected');
+        if (!refused) socket.set('connected');
       },
-      closed: () => socket.set(everConnected ? 'reconnecting' : 'closed'),
+      closed: (e) => {
+        // A fatal close (4401) never reaches shouldRetry: it is seen here first.
+        const code = closeCode(e);
+        if (code !== null && TOKEN_REFUSED_CODES.includes(code)) {
+          refuse();
+          return;
+        }
+        if (!refused) socket.set(everConnected ? 'reconnecting' : 'closed');
+      },
     },
   });
 
@@ -93,7 +134,7 @@ export function createBatonClient(opts: ClientOptions): BatonClient {
         onError(error) {
           const status = (error.response as { status?: number } | undefined)?.status;
           if (status === 401 || error.graphQLErrors.some((e) => isAuthCode(e.extensions['code']))) {
-            opts.onUnauthenticated();
+            refuse();
           }
         },
       }),

@@ -26,10 +26,26 @@ interface AuthValue {
 
 const AuthContext = createContext<AuthValue | null>(null);
 const ViewerContext = createContext<Viewer | null>(null);
+const SignedOutContext = createContext<boolean>(false);
 
-/** ViewerProvider supplies the viewer alone: what role checks read (and what tests render with). */
-export function ViewerProvider({ viewer, children }: { viewer: Viewer; children: ReactNode }) {
-  return <ViewerContext.Provider value={viewer}>{children}</ViewerContext.Provider>;
+/** SIGNED_OUT_REASON is why every action is disabled once the server refused the token. */
+export const SIGNED_OUT_REASON = 'Signed out: the server refused this token (revoked or expired). Sign in again to act.';
+
+/**
+ * ViewerProvider supplies the viewer alone: what role checks read (and what tests render with).
+ * signedOut: the server refused the token; the page stays readable, every action is disabled.
+ */
+export function ViewerProvider({ viewer, signedOut = false, children }: { viewer: Viewer; signedOut?: boolean; children: ReactNode }) {
+  return (
+    <SignedOutContext.Provider value={signedOut}>
+      <ViewerContext.Provider value={viewer}>{children}</ViewerContext.Provider>
+    </SignedOutContext.Provider>
+  );
+}
+
+/** useSignedOut reports whether the server refused the token while the console was open. */
+export function useSignedOut(): boolean {
+  return useContext(SignedOutContext);
 }
 
 function useAuth(): AuthValue {
@@ -75,9 +91,14 @@ export function useOnReconnect(fn: () => void): void {
   }, [state, seen, fn]);
 }
 
-/** The role check every action uses: null when allowed, else the reason in words. */
+/**
+ * The role check every action uses: null when allowed, else the reason in words (a refused
+ * token first: no role acts then).
+ */
 export function useRoleReason(needed: Role): string | null {
   const { role } = useViewer();
+  const signedOut = useSignedOut();
+  if (signedOut) return SIGNED_OUT_REASON;
   return roleReason(role, needed);
 }
 
@@ -86,16 +107,34 @@ export function useCan(needed: Role): boolean {
   return roleAtLeast(useViewer().role, needed);
 }
 
-function ViewerLoader({ token, logout, baton, children }: { token: string; logout: () => void; baton: BatonClient; children: ReactNode }) {
+function ViewerLoader({
+  token,
+  logout,
+  baton,
+  signedOut,
+  children,
+}: {
+  token: string;
+  logout: () => void;
+  baton: BatonClient;
+  signedOut: boolean;
+  children: ReactNode;
+}) {
   const [{ data, error, fetching }, refetch] = useQuery({ query: MeQuery, requestPolicy: 'network-only' });
   const value = useMemo<AuthValue | null>(
     () => (data ? { viewer: { name: data.me.name, role: data.me.role }, token, logout, baton } : null),
     [data, token, logout, baton],
   );
+  // Refused before the viewer was known: nothing to keep on screen, back to the login page.
+  useEffect(() => {
+    if (signedOut && !data) logout();
+  }, [signedOut, data, logout]);
   if (value) {
     return (
       <AuthContext.Provider value={value}>
-        <ViewerProvider viewer={value.viewer}>{children}</ViewerProvider>
+        <ViewerProvider viewer={value.viewer} signedOut={signedOut}>
+          {children}
+        </ViewerProvider>
       </AuthContext.Provider>
     );
   }
@@ -122,19 +161,28 @@ function ViewerLoader({ token, logout, baton, children }: { token: string; logou
   );
 }
 
-/** AuthGate renders the login page until a token is stored and accepted, then children. */
+/**
+ * AuthGate renders the login page until a token is stored and accepted, then children. A token
+ * the server refuses later (revoked or expired: HTTP UNAUTHENTICATED, WebSocket 4401) puts the
+ * console in the signed-out state: what is on screen stays readable, every action is disabled,
+ * the live socket stops retrying, and a banner offers to sign in again. A token refused before
+ * the viewer loaded goes straight back to the login page.
+ */
 export function AuthGate({ children }: { children: ReactNode }) {
   const [token, setToken] = useState<string | null>(() => loadToken());
   const [loginError, setLoginError] = useState<string | null>(null);
+  const [signedOut, setSignedOut] = useState(false);
 
   const logout = useCallback(() => {
     clearToken();
+    setSignedOut(false);
     setToken(null);
   }, []);
   const rejected = useCallback(() => {
+    // A reload must not try the refused token again.
     clearToken();
-    setToken(null);
     setLoginError('The server did not accept this token: it may be mistyped, revoked or expired.');
+    setSignedOut(true);
   }, []);
 
   const baton = useMemo(() => (token ? createBatonClient({ token, onUnauthenticated: rejected }) : null), [token, rejected]);
@@ -147,6 +195,7 @@ export function AuthGate({ children }: { children: ReactNode }) {
         onLogin={(t) => {
           saveToken(t);
           setLoginError(null);
+          setSignedOut(false);
           setToken(t);
         }}
       />
@@ -154,7 +203,7 @@ export function AuthGate({ children }: { children: ReactNode }) {
   }
   return (
     <Provider value={baton.client}>
-      <ViewerLoader token={token} logout={logout} baton={baton}>
+      <ViewerLoader token={token} logout={logout} baton={baton} signedOut={signedOut}>
         {children}
       </ViewerLoader>
     </Provider>

@@ -1,8 +1,8 @@
 // Buttons and switches for mutations. Each names the role it needs; when the viewer's role is
 // lower, or the state forbids the action, it is disabled and says why (tooltip on hover and
 // keyboard focus). Every one carries data-mutation so tests can find them all.
-import { Button, Switch, Tooltip, type ButtonProps, type SwitchProps } from '@mantine/core';
-import type { ReactNode } from 'react';
+import { Button, Switch, Tooltip, VisuallyHidden, type ButtonProps, type SwitchProps } from '@mantine/core';
+import { useId, type ReactNode } from 'react';
 
 import { useRoleReason } from '../auth/AuthContext';
 import type { Role } from '../gql/graphql';
@@ -14,13 +14,15 @@ interface GuardProps {
   blockedBy?: string | null | undefined;
 }
 
-function Reason({ reason, children }: { reason: string | null; children: ReactNode }) {
+function Reason({ reason, id, children }: { reason: string | null; id: string; children: ReactNode }) {
   if (!reason) return <>{children}</>;
   return (
     <Tooltip label={reason} multiline maw={320} withArrow events={{ hover: true, focus: true, touch: true }}>
-      {/* A disabled button fires no pointer events: the wrapper carries the tooltip and focus. */}
-      <span tabIndex={0} aria-label={reason} data-disabled-reason={reason} style={{ display: 'inline-block' }}>
+      {/* A disabled button fires no pointer events and takes no focus: the wrapper carries the
+          tooltip and the focus, and the button is described by the reason for screen readers. */}
+      <span tabIndex={0} aria-label={reason} data-disabled-reason={reason} style={{ display: 'inline-block', cursor: 'not-allowed' }}>
         {children}
+        <VisuallyHidden id={id}>{reason}</VisuallyHidden>
       </span>
     </Tooltip>
   );
@@ -36,9 +38,10 @@ export interface ActionButtonProps extends GuardProps, Omit<ButtonProps, 'disabl
 export function ActionButton({ need, blockedBy, onClick, type = 'button', children, ...rest }: ActionButtonProps) {
   const roleReason = useRoleReason(need);
   const reason = roleReason ?? blockedBy ?? null;
+  const id = useId();
   return (
-    <Reason reason={reason}>
-      <Button {...rest} type={type} disabled={reason !== null} onClick={onClick} data-mutation>
+    <Reason reason={reason} id={id}>
+      <Button {...rest} type={type} disabled={reason !== null} onClick={onClick} aria-describedby={reason ? id : undefined} data-mutation>
         {children}
       </Button>
     </Reason>
@@ -54,9 +57,10 @@ export interface ActionSwitchProps extends GuardProps, Omit<SwitchProps, 'disabl
 export function ActionSwitch({ need, blockedBy, onChange, ...rest }: ActionSwitchProps) {
   const roleReason = useRoleReason(need);
   const reason = roleReason ?? blockedBy ?? null;
+  const id = useId();
   return (
-    <Reason reason={reason}>
-      <Switch {...rest} disabled={reason !== null} onChange={(e) => onChange(e.currentTarget.checked)} data-mutation />
+    <Reason reason={reason} id={id}>
+      <Switch {...rest} aria-describedby={reason ? id : undefined} disabled={reason !== null} onChange={(e) => onChange(e.currentTarget.checked)} data-mutation />
     </Reason>
   );
 }

@@ -7,6 +7,7 @@ import {
   AppShell,
   Badge,
   Burger,
+  Button,
   Group,
   Indicator,
   Kbd,
@@ -28,6 +29,7 @@ import {
   IconCode,
   IconHelpCircle,
   IconListDetails,
+  IconLock,
   IconLogout,
   IconMoon,
   IconQuestionMark,
@@ -38,9 +40,10 @@ import { createContext, useCallback, useContext, useEffect, useMemo, type ReactN
 import { Link, Outlet, useLocation, useNavigate } from 'react-router';
 import { useQuery, useSubscription } from 'urql';
 
-import { AlertRaisedSubscription, AlertsQuery } from '../api/alerts';
+import { alertBadges, AlertRaisedSubscription, AlertsQuery } from '../api/alerts';
+import type { SocketState } from '../api/client';
 import { MaintenanceQuery } from '../api/viewer';
-import { useLogout, useOnReconnect, useSocketState, useViewer } from '../auth/AuthContext';
+import { useLogout, useOnReconnect, useSignedOut, useSocketState, useViewer } from '../auth/AuthContext';
 import { alertKindLabel, roleLabel } from '../model/status';
 
 interface MaintenanceValue {
@@ -54,6 +57,9 @@ const MaintenanceContext = createContext<MaintenanceValue>({ on: null, refresh: 
 export function useMaintenance(): MaintenanceValue {
   return useContext(MaintenanceContext);
 }
+
+/** How often the badges re-read the alarms when nothing else refreshed them. */
+const BADGE_REFRESH_MS = 15_000;
 
 const NAV = [
   { to: '/admin', label: 'Jobs', icon: IconBriefcase, key: '1', exact: true },
@@ -69,21 +75,42 @@ function isCurrent(pathname: string, to: string, exact: boolean): boolean {
   return pathname === to || pathname.startsWith(`${to}/`);
 }
 
+const LIVE_WORDS: Record<SocketState, { label: string; color: string; help: string }> = {
+  connected: { label: 'live', color: 'green', help: 'Live: updates arrive over the subscription socket.' },
+  connecting: { label: 'connecting', color: 'orange', help: 'Connecting the live socket…' },
+  reconnecting: { label: 'reconnecting', color: 'orange', help: 'Live updates interrupted: reconnecting. What you see may be stale.' },
+  closed: { label: 'idle', color: 'gray', help: 'Live socket idle: it opens when a page subscribes.' },
+  refused: { label: 'signed out', color: 'red', help: 'The server refused this token and closed the live socket: nothing updates. Sign in again.' },
+};
+
 function LiveIndicator() {
   const state = useSocketState();
-  const color = state === 'connected' ? 'green' : state === 'closed' ? 'gray' : 'orange';
-  const words: Record<typeof state, string> = {
-    connected: 'Live: updates arrive over the subscription socket.',
-    connecting: 'Connecting the live socket…',
-    reconnecting: 'Live updates interrupted: reconnecting. What you see may be stale.',
-    closed: 'Live socket idle: it opens when a page subscribes.',
-  };
+  const signedOut = useSignedOut();
+  const w = LIVE_WORDS[signedOut ? 'refused' : state];
   return (
-    <Tooltip label={words[state]} withArrow multiline maw={260}>
-      <Badge color={color} variant="dot" size="lg" data-testid="live-indicator" data-state={state} tabIndex={0}>
-        {state === 'connected' ? 'live' : state}
+    <Tooltip label={w.help} withArrow multiline maw={260}>
+      <Badge color={w.color} variant="dot" size="lg" className="pill" data-testid="live-indicator" data-state={signedOut ? 'refused' : state} tabIndex={0}>
+        {w.label}
       </Badge>
     </Tooltip>
+  );
+}
+
+/** SignedOutBanner says the token was refused and offers to sign in again. */
+function SignedOutBanner() {
+  const logout = useLogout();
+  return (
+    <Alert color="red" variant="filled" mb="md" icon={<IconLock />} title="Signed out" role="alert" data-testid="signed-out-banner">
+      <Stack gap="xs" align="flex-start">
+        <Text size="sm">
+          The server refused this console&apos;s token: it was revoked or has expired. What you see stopped updating, and every
+          action is disabled.
+        </Text>
+        <Button color="dark" variant="white" size="xs" onClick={logout} data-testid="sign-in-again">
+          Sign in again
+        </Button>
+      </Stack>
+    </Alert>
   );
 }
 
@@ -147,8 +174,17 @@ export function Layout({ children }: { children?: ReactNode }) {
   const { setColorScheme } = useMantineColorScheme();
   const computed = useComputedColorScheme('light');
 
-  const [alerts, refetchAlerts] = useQuery({ query: AlertsQuery });
-  const [raised] = useSubscription({ query: AlertRaisedSubscription });
+  const signedOut = useSignedOut();
+  // Every active alarm, silenced ones included: the badges count the unacknowledged ones and
+  // the ambiguous queue. Mutations on alarms refresh it (urql refetches queries holding an
+  // Alert), raised alarms do, and so does a slow poll for alarms that clear or counts that move.
+  const [alerts, refetchAlerts] = useQuery({ query: AlertsQuery, variables: { includeSilenced: true } });
+  const [raised] = useSubscription({ query: AlertRaisedSubscription, pause: signedOut });
+  useEffect(() => {
+    if (signedOut) return undefined;
+    const t = window.setInterval(() => refetchAlerts({ requestPolicy: 'network-only' }), BADGE_REFRESH_MS);
+    return () => window.clearInterval(t);
+  }, [refetchAlerts, signedOut]);
   const [maint, refetchMaint] = useQuery({ query: MaintenanceQuery });
 
   const latest = raised.data?.alertRaised;
@@ -180,8 +216,9 @@ export function Layout({ children }: { children?: ReactNode }) {
     ['shift+?', help.open],
   ]);
 
-  const alertCount = alerts.data?.alerts.length ?? 0;
-  const critical = alerts.data?.alerts.some((a) => a.severity === 'CRITICAL') ?? false;
+  const badges = alertBadges(alerts.data?.alerts ?? []);
+  const alertCount = badges.unacknowledged;
+  const critical = badges.critical;
 
   return (
     <MaintenanceContext.Provider value={maintenance}>
@@ -190,10 +227,10 @@ export function Layout({ children }: { children?: ReactNode }) {
       </Anchor>
       <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'md', collapsed: { mobile: !navOpened } }} padding="md">
         <AppShell.Header>
-          <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group h="100%" px={{ base: 'xs', sm: 'md' }} justify="space-between" wrap="nowrap" className="app-header">
             <Group gap="sm" wrap="nowrap">
               <Burger opened={navOpened} onClick={nav.toggle} hiddenFrom="md" size="sm" aria-label="Toggle navigation" />
-              <Anchor component={Link} to="/admin" underline="never" c="inherit">
+              <Anchor component={Link} to="/admin" underline="never" c="inherit" className="brand" aria-label="Baton: jobs">
                 <Text fw={700} size="lg">
                   Baton
                 </Text>
@@ -201,14 +238,14 @@ export function Layout({ children }: { children?: ReactNode }) {
               <LiveIndicator />
             </Group>
             <Group gap="xs" wrap="nowrap">
-              <Tooltip label={alertCount === 0 ? 'No active alerts' : `${alertCount} active alert(s)`} withArrow>
+              <Tooltip label={alertCount === 0 ? 'No unacknowledged alerts' : `${alertCount} active alert(s) not acknowledged`} withArrow>
                 <Indicator label={alertCount} size={18} color={critical ? 'red' : 'orange'} disabled={alertCount === 0} offset={4}>
                   <ActionIcon
                     component={Link}
                     to="/admin/alerts"
                     variant="default"
                     size="lg"
-                    aria-label={`Alerts: ${alertCount} active`}
+                    aria-label={`Alerts: ${alertCount} unacknowledged`}
                     data-testid="alerts-badge"
                     data-count={alertCount}
                   >
@@ -217,16 +254,23 @@ export function Layout({ children }: { children?: ReactNode }) {
                 </Indicator>
               </Tooltip>
               <Tooltip label={`Logged in as ${viewer.name}`} withArrow>
-                <Badge size="lg" variant="light" color={viewer.role === 'VIEWER' ? 'gray' : 'blue'} data-testid="viewer-role" data-role={viewer.role} tabIndex={0}>
-                  <Text span size="xs" fw={700} visibleFrom="sm">
-                    {viewer.name} ·{' '}
-                  </Text>
+                <Badge
+                  size="lg"
+                  variant="light"
+                  className="pill"
+                  color={viewer.role === 'VIEWER' ? 'gray' : 'blue'}
+                  data-testid="viewer-role"
+                  data-role={viewer.role}
+                  tabIndex={0}
+                  aria-label={`Logged in as ${viewer.name}, ${roleLabel(viewer.role)}`}
+                >
+                  <span className="pill-name">{viewer.name} · </span>
                   {roleLabel(viewer.role)}
                 </Badge>
               </Tooltip>
               <ColorSchemeToggle />
               <Tooltip label="Keyboard shortcuts (?)" withArrow>
-                <ActionIcon variant="default" size="lg" aria-label="Keyboard shortcuts" onClick={help.open}>
+                <ActionIcon variant="default" size="lg" aria-label="Keyboard shortcuts" onClick={help.open} visibleFrom="sm">
                   <IconHelpCircle size={18} />
                 </ActionIcon>
               </Tooltip>
@@ -249,8 +293,12 @@ export function Layout({ children }: { children?: ReactNode }) {
                 leftSection={<n.icon size={18} />}
                 rightSection={
                   n.to === '/admin/alerts' && alertCount > 0 ? (
-                    <Badge size="sm" color={critical ? 'red' : 'orange'} circle>
+                    <Badge size="sm" color={critical ? 'red' : 'orange'} data-testid="nav-badge-alerts" aria-label={`${alertCount} unacknowledged`}>
                       {alertCount}
+                    </Badge>
+                  ) : n.to === '/admin/ambiguous' && badges.ambiguous > 0 ? (
+                    <Badge size="sm" color="grape" data-testid="nav-badge-ambiguous" aria-label={`${badges.ambiguous} in doubt`}>
+                      {badges.ambiguous}
                     </Badge>
                   ) : (
                     <Kbd size="xs" visibleFrom="lg">
@@ -265,6 +313,7 @@ export function Layout({ children }: { children?: ReactNode }) {
           </Stack>
         </AppShell.Navbar>
         <AppShell.Main id="main" tabIndex={-1}>
+          {signedOut && <SignedOutBanner />}
           {maintenance.on && (
             <Alert
               color="yellow"

@@ -100,13 +100,18 @@ func (p *Pruner) PruneJob(ctx context.Context, f store.Fence, job string) (strin
 	return "pruned " + strings.Join(done, ", "), nil
 }
 
-// PruneAudit deletes the audit rows past their period and returns what it deleted.
+// PruneAudit deletes the audit rows, and the alarm episodes resolved, past the audit period,
+// and returns what it deleted.
 func (p *Pruner) PruneAudit(ctx context.Context, f store.Fence) (string, error) {
 	n, err := p.prune(ctx, f, store.PruneAuditLog, "", p.Periods.AuditLog)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("pruned %d audit rows", n), nil
+	a, err := p.prune(ctx, f, store.PruneAlertHistory, "", p.Periods.AuditLog)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pruned %d audit rows and %d alarm episodes", n, a), nil
 }
 
 // prune deletes table's rows older than age in fenced batches until none is due. A negative

@@ -59,6 +59,8 @@ func Run(t *testing.T, open Open) {
 		{"ScheduleState", testScheduleState},
 		{"OneRunPerScheduledFire", testOneRunPerScheduledFire},
 		{"AutoResumeClaimedOnce", testAutoResumeClaimedOnce},
+		{"AlertEpisodesOpenOnce", testAlertEpisodesOpenOnce},
+		{"AuditStoredSanitized", testAuditStoredSanitized},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
