@@ -90,7 +90,9 @@ func TestRunsFilters(t *testing.T) {
 	f := newFilterFixture(t)
 	at := func(i int) *time.Time { v := f.base.Add(time.Duration(i) * time.Minute); return &v }
 	statuses := []bt.RunStatus{bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused}
-	trig := func(i int) bt.Trigger { return []bt.Trigger{bt.TriggerScheduled, bt.TriggerManual, bt.TriggerReplay}[i/20] }
+	trig := func(i int) bt.Trigger {
+		return []bt.Trigger{bt.TriggerScheduled, bt.TriggerManual, bt.TriggerReplay}[i/20]
+	}
 	job := func(i int) string { return []string{"a", "b", "c"}[i%3] }
 	cases := []struct {
 		name string
