@@ -164,7 +164,9 @@ func complexity() generated.ComplexityRoot {
 	list := func(child int) int { return 1 + estimatedListSize*max(child, 1) }
 	c.Query.Jobs = func(child int, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.Alerts = list
-	c.Query.Runs = func(child int, _ *string, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
+	c.Query.Runs = func(child int, _ *string, _ []bt.RunStatus, _ *model.RunsFilter, first *int, _ *string) int {
+		return pageCost(child, first)
+	}
 	c.Query.Ledger = func(child int, _ string, _ []bt.LedgerState, _ *string, _ *int, _ *string, first *int, _ *string) int {
 		return pageCost(child, first)
 	}
