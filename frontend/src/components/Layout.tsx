@@ -30,6 +30,7 @@ import {
   IconListDetails,
   IconLogout,
   IconMoon,
+  IconPlayerPlay,
   IconQuestionMark,
   IconRepeat,
   IconSun,
@@ -57,6 +58,7 @@ export function useMaintenance(): MaintenanceValue {
 
 const NAV = [
   { to: '/admin', label: 'Jobs', icon: IconBriefcase, key: '1', exact: true },
+  { to: '/admin/runs', label: 'Runs', icon: IconPlayerPlay, key: '7' },
   { to: '/admin/replays', label: 'Replays', icon: IconRepeat, key: '2' },
   { to: '/admin/ambiguous', label: 'Ambiguous queue', icon: IconQuestionMark, key: '3' },
   { to: '/admin/alerts', label: 'Alerts', icon: IconBell, key: '4' },
@@ -65,7 +67,7 @@ const NAV = [
 ] as const;
 
 function isCurrent(pathname: string, to: string, exact: boolean): boolean {
-  if (exact) return pathname === to || pathname === `${to}/` || pathname.startsWith('/admin/jobs') || pathname.startsWith('/admin/runs');
+  if (exact) return pathname === to || pathname === `${to}/` || pathname.startsWith('/admin/jobs');
   return pathname === to || pathname.startsWith(`${to}/`);
 }
 
