@@ -125,6 +125,23 @@ export const RunsQuery = graphql(`
   }
 `);
 
+export const RunTimelineQuery = graphql(`
+  query RunTimeline($id: ID!) {
+    run(id: $id) {
+      id
+      status
+      finishedAt
+      events {
+        at
+        kind
+        detail
+        actor
+        shard
+      }
+    }
+  }
+`);
+
 export const AllRunsQuery = graphql(`
   query AllRuns($filter: RunsFilter, $first: Int, $after: String) {
     runs(filter: $filter, first: $first, after: $after) {

@@ -1,5 +1,9 @@
-import { screen } from '@testing-library/react';
+import { act, screen } from '@testing-library/react';
+import type { OperationResult } from '@urql/core';
+import type { ReactElement } from 'react';
+import { Client, Provider } from 'urql';
 import { describe, expect, it } from 'vitest';
+import { makeSubject, never } from 'wonka';
 
 import { renderWith } from '../test/render';
 import { layoutTimeline, RunTimeline, type TimelineEventInput } from './RunTimeline';
@@ -43,9 +47,12 @@ describe('layoutTimeline', () => {
   });
 });
 
+const idle = { executeQuery: () => never, executeMutation: () => never, executeSubscription: () => never } as unknown as Client;
+const withClient = (ui: ReactElement, client: Client = idle) => renderWith(<Provider value={client}>{ui}</Provider>);
+
 describe('RunTimeline', () => {
   it('draws one mark per event on one lane and counts the renewals', () => {
-    renderWith(<RunTimeline events={events} startedAt="2026-03-01T10:00:00Z" finishedAt="2026-03-01T10:01:40Z" status="CANCELLED" />);
+    withClient(<RunTimeline events={events} startedAt="2026-03-01T10:00:00Z" finishedAt="2026-03-01T10:01:40Z" status="CANCELLED" />);
     const axis = screen.getByTestId('run-time-axis');
     expect(axis).toHaveAttribute('data-lanes', '1');
     expect(axis).toHaveAttribute('data-renewals', '2');
@@ -56,5 +63,32 @@ describe('RunTimeline', () => {
     expect(
       screen.getByRole('img', { name: /Requested, Activated, Pause requested, Pause lifted, Cancel requested, Finished; 2 lease renewals/ }),
     ).toBeInTheDocument();
+  });
+
+  it('shows the renewals recorded after the page opened, from its own read of the run', () => {
+    const results = makeSubject<OperationResult>();
+    let operation: Parameters<Client['executeQuery']>[0] | undefined;
+    const client = {
+      executeQuery: (op: Parameters<Client['executeQuery']>[0]) => {
+        operation = op;
+        return results.source;
+      },
+      executeMutation: () => never,
+      executeSubscription: () => never,
+    } as unknown as Client;
+    const running = events.slice(0, 3);
+    withClient(<RunTimeline runId="UnVuOjU=" events={running} startedAt="2026-03-01T10:00:00Z" finishedAt={null} status="RUNNING" />, client);
+    expect(screen.getByTestId('run-time-axis')).toHaveAttribute('data-renewals', '1');
+    expect(operation?.variables).toEqual({ id: 'UnVuOjU=' });
+    const later = [...running, { at: '2026-03-01T10:00:31Z', kind: 'LEASE_RENEWED', detail: 'lease until …', actor: '', shard: null }];
+    act(() =>
+      results.next({
+        operation: operation!,
+        data: { run: { __typename: 'Run', id: 'UnVuOjU=', status: 'RUNNING', finishedAt: null, events: later } },
+        stale: false,
+        hasNext: false,
+      } as OperationResult),
+    );
+    expect(screen.getByTestId('run-time-axis')).toHaveAttribute('data-renewals', '2');
   });
 });

@@ -1,10 +1,14 @@
 // A run's life on a time axis: requested, activated, lease renewals, pause and cancel requests,
 // stop-condition trips and the end, one lane per shard (one lane while runs have one shard).
 import { Card, Group, Stack, Text, Title, useComputedColorScheme } from '@mantine/core';
+import { useElementSize } from '@mantine/hooks';
+import { useEffect } from 'react';
+import { useQuery } from 'urql';
 
+import { RunTimelineQuery } from '../api/runs';
 import type { RunStatus, RunTimelineKind } from '../gql/graphql';
 import { useNow } from '../hooks/useNow';
-import { runStatusMeta } from '../model/status';
+import { isActive, runStatusMeta } from '../model/status';
 import { formatDateTime, formatDuration } from '../model/time';
 
 /** One event as Run.events gives it. */
@@ -94,14 +98,15 @@ export function layoutTimeline(events: readonly TimelineEventInput[], startedAt:
   return { start, end, lanes, active };
 }
 
-const W = 1000;
+/** How often an active run's events are read again. */
+const REREAD_MS = 5000;
 const LANE_H = 34;
 const TOP = 8;
 const LABEL_W = 64;
 
-function Shape({ m, y, color }: { m: Mark; y: number; color: string }) {
+function Shape({ m, y, color, w }: { m: Mark; y: number; color: string; w: number }) {
   const meta = KIND[m.event.kind];
-  const x = LABEL_W + m.x * (W - LABEL_W - 12);
+  const x = LABEL_W + m.x * (w - LABEL_W - 12);
   const title = `${meta.label} · ${formatDateTime(m.event.at)}${m.event.actor ? ` · by ${m.event.actor}` : ''}${m.event.detail ? ` · ${m.event.detail}` : ''}`;
   const common = {
     'data-kind': m.event.kind,
@@ -149,18 +154,36 @@ const STATUS_HEX: Record<string, string> = {
  * and grows as time passes.
  */
 export function RunTimeline({
-  events,
+  runId,
+  events: given,
   startedAt,
-  finishedAt,
-  status,
+  finishedAt: givenEnd,
+  status: givenStatus,
 }: {
+  /** When set, the events are read again every few seconds while the run is active. */
+  runId?: string;
   events: readonly TimelineEventInput[];
   startedAt: string;
   finishedAt: string | null | undefined;
   status: RunStatus;
 }) {
+  // Renewals and requests are recorded as they happen; the page's own query is a snapshot.
+  const [{ data }, reread] = useQuery({ query: RunTimelineQuery, variables: { id: runId ?? '' }, pause: !runId, requestPolicy: 'network-only' });
+  const fresh = data?.run && data.run.id === runId ? data.run : null;
+  const status = fresh?.status ?? givenStatus;
+  const finishedAt = fresh ? fresh.finishedAt : givenEnd;
+  const events = fresh && fresh.events.length >= given.length ? fresh.events : given;
+  const live = Boolean(runId) && isActive(status);
+  useEffect(() => {
+    if (!live) return;
+    const t = window.setInterval(() => reread({ requestPolicy: 'network-only' }), REREAD_MS);
+    return () => window.clearInterval(t);
+  }, [live, reread]);
   const now = useNow(finishedAt ? 3_600_000 : 1000);
   const dark = useComputedColorScheme('light') === 'dark';
+  const { ref, width } = useElementSize();
+  const w = Math.max(280, Math.round(width) || 1000);
+  const narrow = w < 640;
   const layout = layoutTimeline(events, startedAt, finishedAt, now);
   const height = TOP * 2 + layout.lanes.length * LANE_H + 18;
   const axis = dark ? '#5c5f66' : '#ced4da';
@@ -168,16 +191,18 @@ export function RunTimeline({
   const endColor = STATUS_HEX[runStatusMeta(status).color] ?? '#495057';
   const renewals = events.filter((e) => e.kind === 'LEASE_RENEWED').length;
   const notable = events.filter((e) => e.kind !== 'LEASE_RENEWED');
-  const xOf = (f: number) => LABEL_W + f * (W - LABEL_W - 12);
+  const xOf = (f: number) => LABEL_W + f * (w - LABEL_W - 12);
+  const stamp = (t: number) => (narrow ? new Date(t).toLocaleTimeString() : formatDateTime(new Date(t).toISOString()));
   return (
     <Card withBorder radius="md">
       <Title order={2} size="h4" mb="sm">
         Life of the run
       </Title>
-      <Stack gap={6} data-testid="run-time-axis" data-lanes={layout.lanes.length} data-renewals={renewals}>
+      <Stack gap={6} ref={ref} data-testid="run-time-axis" data-lanes={layout.lanes.length} data-renewals={renewals}>
         <svg
-          viewBox={`0 0 ${W} ${height}`}
+          viewBox={`0 0 ${w} ${height}`}
           width="100%"
+          height={height}
           role="img"
           aria-label={`Timeline of the run: ${notable.map((e) => KIND[e.kind].label).join(', ')}; ${renewals} lease renewals`}
         >
@@ -188,21 +213,21 @@ export function RunTimeline({
                 <text x={0} y={y + 4} fontSize={12} fill={text}>
                   {lane.shard ?? 'run'}
                 </text>
-                <line x1={LABEL_W} x2={W - 12} y1={y} y2={y} stroke={axis} strokeWidth={2} />
+                <line x1={LABEL_W} x2={w - 12} y1={y} y2={y} stroke={axis} strokeWidth={2} />
                 {i === 0 && layout.active && (
                   <line x1={xOf(layout.active[0])} x2={xOf(layout.active[1])} y1={y} y2={y} stroke={endColor} strokeOpacity={0.45} strokeWidth={6} />
                 )}
                 {lane.marks.map((m, k) => (
-                  <Shape key={k} m={m} y={y} color={endColor} />
+                  <Shape key={k} m={m} y={y} color={endColor} w={w} />
                 ))}
               </g>
             );
           })}
           <text x={LABEL_W} y={height - 4} fontSize={11} fill={text}>
-            {formatDateTime(new Date(layout.start).toISOString())}
+            {stamp(layout.start)}
           </text>
-          <text x={W - 12} y={height - 4} fontSize={11} fill={text} textAnchor="end">
-            {finishedAt ? formatDateTime(new Date(layout.end).toISOString()) : 'now'} · {formatDuration(layout.end - layout.start)}
+          <text x={w - 12} y={height - 4} fontSize={11} fill={text} textAnchor="end">
+            {finishedAt ? stamp(layout.end) : 'now'} · {formatDuration(layout.end - layout.start)}
           </text>
         </svg>
         <Group gap="md" wrap="wrap">

@@ -218,6 +218,14 @@ function Filters({ filter, onChange }: { filter: RunsFilterState; onChange: (f: 
 }
 
 export function RunsPage() {
+  // A socket that connected again missed events: read the page afresh.
+  const [reconnects, bump] = useReducer((n: number) => n + 1, 0);
+  useOnReconnect(bump);
+  return <RunsView reconnects={reconnects} />;
+}
+
+/** RunsView is the runs page; reconnects counts the subscription socket's reconnections. */
+export function RunsView({ reconnects }: { reconnects: number }) {
   const [params, setParams] = useSearchParams();
   const { filter, problems } = useMemo(() => parseRunsFilter(params), [params]);
   const key = runsFilterParams(filter).toString();
@@ -226,7 +234,6 @@ export function RunsPage() {
   useEffect(() => reset(), [key, reset]);
   // A relative window is taken from the moment the filter was set (or the page refreshed).
   const [epoch, bumpEpoch] = useReducer((n: number) => n + 1, 0);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
   const input = useMemo(() => toRunsFilterInput(filter, Date.now()), [key, epoch]);
   const [{ data, fetching, error }, refetch] = useQuery({
     query: AllRunsQuery,
@@ -237,9 +244,13 @@ export function RunsPage() {
     bumpEpoch();
     refetch({ requestPolicy: 'network-only' });
   };
-  useOnReconnect(refresh);
+  useEffect(() => {
+    if (reconnects > 0) {
+      bumpEpoch();
+      refetch({ requestPolicy: 'network-only' });
+    }
+  }, [reconnects, refetch]);
 
-  // eslint-disable-next-line react-hooks/exhaustive-deps
   const reducer = useMemo(() => reduceLive(filter), [key]);
   const [live] = useSubscription(
     {
