@@ -169,10 +169,11 @@ export function RunTimeline({
 }) {
   // Renewals and requests are recorded as they happen; the page's own query is a snapshot.
   const [{ data }, reread] = useQuery({ query: RunTimelineQuery, variables: { id: runId ?? '' }, pause: !runId, requestPolicy: 'network-only' });
-  const fresh = data?.run && data.run.id === runId ? data.run : null;
-  const status = fresh?.status ?? givenStatus;
+  // Whichever read saw more of the run's life is the newer one; its status and end go with it.
+  const fresh = data?.run && data.run.id === runId && data.run.events.length >= given.length ? data.run : null;
+  const status = fresh ? fresh.status : givenStatus;
   const finishedAt = fresh ? fresh.finishedAt : givenEnd;
-  const events = fresh && fresh.events.length >= given.length ? fresh.events : given;
+  const events = fresh ? fresh.events : given;
   const live = Boolean(runId) && isActive(status);
   useEffect(() => {
     if (!live) return;

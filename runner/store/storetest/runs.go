@@ -1,4 +1,4 @@
-package postgres_test
+package storetest
 
 import (
 	"context"
@@ -7,29 +7,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
-	"github.com/baton-run/baton/runner/postgres"
 	"github.com/baton-run/baton/runner/store"
 )
 
 // filterFixture is 60 runs over three jobs, with known triggers, instances, statuses and start
 // times (one per minute, run i started i minutes after base).
 type filterFixture struct {
-	s    *postgres.Store
+	s    store.Store
 	ids  []int64 // in insertion order
 	base time.Time
 }
 
-func newFilterFixture(t *testing.T) *filterFixture {
+func newFilterFixture(t *testing.T, open Open) *filterFixture {
 	t.Helper()
 	ctx := context.Background()
-	pool := testenv.Postgres(t)
-	s := postgres.New(pool)
+	db := open(t)
+	s, pool := db.Store, db.Pool
+	var defaults []store.JobDefaults
 	for _, j := range []string{"a", "b", "c"} {
-		if err := s.EnsureJob(ctx, store.JobDefaults{Name: j, Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
-			t.Fatal(err)
-		}
+		defaults = append(defaults, store.JobDefaults{Name: j, Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90})
+	}
+	if err := s.EnsureJobs(ctx, defaults); err != nil {
+		t.Fatal(err)
 	}
 	f := &filterFixture{s: s, base: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	triggers := []bt.Trigger{bt.TriggerScheduled, bt.TriggerManual, bt.TriggerReplay}
@@ -83,11 +83,11 @@ func (f *filterFixture) all(t *testing.T, rf store.RunFilter, size int) []int64 
 	}
 }
 
-// TestRunsFilters lists runs by each filter alone and combined, in pages of 7: each list holds
+// testRunsFilters lists runs by each filter alone and combined, in pages of 7: each list holds
 // exactly the runs that match, newest first, without duplicates or gaps across pages.
-func TestRunsFilters(t *testing.T) {
+func testRunsFilters(t *testing.T, open Open) {
 	t.Parallel()
-	f := newFilterFixture(t)
+	f := newFilterFixture(t, open)
 	at := func(i int) *time.Time { v := f.base.Add(time.Duration(i) * time.Minute); return &v }
 	statuses := []bt.RunStatus{bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused}
 	trig := func(i int) bt.Trigger {
@@ -134,10 +134,10 @@ func TestRunsFilters(t *testing.T) {
 	}
 }
 
-// TestRunsOfJobsFilters applies the same filters per job in the batched read the job pages use.
-func TestRunsOfJobsFilters(t *testing.T) {
+// testRunsOfJobsFilters applies the same filters per job in the batched read the job pages use.
+func testRunsOfJobsFilters(t *testing.T, open Open) {
 	t.Parallel()
-	f := newFilterFixture(t)
+	f := newFilterFixture(t, open)
 	got, err := f.s.RunsOfJobs(context.Background(), []string{"a", "b"}, store.RunFilter{Instance: "i-1", Triggers: []bt.Trigger{bt.TriggerReplay}, Limit: 50})
 	if err != nil {
 		t.Fatal(err)
@@ -154,16 +154,16 @@ func TestRunsOfJobsFilters(t *testing.T) {
 	}
 }
 
-// TestRunEventsRecorded drives a run through the store as a worker and an operator would:
+// testRunEventsRecorded drives a run through the store as a worker and an operator would:
 // activation, two renewals, a job pause and its lifting, maintenance on and off, a cancel
 // request and an end by a stop condition. Each is recorded once, in order, with its actor; a
 // refused renewal (wrong token) records nothing; the read keeps only the latest renewals when
 // asked to.
-func TestRunEventsRecorded(t *testing.T) {
+func testRunEventsRecorded(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
-	s := postgres.New(testenv.Postgres(t))
-	if err := s.EnsureJob(ctx, store.JobDefaults{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}); err != nil {
+	s := open(t).Store
+	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "i", Token: "tok", LeaseSeconds: 60})
