@@ -59,6 +59,7 @@ func runsFilter(jobName *string, status []bt.RunStatus, in *model.RunsFilter) (r
 // first.
 func (r *Resolver) runTimeline(ctx context.Context, run *bt.RunRecord) ([]*model.RunTimelineEvent, error) {
 	marks := timeline(run)
+	marks[0].Actor = run.RequestedBy // the request is the requester's
 	recorded, err := r.loaders(ctx).runEvents.Load(ctx, run.ID)
 	if err != nil {
 		return nil, err
@@ -93,10 +94,11 @@ func (r *Resolver) cancelRuns(ctx context.Context, input model.CancelRunsInput) 
 	results, err := r.runner.Runs().CancelMany(ctx, ids, actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "runIds")
-		if ue != nil {
-			out.UserErrors = ue
+		if err != nil {
+			return nil, err
 		}
-		return out, err
+		out.UserErrors = ue
+		return out, nil
 	}
 	// Each result's index among the distinct ids maps back to the first position it was asked at.
 	pos := make(map[int64]int, len(ids))

@@ -334,7 +334,7 @@ func TestRunEventsTimeline(t *testing.T) {
 			t.Errorf("%s has shard %q", e.Kind, *e.Shard)
 		}
 	}
-	want := []string{"REQUESTED", "ACTIVATED", "PAUSE_REQUESTED:" + name, "PAUSE_LIFTED:" + name, "CANCEL_REQUESTED:" + name, "FINISHED"}
+	want := []string{"REQUESTED:" + name, "ACTIVATED", "PAUSE_REQUESTED:" + name, "PAUSE_LIFTED:" + name, "CANCEL_REQUESTED:" + name, "FINISHED"}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("timeline %v, want %v", kinds, want)
 	}

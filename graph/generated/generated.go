@@ -3548,7 +3548,7 @@ input RunsFilter {
 extend type RunTimelineEvent {
   "The shard the event concerns; null for the whole run (every run has one shard today)."
   shard: String
-  "Who caused the event (a token name, 'scheduler', 'system'); empty for the run's own events."
+  "Who caused the event (a token name, 'scheduler', 'system'): the requester of REQUESTED, the operator of a pause or cancel; empty for the run's own events."
   actor: String!
 }
 

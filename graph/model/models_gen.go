@@ -251,7 +251,7 @@ type RunTimelineEvent struct {
 	Detail string          `json:"detail"`
 	// The shard the event concerns; null for the whole run (every run has one shard today).
 	Shard *string `json:"shard,omitempty"`
-	// Who caused the event (a token name, 'scheduler', 'system'); empty for the run's own events.
+	// Who caused the event (a token name, 'scheduler', 'system'): the requester of REQUESTED, the operator of a pause or cancel; empty for the run's own events.
 	Actor string `json:"actor"`
 }
 
