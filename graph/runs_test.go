@@ -274,7 +274,9 @@ func TestCancelRunsRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: cancelled %v", c.name, p.CancelRuns.Runs)
 		}
 	}
-	var data struct{ Run struct{ CancelRequested bool } }
+	var data struct {
+		Run struct{ CancelRequested bool }
+	}
 	i.post(t, op, `query($id: ID!) { run(id: $id) { cancelRequested } }`, map[string]any{"id": x}).decode(t, &data)
 	if data.Run.CancelRequested {
 		t.Fatal("a refused request cancelled a run")
