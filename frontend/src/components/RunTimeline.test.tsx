@@ -60,6 +60,7 @@ describe('RunTimeline', () => {
     expect(kinds).toEqual(events.map((e) => e.kind));
     expect(screen.getByText('Lease renewed ×2')).toBeInTheDocument();
     expect(screen.getByText('Cancel requested')).toBeInTheDocument();
+    expect(screen.getByText('Ended cancelled')).toBeInTheDocument();
     expect(
       screen.getByRole('img', { name: /Requested, Activated, Pause requested, Pause lifted, Cancel requested, Finished; 2 lease renewals/ }),
     ).toBeInTheDocument();

@@ -246,7 +246,7 @@ export function RunTimeline({
                   }}
                 />
                 <Text size="xs" c="dimmed">
-                  {KIND[k].label}
+                  {k === 'FINISHED' ? `Ended ${runStatusMeta(status).label.toLowerCase()}` : KIND[k].label}
                   {k === 'LEASE_RENEWED' ? ` ×${renewals}` : ''}
                 </Text>
               </Group>
