@@ -144,6 +144,25 @@ test('a run number opens the run; its time axis shows the lease renewals as they
   await page.getByText('No such run').waitFor();
 });
 
+test('a pause is on the time axis: requested by the operator, and the run ends paused', async () => {
+  const n = started['demo-collect'];
+  await page.goto(`/admin/runs/${n}`);
+  await page.getByTestId('run-time-axis').waitFor();
+  await gql(TOKENS.operator, `mutation { pauseJob(input: {name: "demo-collect"}) { userErrors { code } } }`);
+  await until(`run #${n} to end PAUSED`, async () => (await runOf(n)).status === 'PAUSED', 60_000);
+  const axis = page.getByTestId('run-time-axis');
+  await until('the pause request and the end on the axis', async () => {
+    const kinds = await page.getByTestId('run-timeline-mark').evaluateAll((m) => m.map((x) => x.getAttribute('data-kind')));
+    return kinds.includes('PAUSE_REQUESTED') && kinds.at(-1) === 'FINISHED';
+  });
+  await axis.getByText('Ended paused').waitFor();
+  await shot(page, 'runs-04-paused-timeline-1280');
+  // Resuming the job continues the paused run with a RESUME run: the run to cancel next.
+  const d = await gql(TOKENS.operator, `mutation { resumeJob(input: {name: "demo-collect"}) { run { number } userErrors { code } } }`);
+  assert.ok(d.resumeJob.run, `resumeJob: ${JSON.stringify(d.resumeJob)}`);
+  started['demo-collect'] = d.resumeJob.run.number;
+});
+
 test('cancel the selected runs from the runs page: one audit entry lists them', async () => {
   const n = started['demo-collect'];
   await page.goto('/admin/runs?status=STARTING,RUNNING');
@@ -168,7 +187,7 @@ test('cancel the selected runs from the runs page: one audit entry lists them', 
     const kinds = await page.getByTestId('run-timeline-mark').evaluateAll((m) => m.map((x) => x.getAttribute('data-kind')));
     return kinds.includes('CANCEL_REQUESTED') && kinds.at(-1) === 'FINISHED';
   });
-  await shot(page, 'runs-04-cancelled-timeline-1280');
+  await shot(page, 'runs-05-cancelled-timeline-1280');
 });
 
 test('on a phone the runs page and the time axis fit', async () => {
@@ -179,10 +198,10 @@ test('on a phone the runs page and the time axis fit', async () => {
   assert.ok(await phone.getByTestId('runs-cancel-selected').isDisabled());
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 1, `the page is ${overflow}px wider than the screen`);
-  await shot(phone, 'runs-05-list-390');
+  await shot(phone, 'runs-06-list-390');
   await phone.goto(`/admin/runs/${started['demo-collect']}`);
   await phone.getByTestId('run-time-axis').waitFor();
-  await shot(phone, 'runs-06-timeline-390');
+  await shot(phone, 'runs-07-timeline-390');
   assert.deepEqual(phone.consoleErrors, []);
   await phone.context().close();
   assert.deepEqual(page.consoleErrors, []);
