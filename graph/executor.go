@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -201,6 +202,19 @@ func auditTarget(action string, args map[string]any) string {
 	}
 	if action == "setMaintenance" {
 		return "cluster"
+	}
+	if ids, ok := args["runIds"].([]any); ok {
+		// A bulk action on runs: runs:<n>,<n>,… as the runner records it.
+		nums := make([]string, 0, len(ids))
+		for _, v := range ids {
+			id, _ := v.(string)
+			if n, ok := decodeIntID(id, typeRun); ok {
+				nums = append(nums, strconv.FormatInt(n, 10))
+			} else {
+				nums = append(nums, "?")
+			}
+		}
+		return "runs:" + strings.Join(nums, ",")
 	}
 	return ""
 }

@@ -165,7 +165,9 @@ func complexity() generated.ComplexityRoot {
 	c.Query.Jobs = func(child int, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.Alerts = func(child int, _ *bool) int { return list(child) }
 	c.Query.AlertHistory = func(child int, _ *string, first *int, _ *string) int { return pageCost(child, first) }
-	c.Query.Runs = func(child int, _ *string, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
+	c.Query.Runs = func(child int, _ *string, _ []bt.RunStatus, _ *model.RunsFilter, first *int, _ *string) int {
+		return pageCost(child, first)
+	}
 	c.Query.Ledger = func(child int, _ string, _ []bt.LedgerState, _ *string, _ *int, _ *string, first *int, _ *string) int {
 		return pageCost(child, first)
 	}

@@ -32,6 +32,8 @@ type loaders struct {
 	jobRuns *dataloadgen.Loader[runsKey, []*bt.RunRecord]
 	// runErrors are pages of the error rows of a run (Run.errors), fetched with one extra row.
 	runErrors *dataloadgen.Loader[errorsKey, []bt.RunError]
+	// runEvents are the recorded events of a run (Run.events).
+	runEvents *dataloadgen.Loader[int64, []runner.TimelineEvent]
 	now       func(ctx context.Context) (time.Time, error)
 }
 
@@ -116,6 +118,10 @@ func newLoaders(r *runner.Runner) *loaders {
 		}, opts...),
 		runErrors: dataloadgen.NewLoader(func(ctx context.Context, keys []errorsKey) ([][]bt.RunError, []error) {
 			return errorsOfRuns(ctx, runs, keys)
+		}, opts...),
+		runEvents: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([][]runner.TimelineEvent, []error) {
+			m, err := runs.EventsOfRuns(ctx, ids, maxTimelineRenewals)
+			return byKey(ids, m, err)
 		}, opts...),
 		// The database clock, read once per response (for next fire times).
 		now: func(ctx context.Context) (time.Time, error) {

@@ -110,12 +110,13 @@ func timePointers(ts []time.Time) []*time.Time {
 }
 
 // runsPage lists runs newest first, of one job (or all when job is "").
-func (r *Resolver) runsPage(ctx context.Context, job string, status []bt.RunStatus, first *int, after *string) (*model.RunConnection, error) {
+func (r *Resolver) runsPage(ctx context.Context, f runner.RunFilter, first *int, after *string) (*model.RunConnection, error) {
 	p, err := parsePage(first, after, cursorRuns)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := r.runner.Runs().List(ctx, runner.RunFilter{JobName: job, Statuses: status, BeforeID: p.after, Limit: p.first + 1})
+	f.BeforeID, f.Limit = p.after, p.first+1
+	runs, err := r.runner.Runs().List(ctx, f)
 	if err != nil {
 		return nil, err
 	}

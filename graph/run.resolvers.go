@@ -34,12 +34,12 @@ func (r *mutationResolver) CancelRun(ctx context.Context, input model.CancelRunI
 }
 
 // Runs is the resolver for the runs field.
-func (r *queryResolver) Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error) {
-	job := ""
-	if jobName != nil {
-		job = *jobName
+func (r *queryResolver) Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) (*model.RunConnection, error) {
+	f, err := runsFilter(jobName, status, filter)
+	if err != nil {
+		return nil, err
 	}
-	return r.runsPage(ctx, job, status, first, after)
+	return r.runsPage(ctx, f, first, after)
 }
 
 // Run is the resolver for the run field.
@@ -151,7 +151,7 @@ func (r *runResolver) LedgerSummary(ctx context.Context, obj *batontype.RunRecor
 
 // Events is the resolver for the events field.
 func (r *runResolver) Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error) {
-	return timeline(obj), nil
+	return r.runTimeline(ctx, obj)
 }
 
 // Outcome is the resolver for the outcome field.

@@ -57,3 +57,27 @@ func (s *RunService) Errors(ctx context.Context, runID, afterID int64, limit int
 func (s *RunService) ErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error) {
 	return s.r.store.RunErrorsOfRuns(ctx, runIDs, afterID, limit)
 }
+
+// TimelineEvent is one recorded event in a run's life between its start and its end: a lease
+// renewal, a pause requested or lifted, a cancel request, a stop condition's trip. (RunEvent
+// is a change of a run's state as the EventSink sees it.)
+type TimelineEvent = store.RunEvent
+
+// TimelineKind names a recorded run event.
+type TimelineKind = store.RunEventKind
+
+// Recorded run events.
+const (
+	EventLeaseRenewed    = store.EventLeaseRenewed
+	EventPauseRequested  = store.EventPauseRequested
+	EventPauseLifted     = store.EventPauseLifted
+	EventCancelRequested = store.EventCancelRequested
+	EventStopCondition   = store.EventStopCondition
+)
+
+// EventsOfRuns returns, for each of runIDs, its recorded events oldest first, keyed by run id:
+// all of them but lease renewals, of which only the latest maxRenewals (a long run renews
+// thousands of times).
+func (s *RunService) EventsOfRuns(ctx context.Context, runIDs []int64, maxRenewals int) (map[int64][]TimelineEvent, error) {
+	return s.r.store.RunEventsOfRuns(ctx, runIDs, maxRenewals)
+}

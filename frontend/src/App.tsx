@@ -15,6 +15,8 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { ReplayPage } from './pages/ReplayPage';
 import { ReplaysPage } from './pages/ReplaysPage';
 import { RunPage } from './pages/RunPage';
+import { RunsPage } from './pages/RunsPage';
+import { runIdOfNumber, runPath } from './api/runs';
 import { theme } from './theme';
 
 // GraphiQL (with its editor) is large: it loads only when the playground is opened.
@@ -27,7 +29,16 @@ const PlaygroundPage = lazy(() => import('./pages/PlaygroundPage'));
  */
 function RunRoute() {
   const { id } = useParams();
+  // A run number (/admin/runs/42, as the CLI prints them) opens that run by its global id.
+  if (id && /^\d+$/.test(id) && Number(id) > 0) return <Navigate to={runPath(runIdOfNumber(Number(id)))} replace />;
   return <RunPage key={id} />;
+}
+
+/** ReplayRoute opens /admin/runs/42/replay by the run's global id. */
+function ReplayRoute() {
+  const { id } = useParams();
+  if (id && /^\d+$/.test(id) && Number(id) > 0) return <Navigate to={`${runPath(runIdOfNumber(Number(id)))}/replay`} replace />;
+  return <ReplayPage />;
 }
 
 export function AppRoutes() {
@@ -37,8 +48,9 @@ export function AppRoutes() {
         <Route path="/admin" element={<JobsPage />} />
         <Route path="/admin/jobs" element={<Navigate to="/admin" replace />} />
         <Route path="/admin/jobs/:name" element={<JobPage />} />
+        <Route path="/admin/runs" element={<RunsPage />} />
         <Route path="/admin/runs/:id" element={<RunRoute />} />
-        <Route path="/admin/runs/:id/replay" element={<ReplayPage />} />
+        <Route path="/admin/runs/:id/replay" element={<ReplayRoute />} />
         <Route path="/admin/replays" element={<ReplaysPage />} />
         <Route path="/admin/ambiguous" element={<AmbiguousPage />} />
         <Route path="/admin/alerts" element={<AlertsPage />} />

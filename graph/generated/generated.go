@@ -127,6 +127,11 @@ type ComplexityRoot struct {
 		UserErrors func(childComplexity int) int
 	}
 
+	CancelRunsPayload struct {
+		Runs       func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	CronPreview struct {
 		NextFireTimes func(childComplexity int) int
 		UserErrors    func(childComplexity int) int
@@ -254,6 +259,7 @@ type ComplexityRoot struct {
 		AcknowledgeAlert    func(childComplexity int, input model.AcknowledgeAlertInput) int
 		ApproveReplay       func(childComplexity int, input model.ApproveReplayInput) int
 		CancelRun           func(childComplexity int, input model.CancelRunInput) int
+		CancelRuns          func(childComplexity int, input model.CancelRunsInput) int
 		ExecuteReplay       func(childComplexity int, input model.ExecuteReplayInput) int
 		PauseJob            func(childComplexity int, input model.PauseJobInput) int
 		ReconcileEntry      func(childComplexity int, input model.ReconcileEntryInput) int
@@ -304,7 +310,7 @@ type ComplexityRoot struct {
 		ReplayRequests   func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
 		RestartPreflight func(childComplexity int, name string) int
 		Run              func(childComplexity int, id string) int
-		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, first *int, after *string) int
+		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) int
 	}
 
 	ReconcileEntryPayload struct {
@@ -506,9 +512,11 @@ type ComplexityRoot struct {
 	}
 
 	RunTimelineEvent struct {
+		Actor  func(childComplexity int) int
 		At     func(childComplexity int) int
 		Detail func(childComplexity int) int
 		Kind   func(childComplexity int) int
+		Shard  func(childComplexity int) int
 	}
 
 	SetMaintenancePayload struct {
@@ -616,6 +624,7 @@ type MutationResolver interface {
 	ExecuteReplay(ctx context.Context, input model.ExecuteReplayInput) (*model.ExecuteReplayPayload, error)
 	RejectReplay(ctx context.Context, input model.RejectReplayInput) (*model.RejectReplayPayload, error)
 	CancelRun(ctx context.Context, input model.CancelRunInput) (*model.CancelRunPayload, error)
+	CancelRuns(ctx context.Context, input model.CancelRunsInput) (*model.CancelRunsPayload, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -631,7 +640,7 @@ type QueryResolver interface {
 	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope) (*batontype.Preflight, error)
 	RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error)
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
-	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
+	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) (*model.RunConnection, error)
 	Run(ctx context.Context, id string) (*batontype.RunRecord, error)
 }
 type ReconcileRequestResolver interface {
@@ -993,6 +1002,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CancelRunPayload.UserErrors(childComplexity), true
+
+	case "CancelRunsPayload.runs":
+		if e.ComplexityRoot.CancelRunsPayload.Runs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CancelRunsPayload.Runs(childComplexity), true
+	case "CancelRunsPayload.userErrors":
+		if e.ComplexityRoot.CancelRunsPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CancelRunsPayload.UserErrors(childComplexity), true
 
 	case "CronPreview.nextFireTimes":
 		if e.ComplexityRoot.CronPreview.NextFireTimes == nil {
@@ -1559,6 +1581,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelRun(childComplexity, args["input"].(model.CancelRunInput)), true
+	case "Mutation.cancelRuns":
+		if e.ComplexityRoot.Mutation.CancelRuns == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelRuns(childComplexity, args["input"].(model.CancelRunsInput)), true
 	case "Mutation.executeReplay":
 		if e.ComplexityRoot.Mutation.ExecuteReplay == nil {
 			break
@@ -1927,7 +1960,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Runs(childComplexity, args["jobName"].(*string), args["status"].([]batontype.RunStatus), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Runs(childComplexity, args["jobName"].(*string), args["status"].([]batontype.RunStatus), args["filter"].(*model.RunsFilter), args["first"].(*int), args["after"].(*string)), true
 
 	case "ReconcileEntryPayload.reconcileRequest":
 		if e.ComplexityRoot.ReconcileEntryPayload.ReconcileRequest == nil {
@@ -2449,7 +2482,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.HeartbeatAt(childComplexity), true
-	case "Run.id":
+	case "Run.id", "Run.number":
 		if e.ComplexityRoot.Run.ID == nil {
 			break
 		}
@@ -2765,6 +2798,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RunProgress.Total(childComplexity), true
 
+	case "RunTimelineEvent.actor":
+		if e.ComplexityRoot.RunTimelineEvent.Actor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunTimelineEvent.Actor(childComplexity), true
 	case "RunTimelineEvent.at":
 		if e.ComplexityRoot.RunTimelineEvent.At == nil {
 			break
@@ -2783,6 +2822,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunTimelineEvent.Kind(childComplexity), true
+	case "RunTimelineEvent.shard":
+		if e.ComplexityRoot.RunTimelineEvent.Shard == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunTimelineEvent.Shard(childComplexity), true
 
 	case "SetMaintenancePayload.maintenance":
 		if e.ComplexityRoot.SetMaintenancePayload.Maintenance == nil {
@@ -2940,6 +2985,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ApproveReplayInput", ec.unmarshalInputApproveReplayInput),
 			graphql.NewInputUnmarshaler("AuditFilter", ec.unmarshalInputAuditFilter),
 			graphql.NewInputUnmarshaler("CancelRunInput", ec.unmarshalInputCancelRunInput),
+			graphql.NewInputUnmarshaler("CancelRunsInput", ec.unmarshalInputCancelRunsInput),
 			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
 			graphql.NewInputUnmarshaler("ReconcileEntryInput", ec.unmarshalInputReconcileEntryInput),
@@ -2948,6 +2994,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RequestRestartInput", ec.unmarshalInputRequestRestartInput),
 			graphql.NewInputUnmarshaler("ResolveAmbiguousInput", ec.unmarshalInputResolveAmbiguousInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
+			graphql.NewInputUnmarshaler("RunsFilter", ec.unmarshalInputRunsFilter),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
 			graphql.NewInputUnmarshaler("SilenceAlertInput", ec.unmarshalInputSilenceAlertInput),
 			graphql.NewInputUnmarshaler("StartJobInput", ec.unmarshalInputStartJobInput),
@@ -3924,8 +3971,8 @@ type RejectReplayPayload {
 	{Name: "../run.graphqls", Input: `# Runs: their progress, errors and live updates.
 
 extend type Query {
-  "Runs, newest first."
-  runs(jobName: String, status: [RunStatus!], first: Int, after: String): RunConnection!
+  "Runs, newest first. jobName and status are shorthands for filter.jobName and filter.statuses: give each one way (both: BAD_USER_INPUT)."
+  runs(jobName: String, status: [RunStatus!], filter: RunsFilter, first: Int, after: String): RunConnection!
   "One run, or null."
   run(id: ID!): Run
 }
@@ -3975,7 +4022,7 @@ type Run implements Node {
   errors(first: Int, after: String): RunErrorConnection!
   "Per-state ledger counts of this run."
   ledgerSummary: [LedgerCount!]!
-  "The run's milestones, oldest first: requested, activated, finished."
+  "The run's life, oldest first: requested, activated, its recorded events (lease renewals, the latest 500 of them; pause and cancel requests; stop-condition trips), finished."
   events: [RunTimelineEvent!]!
 }
 
@@ -4071,6 +4118,15 @@ type RunTimelineEvent {
 enum RunTimelineKind {
   REQUESTED
   ACTIVATED
+  "The worker renewed the run's lease (detail: until when)."
+  LEASE_RENEWED
+  "A job pause or maintenance asked the run to stop at its next boundary, PAUSED."
+  PAUSE_REQUESTED
+  "The pause was lifted before the run stopped."
+  PAUSE_LIFTED
+  CANCEL_REQUESTED
+  "A stop condition tripped and the run stopped itself (detail: the condition and its value)."
+  STOP_CONDITION_TRIPPED
   FINISHED
 }
 
@@ -4138,6 +4194,62 @@ extend type Subscription {
   runProgress(runId: ID!): Run!
   "Starts, status changes, progress and ends of the runs of one job, or of all jobs."
   runEvents(jobName: String): RunEvent!
+}
+`, BuiltIn: false},
+	{Name: "../runs.graphqls", Input: `# Runs across all jobs: run numbers, the runs list's filters, a run's recorded timeline, and
+# cancelling many runs at once.
+
+extend type Run {
+  "The run's number: the one the CLI takes (` + "`" + `baton runs show 42` + "`" + `) and the console's /admin/runs/42 opens."
+  number: Int!
+}
+
+"""
+Which runs Query.runs lists. Every field set narrows the list; a list field matches any of its
+values. Each is answered by an index, so any combination pages in time proportional to the page.
+"""
+input RunsFilter {
+  "Runs of this job."
+  jobName: String
+  statuses: [RunStatus!]
+  triggers: [RunTrigger!]
+  "Runs whose worker ran (or runs) on this instance."
+  instance: String
+  "Runs requested at or after this time."
+  startedFrom: Time
+  "Runs requested before this time."
+  startedBefore: Time
+  "The run of this number, if it matches the rest of the filter."
+  number: Int
+}
+
+extend type RunTimelineEvent {
+  "The shard the event concerns; null for the whole run (every run has one shard today)."
+  shard: String
+  "Who caused the event (a token name, 'scheduler', 'system'): the requester of REQUESTED, the operator of a pause or cancel; empty for the run's own events."
+  actor: String!
+}
+
+extend type Mutation {
+  """
+  Asks each of the selected active runs to stop at its next item boundary, as cancelRun does.
+  Recorded as one audit entry (cancelRuns) that lists every run with its outcome. A run that
+  does not exist or has ended gives a user error (NOT_FOUND, NOT_ACTIVE) whose field is
+  ` + "`" + `runIds[i]` + "`" + `, and the others are cancelled all the same. 1 to 100 distinct runs (duplicates
+  count once); more, none, or an id that is not a Run id is INVALID_INPUT and nothing is
+  cancelled.
+  """
+  cancelRuns(input: CancelRunsInput!): CancelRunsPayload @hasRole(role: OPERATOR)
+}
+
+input CancelRunsInput {
+  runIds: [ID!]!
+}
+
+type CancelRunsPayload {
+  "The runs whose cancel was requested, in the order asked."
+  runs: [Run!]!
+  userErrors: [UserError!]!
 }
 `, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `# Baton's admin API: the roots, the Node interface, scalars, roles and the shapes every
@@ -4433,6 +4545,16 @@ func (ec *executionContext) childFields_CancelRunPayload(ctx context.Context, fi
 		return ec.fieldContext_CancelRunPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CancelRunPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_CancelRunsPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "runs":
+		return ec.fieldContext_CancelRunsPayload_runs(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_CancelRunsPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CancelRunsPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_CronPreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4997,6 +5119,8 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_needsAttention(ctx, field)
 	case "attention":
 		return ec.fieldContext_Run_attention(ctx, field)
+	case "number":
+		return ec.fieldContext_Run_number(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Run", field.Name)
 }
@@ -5125,6 +5249,10 @@ func (ec *executionContext) childFields_RunTimelineEvent(ctx context.Context, fi
 		return ec.fieldContext_RunTimelineEvent_kind(ctx, field)
 	case "detail":
 		return ec.fieldContext_RunTimelineEvent_detail(ctx, field)
+	case "shard":
+		return ec.fieldContext_RunTimelineEvent_shard(ctx, field)
+	case "actor":
+		return ec.fieldContext_RunTimelineEvent_actor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunTimelineEvent", field.Name)
 }
@@ -5425,6 +5553,20 @@ func (ec *executionContext) field_Mutation_cancelRun_args(ctx context.Context, r
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.CancelRunInput, error) {
 			return ec.unmarshalNCancelRunInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCancelRunInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelRuns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CancelRunsInput, error) {
+			return ec.unmarshalNCancelRunsInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCancelRunsInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5944,22 +6086,30 @@ func (ec *executionContext) field_Query_runs_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["status"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.RunsFilter, error) {
+			return ec.unmarshalORunsFilter2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunsFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["first"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	args["first"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg3
+	args["after"] = arg4
 	return args, nil
 }
 
@@ -7325,6 +7475,70 @@ func (ec *executionContext) _CancelRunPayload_userErrors(ctx context.Context, fi
 func (ec *executionContext) fieldContext_CancelRunPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "CancelRunPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CancelRunsPayload_runs(ctx context.Context, field graphql.CollectedField, obj *model.CancelRunsPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CancelRunsPayload_runs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecordᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CancelRunsPayload_runs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CancelRunsPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CancelRunsPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.CancelRunsPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CancelRunsPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CancelRunsPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CancelRunsPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -10502,6 +10716,68 @@ func (ec *executionContext) fieldContext_Mutation_cancelRun(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_cancelRuns(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelRuns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelRuns(ctx, fc.Args["input"].(model.CancelRunsInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.CancelRunsPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.CancelRunsPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CancelRunsPayload) graphql.Marshaler {
+			return ec.marshalOCancelRunsPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCancelRunsPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelRuns(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CancelRunsPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelRuns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11340,7 +11616,7 @@ func (ec *executionContext) _Query_runs(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Runs(ctx, fc.Args["jobName"].(*string), fc.Args["status"].([]batontype.RunStatus), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Runs(ctx, fc.Args["jobName"].(*string), fc.Args["status"].([]batontype.RunStatus), fc.Args["filter"].(*model.RunsFilter), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.RunConnection) graphql.Marshaler {
@@ -14204,6 +14480,29 @@ func (ec *executionContext) fieldContext_Run_attention(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Run_number(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Run", field, false, false, "Int")
+}
+
 func (ec *executionContext) _RunAttention_failed(ctx context.Context, field graphql.CollectedField, obj *model.RunAttention) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15073,6 +15372,52 @@ func (ec *executionContext) _RunTimelineEvent_detail(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_RunTimelineEvent_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunTimelineEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _RunTimelineEvent_shard(ctx context.Context, field graphql.CollectedField, obj *model.RunTimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunTimelineEvent_shard(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Shard, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunTimelineEvent_shard(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunTimelineEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _RunTimelineEvent_actor(ctx context.Context, field graphql.CollectedField, obj *model.RunTimelineEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunTimelineEvent_actor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Actor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunTimelineEvent_actor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RunTimelineEvent", field, false, false, "String")
 }
 
@@ -16981,6 +17326,48 @@ func UnmarshalCancelRunInput(ctx context.Context, raw any) (model.CancelRunInput
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCancelRunsInput(ctx context.Context, obj any) (model.CancelRunsInput, error) {
+	var it model.CancelRunsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"runIds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "runIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("runIds"))
+			data, err := ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RunIds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCancelRunsInput unmarshals raw into the CancelRunsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCancelRunsInput(ctx context.Context, raw any) (model.CancelRunsInput, error) {
+	var out model.CancelRunsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CancelRunsInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputExecuteReplayInput(ctx context.Context, obj any) (model.ExecuteReplayInput, error) {
 	var it model.ExecuteReplayInput
 	if obj == nil {
@@ -17377,6 +17764,90 @@ func (ec *executionContext) unmarshalInputResumeJobInput(ctx context.Context, ob
 func UnmarshalResumeJobInput(ctx context.Context, raw any) (model.ResumeJobInput, error) {
 	var out model.ResumeJobInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResumeJobInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRunsFilter(ctx context.Context, obj any) (model.RunsFilter, error) {
+	var it model.RunsFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"jobName", "statuses", "triggers", "instance", "startedFrom", "startedBefore", "number"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "jobName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobName = data
+		case "statuses":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statuses"))
+			data, err := ec.unmarshalORunStatus2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatusᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Statuses = data
+		case "triggers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("triggers"))
+			data, err := ec.unmarshalORunTrigger2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐTriggerᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Triggers = data
+		case "instance":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instance"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Instance = data
+		case "startedFrom":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedFrom"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedFrom = data
+		case "startedBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("startedBefore"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StartedBefore = data
+		case "number":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("number"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Number = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRunsFilter unmarshals raw into the RunsFilter input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRunsFilter(ctx context.Context, raw any) (model.RunsFilter, error) {
+	var out model.RunsFilter
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RunsFilter", raw, &out)
 	return out, err
 }
 
@@ -18238,6 +18709,44 @@ func (ec *executionContext) _CancelRunPayload(ctx context.Context, sel ast.Selec
 			}
 		case "userErrors":
 			out.Values[i] = ec._CancelRunPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var cancelRunsPayloadImplementors = []string{"CancelRunsPayload"}
+
+func (ec *executionContext) _CancelRunsPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CancelRunsPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, cancelRunsPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CancelRunsPayload")
+		case "runs":
+			out.Values[i] = ec._CancelRunsPayload_runs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._CancelRunsPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -19179,6 +19688,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "cancelRun":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_cancelRun(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cancelRuns":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelRuns(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -20339,6 +20855,11 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_attention(ctx, field, obj)
 				})
+		case "number":
+			out.Values[i] = ec._Run_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -20789,6 +21310,16 @@ func (ec *executionContext) _RunTimelineEvent(ctx context.Context, sel ast.Selec
 			}
 		case "detail":
 			out.Values[i] = ec._RunTimelineEvent_detail(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "shard":
+			out.Values[i] = ec._RunTimelineEvent_shard(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "actor":
+			out.Values[i] = ec._RunTimelineEvent_actor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -21661,6 +22192,11 @@ func (ec *executionContext) unmarshalNCancelRunInput2githubᚗcomᚋbatonᚑrun�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCancelRunsInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCancelRunsInput(ctx context.Context, v any) (model.CancelRunsInput, error) {
+	res, err := ec.unmarshalInputCancelRunsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNCronPreview2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCronPreview(ctx context.Context, sel ast.SelectionSet, v *model.CronPreview) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CronPreview!")
@@ -21782,6 +22318,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
@@ -22878,6 +23443,13 @@ func (ec *executionContext) marshalOCancelRunPayload2ᚖgithubᚗcomᚋbatonᚑr
 	return ec._CancelRunPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOCancelRunsPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCancelRunsPayload(ctx context.Context, sel ast.SelectionSet, v *model.CancelRunsPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._CancelRunsPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOExecuteReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayPayload(ctx context.Context, sel ast.SelectionSet, v *model.ExecuteReplayPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -23223,6 +23795,50 @@ func (ec *executionContext) marshalORunStatus2ᚕgithubᚗcomᚋbatonᚑrunᚋba
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalORunTrigger2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐTriggerᚄ(ctx context.Context, v any) ([]batontype.Trigger, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]batontype.Trigger, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNRunTrigger2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐTrigger(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalORunTrigger2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐTriggerᚄ(ctx context.Context, sel ast.SelectionSet, v []batontype.Trigger) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRunTrigger2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐTrigger(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalORunsFilter2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunsFilter(ctx context.Context, v any) (*model.RunsFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputRunsFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOSetMaintenancePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSetMaintenancePayload(ctx context.Context, sel ast.SelectionSet, v *model.SetMaintenancePayload) graphql.Marshaler {

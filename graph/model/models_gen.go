@@ -65,6 +65,16 @@ type CancelRunPayload struct {
 	UserErrors []*UserError         `json:"userErrors"`
 }
 
+type CancelRunsInput struct {
+	RunIds []string `json:"runIds"`
+}
+
+type CancelRunsPayload struct {
+	// The runs whose cancel was requested, in the order asked.
+	Runs       []*batontype.RunRecord `json:"runs"`
+	UserErrors []*UserError           `json:"userErrors"`
+}
+
 type CronPreview struct {
 	Valid         bool         `json:"valid"`
 	NextFireTimes []*time.Time `json:"nextFireTimes"`
@@ -344,6 +354,27 @@ type RunTimelineEvent struct {
 	At     time.Time       `json:"at"`
 	Kind   RunTimelineKind `json:"kind"`
 	Detail string          `json:"detail"`
+	// The shard the event concerns; null for the whole run (every run has one shard today).
+	Shard *string `json:"shard,omitempty"`
+	// Who caused the event (a token name, 'scheduler', 'system'): the requester of REQUESTED, the operator of a pause or cancel; empty for the run's own events.
+	Actor string `json:"actor"`
+}
+
+// Which runs Query.runs lists. Every field set narrows the list; a list field matches any of its
+// values. Each is answered by an index, so any combination pages in time proportional to the page.
+type RunsFilter struct {
+	// Runs of this job.
+	JobName  *string               `json:"jobName,omitempty"`
+	Statuses []batontype.RunStatus `json:"statuses,omitempty"`
+	Triggers []batontype.Trigger   `json:"triggers,omitempty"`
+	// Runs whose worker ran (or runs) on this instance.
+	Instance *string `json:"instance,omitempty"`
+	// Runs requested at or after this time.
+	StartedFrom *time.Time `json:"startedFrom,omitempty"`
+	// Runs requested before this time.
+	StartedBefore *time.Time `json:"startedBefore,omitempty"`
+	// The run of this number, if it matches the rest of the filter.
+	Number *int `json:"number,omitempty"`
 }
 
 type SetMaintenanceInput struct {
@@ -681,18 +712,32 @@ type RunTimelineKind string
 const (
 	RunTimelineKindRequested RunTimelineKind = "REQUESTED"
 	RunTimelineKindActivated RunTimelineKind = "ACTIVATED"
-	RunTimelineKindFinished  RunTimelineKind = "FINISHED"
+	// The worker renewed the run's lease (detail: until when).
+	RunTimelineKindLeaseRenewed RunTimelineKind = "LEASE_RENEWED"
+	// A job pause or maintenance asked the run to stop at its next boundary, PAUSED.
+	RunTimelineKindPauseRequested RunTimelineKind = "PAUSE_REQUESTED"
+	// The pause was lifted before the run stopped.
+	RunTimelineKindPauseLifted     RunTimelineKind = "PAUSE_LIFTED"
+	RunTimelineKindCancelRequested RunTimelineKind = "CANCEL_REQUESTED"
+	// A stop condition tripped and the run stopped itself (detail: the condition and its value).
+	RunTimelineKindStopConditionTripped RunTimelineKind = "STOP_CONDITION_TRIPPED"
+	RunTimelineKindFinished             RunTimelineKind = "FINISHED"
 )
 
 var AllRunTimelineKind = []RunTimelineKind{
 	RunTimelineKindRequested,
 	RunTimelineKindActivated,
+	RunTimelineKindLeaseRenewed,
+	RunTimelineKindPauseRequested,
+	RunTimelineKindPauseLifted,
+	RunTimelineKindCancelRequested,
+	RunTimelineKindStopConditionTripped,
 	RunTimelineKindFinished,
 }
 
 func (e RunTimelineKind) IsValid() bool {
 	switch e {
-	case RunTimelineKindRequested, RunTimelineKindActivated, RunTimelineKindFinished:
+	case RunTimelineKindRequested, RunTimelineKindActivated, RunTimelineKindLeaseRenewed, RunTimelineKindPauseRequested, RunTimelineKindPauseLifted, RunTimelineKindCancelRequested, RunTimelineKindStopConditionTripped, RunTimelineKindFinished:
 		return true
 	}
 	return false

@@ -40,11 +40,15 @@ func (s clusterStore) SetMaintenance(ctx context.Context, on bool, actor string)
 		return err
 	}
 	if on {
-		_, err = tx.Exec(ctx, `UPDATE job_runs SET pause_reason = 'MAINTENANCE' WHERE status IN ('STARTING', 'RUNNING') AND pause_reason IS NULL`)
+		_, err = tx.Exec(ctx, `WITH p AS (
+				UPDATE job_runs SET pause_reason = 'MAINTENANCE' WHERE status IN ('STARTING', 'RUNNING') AND pause_reason IS NULL RETURNING id
+			) `+recordRunEvents(store.EventPauseRequested, "p", "$1", "maintenance on"), actor)
 	} else {
 		_, err = tx.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = NULL`)
 		if err == nil {
-			_, err = tx.Exec(ctx, `UPDATE job_runs SET pause_reason = NULL WHERE status IN ('STARTING', 'RUNNING') AND pause_reason = 'MAINTENANCE'`)
+			_, err = tx.Exec(ctx, `WITH p AS (
+				UPDATE job_runs SET pause_reason = NULL WHERE status IN ('STARTING', 'RUNNING') AND pause_reason = 'MAINTENANCE' RETURNING id
+			) `+recordRunEvents(store.EventPauseLifted, "p", "$1", "maintenance off"), actor)
 		}
 	}
 	if err != nil {

@@ -170,9 +170,13 @@ func (s jobStore) SetPaused(ctx context.Context, job string, paused bool, actor 
 		return nil, err
 	}
 	if paused {
-		_, err = tx.Exec(ctx, `UPDATE job_runs SET pause_reason = 'PAUSED' WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING')`, job)
+		_, err = tx.Exec(ctx, `WITH p AS (
+				UPDATE job_runs SET pause_reason = 'PAUSED' WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') RETURNING id
+			) `+recordRunEvents(store.EventPauseRequested, "p", "$2", "job paused"), job, actor)
 	} else {
-		_, err = tx.Exec(ctx, `UPDATE job_runs SET pause_reason = NULL WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') AND pause_reason = 'PAUSED'`, job)
+		_, err = tx.Exec(ctx, `WITH p AS (
+				UPDATE job_runs SET pause_reason = NULL WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') AND pause_reason = 'PAUSED' RETURNING id
+			) `+recordRunEvents(store.EventPauseLifted, "p", "$2", "job resumed"), job, actor)
 	}
 	if err != nil {
 		return nil, err

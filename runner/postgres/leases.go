@@ -58,11 +58,18 @@ func (s leaseStore) Activate(ctx context.Context, f store.Fence) (store.LeaseSta
 		RETURNING `+leaseReturning, f.RunID, f.Token), "activate", f)
 }
 
-// Renew extends the lease to a full lease from now (database clock).
+// Renew extends the lease to a full lease from now (database clock), and records the renewal
+// on the run's timeline in the same statement: a refused renewal records nothing.
 func (s leaseStore) Renew(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
-	return leaseResult(s.pool.QueryRow(ctx, `UPDATE job_runs SET lease_until = statement_timestamp() + make_interval(secs => lease_seconds),
-			heartbeat_at = statement_timestamp()
-		WHERE `+fenceCond+` RETURNING `+leaseReturning, f.RunID, f.Token), "renew lease", f)
+	return leaseResult(s.pool.QueryRow(ctx, `WITH r AS (
+			UPDATE job_runs SET lease_until = statement_timestamp() + make_interval(secs => lease_seconds),
+				heartbeat_at = statement_timestamp()
+			WHERE `+fenceCond+` RETURNING *
+		), e AS (
+			INSERT INTO job_run_events (run_id, kind, detail)
+			SELECT id, 'LEASE_RENEWED', 'lease until ' || to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM r
+		)
+		SELECT `+leaseReturning+` FROM r`, f.RunID, f.Token), "renew lease", f)
 }
 
 // Poll reads the lease state without writing: how the worker learns of a cancel between items.
@@ -137,6 +144,14 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 		return nil, err
 	}
 	run.Ambiguous += amb[run.ID]
+	if run.StopReason == bt.StopCondition {
+		// The run stops at the boundary right after the trip: the trip is recorded with its end,
+		// with the condition and its value (the message).
+		if _, err := tx.Exec(ctx, `INSERT INTO job_run_events (run_id, kind, detail, at) VALUES ($1, 'STOP_CONDITION_TRIPPED', $2, $3)`,
+			run.ID, run.Message, run.FinishedAt); err != nil {
+			return nil, fmt.Errorf("record the stop condition of run %d: %w", run.ID, err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}

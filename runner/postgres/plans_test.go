@@ -76,6 +76,8 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 	runErrors := func(after int64) func() (int, error) {
 		return func() (int, error) { r, err := s.RunErrors(ctx, ids.errRun, after, 20); return n(len(r), err) }
 	}
+	// An hour of the 100k runs, which started one a second, the newest now.
+	rangeFrom, rangeTo := time.Now().Add(-50000*time.Second), time.Now().Add(-46400*time.Second)
 	failed := []bt.LedgerState{bt.LedgerTransient, bt.LedgerAmbiguous}
 	shapes := []shape{
 		{"ledger/job", "job_name", ledger(store.LedgerQuery{JobName: "recent"})},
@@ -96,6 +98,11 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 		// The partial index of active runs: its predicate, not an index condition.
 		{"runs/statuses", "", runs(store.RunFilter{Statuses: []bt.RunStatus{bt.StatusStarting, bt.StatusRunning}})},
 		{"runs/job/status", "", runs(store.RunFilter{JobName: "job-010", Statuses: []bt.RunStatus{bt.StatusFailed}})},
+		{"runs/trigger", "trigger", runs(store.RunFilter{Triggers: []bt.Trigger{bt.TriggerManual}})},
+		{"runs/instance", "instance", runs(store.RunFilter{Instance: "rare"})},
+		{"runs/started", "started_at", runs(store.RunFilter{StartedFrom: &rangeFrom, StartedBefore: &rangeTo})},
+		{"runs/job/started", "started_at", runs(store.RunFilter{JobName: "job-042", StartedFrom: &rangeFrom, StartedBefore: &rangeTo})},
+		{"runs/number", "id", runs(store.RunFilter{Number: 4242})},
 		{"replays/all", "", replays(nil, 0)},
 		{"replays/status", "status", replays([]bt.ReplayStatus{bt.ReplayPendingApproval}, 0)},
 		{"replays/statuses/before", "status", replays([]bt.ReplayStatus{bt.ReplayPendingApproval, bt.ReplayApproved}, 40000)},
@@ -273,15 +280,17 @@ func loadListTablesB(t testing.TB, pool *pgxpool.Pool) listIDs {
 	steps := []string{
 		`INSERT INTO job_settings (name) SELECT 'job-' || lpad(g::text, 3, '0') FROM generate_series(0, 99) g`,
 		`INSERT INTO job_settings (name) VALUES ('bulk'), ('recent')`,
-		`INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until, generation, finished_at)
+		`INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until, generation, finished_at, started_at)
 		 SELECT 'job-' || lpad((g % 100)::text, 3, '0'),
 			CASE WHEN g % 10 = 0 THEN 'FAILED' WHEN g % 997 = 0 THEN 'PAUSED' ELSE 'SUCCEEDED' END,
-			'SCHEDULED', 'RESTART', 'scheduler', 'i', md5(g::text), 30, now(), g / 100 + 1, now()
+			'SCHEDULED', 'RESTART', 'scheduler', 'i', md5(g::text), 30, now(), g / 100 + 1, now(),
+			now() - make_interval(secs => 100000 - g)
 		 FROM generate_series(1, 100000) g`,
 		`INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until, generation)
 		 VALUES ('bulk', 'SUCCEEDED', 'MANUAL', 'RESTART', 't', 'i', 'b', 30, now(), 1),
 		        ('recent', 'SUCCEEDED', 'MANUAL', 'RESTART', 't', 'i', 'r', 30, now(), 2),
-		        ('job-001', 'RUNNING', 'MANUAL', 'RESTART', 't', 'i', 'a', 30, now() + interval '1 hour', 1000)`,
+		        ('job-001', 'RUNNING', 'MANUAL', 'RESTART', 't', 'i', 'a', 30, now() + interval '1 hour', 1000),
+		        ('job-002', 'SUCCEEDED', 'SCHEDULED', 'RESTART', 't', 'rare', 'x', 30, now(), 1000)`,
 		`INSERT INTO job_ledger (job_name, generation, target_key, state, idempotency_key, run_id)
 		 SELECT 'bulk', 1, 't-' || lpad(g::text, 6, '0'),
 			CASE WHEN g % 500 = 0 THEN 'AMBIGUOUS_EFFECT' WHEN g % 100 = 0 THEN 'TRANSIENT' ELSE 'CONFIRMED' END,

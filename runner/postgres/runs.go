@@ -163,12 +163,48 @@ func (s runStore) Runs(ctx context.Context, f store.RunFilter) ([]*bt.RunRecord,
 	if f.JobName != "" {
 		q.where("job_name = %s", f.JobName)
 	}
+	runFilterConds(&q, f)
+	rows, err := q.rows(ctx, s.pool, `SELECT `+runColumns+` FROM job_runs`, "id DESC", f.Limit)
+	return collect(rows, err, "list runs", scanRun)
+}
+
+// startLag bounds how long before its insert a run's start time (its insert transaction's
+// now()) may be taken: a start's transaction does a few short statements, under the API's
+// mutation timeout (30 s) and the server's idle-in-transaction timeout.
+const startLag = 10 * time.Minute
+
+// runFilterConds adds the predicates of f other than its job. Each is one an index serves:
+// (status, id DESC), (trigger, id DESC), (instance, id DESC), the primary key for the number
+// and the keyset, and (started_at) for the id bounds of a time range.
+func runFilterConds(q *listQuery, f store.RunFilter) {
 	q.oneOf("status", strs(f.Statuses))
+	q.oneOf("trigger", strs(f.Triggers))
+	if f.Instance != "" {
+		q.where("instance = %s", f.Instance)
+	}
+	// A time range is also turned into bounds on id, so that the walk of an id index (the
+	// keyset order) starts and stops near the range instead of filtering the table: ids and
+	// start times rise together, except that a run's start time is its insert transaction's,
+	// taken up to startLag before its id. A run that started startLag or more before another
+	// was inserted before it, so the run that started last before from-startLag has a smaller
+	// id than every run of the range, and the first that started from to+startLag on a larger
+	// one. Each bound is one probe of (started_at); the exact predicates stay.
+	if f.StartedFrom != nil {
+		q.where("started_at >= %s", *f.StartedFrom)
+		q.where(`id > COALESCE((SELECT id FROM job_runs WHERE started_at < %s ORDER BY started_at DESC LIMIT 1), 0)`,
+			f.StartedFrom.Add(-startLag))
+	}
+	if f.StartedBefore != nil {
+		q.where("started_at < %s", *f.StartedBefore)
+		q.where(`id < COALESCE((SELECT id FROM job_runs WHERE started_at >= %s ORDER BY started_at LIMIT 1), 9223372036854775807)`,
+			f.StartedBefore.Add(startLag))
+	}
+	if f.Number != 0 {
+		q.where("id = %s", f.Number)
+	}
 	if f.BeforeID != 0 {
 		q.where("id < %s", f.BeforeID)
 	}
-	rows, err := q.rows(ctx, s.pool, `SELECT `+runColumns+` FROM job_runs`, "id DESC", f.Limit)
-	return collect(rows, err, "list runs", scanRun)
 }
 
 // RunsByIDs returns the runs with the given ids, keyed by id. Ids that do not exist are absent.
@@ -188,10 +224,7 @@ func (s runStore) RunsOfJobs(ctx context.Context, jobs []string, f store.RunFilt
 	var q listQuery
 	q.param(jobs) // $1: the jobs
 	q.where("job_name = j.name")
-	q.oneOf("status", strs(f.Statuses))
-	if f.BeforeID != 0 {
-		q.where("id < %s", f.BeforeID)
-	}
+	runFilterConds(&q, f)
 	// Planned with its values, as Runs is (see listQuery).
 	inner := q.sql(`SELECT `+runColumns+` FROM job_runs`, "id DESC", f.Limit)
 	rows, err := s.pool.Query(ctx, `SELECT r.* FROM unnest($1::text[]) AS j(name) CROSS JOIN LATERAL (`+inner+`) r
@@ -262,12 +295,18 @@ func (s runStore) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([
 	return collect(rows, err, "read runs paused by "+string(reason), scanOne[string])
 }
 
-// RequestCancel sets the cancel flag of an active run. The worker sees it on its next fenced
-// write and stops at the item boundary.
+// RequestCancel sets the cancel flag of an active run and records the request on its
+// timeline, in one statement. The worker sees the flag on its next fenced write and stops at
+// the item boundary.
 func (s runStore) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
-	run, err := scanRun(s.pool.QueryRow(ctx, `UPDATE job_runs SET cancel_requested = true,
-			cancel_requested_by = $2, cancel_requested_at = statement_timestamp()
-		WHERE id = $1 AND status IN ('STARTING', 'RUNNING') RETURNING `+runColumns, runID, actor))
+	run, err := scanRun(s.pool.QueryRow(ctx, `WITH c AS (
+			UPDATE job_runs SET cancel_requested = true,
+				cancel_requested_by = $2, cancel_requested_at = statement_timestamp()
+			WHERE id = $1 AND status IN ('STARTING', 'RUNNING') RETURNING *
+		), e AS (
+			INSERT INTO job_run_events (run_id, kind, actor) SELECT id, 'CANCEL_REQUESTED', $2 FROM c
+		)
+		SELECT `+runColumns+` FROM c`, runID, actor))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := s.Run(ctx, runID); err != nil {
 			return nil, err

@@ -37,6 +37,9 @@ type Runs interface {
 	LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error)
 	// RequestCancel sets the cancel flag of an active run: NOT_ACTIVE for an ended one.
 	RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error)
+	// RunEventsOfRuns returns each run's recorded events, oldest first: every event but lease
+	// renewals, and the latest maxRenewals renewals (older ones are left out).
+	RunEventsOfRuns(ctx context.Context, runIDs []int64, maxRenewals int) (map[int64][]RunEvent, error)
 	// RunErrors lists a run's error rows in insertion order after afterID.
 	RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error)
 	// RunErrorsOfRuns returns each run's error rows as RunErrors would.
@@ -82,12 +85,41 @@ type AutoResumes interface {
 	DueAutoResumes(ctx context.Context, limit int) (due []DueResume, next *time.Duration, err error)
 }
 
-// RunFilter selects runs, newest first, by keyset on id.
+// RunFilter selects runs, newest first, by keyset on id. Every set field narrows the list.
 type RunFilter struct {
 	JobName  string
 	Statuses []bt.RunStatus
-	BeforeID int64 // 0: from the newest
-	Limit    int
+	Triggers []bt.Trigger
+	Instance string // "": any instance
+	// StartedFrom and StartedBefore bound when the run was requested (started_at):
+	// StartedFrom <= started_at < StartedBefore. nil: unbounded.
+	StartedFrom, StartedBefore *time.Time
+	Number                     int64 // the run number (its id); 0: any
+	BeforeID                   int64 // 0: from the newest
+	Limit                      int
+}
+
+// RunEventKind names a recorded event in a run's life between its start and its end.
+type RunEventKind string
+
+// Recorded run events.
+const (
+	EventLeaseRenewed    RunEventKind = "LEASE_RENEWED"
+	EventPauseRequested  RunEventKind = "PAUSE_REQUESTED"
+	EventPauseLifted     RunEventKind = "PAUSE_LIFTED"
+	EventCancelRequested RunEventKind = "CANCEL_REQUESTED"
+	EventStopCondition   RunEventKind = "STOP_CONDITION_TRIPPED"
+)
+
+// RunEvent is one recorded event of a run.
+type RunEvent struct {
+	ID     int64
+	RunID  int64
+	Kind   RunEventKind
+	Shard  *string // nil: the whole run
+	Actor  string
+	Detail string
+	At     time.Time
 }
 
 // Leases are a run's lease and the writes that only its holder makes. Each is fenced: a run

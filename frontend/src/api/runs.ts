@@ -5,6 +5,7 @@ import type { RunSummaryFieldsFragment } from '../gql/graphql';
 export const RunSummaryFields = graphql(`
   fragment RunSummaryFields on Run {
     id
+    number
     jobName
     status
     trigger
@@ -82,6 +83,8 @@ export const RunQuery = graphql(`
         at
         kind
         detail
+        actor
+        shard
       }
     }
   }
@@ -117,6 +120,52 @@ export const RunsQuery = graphql(`
       pageInfo {
         hasNextPage
         endCursor
+      }
+    }
+  }
+`);
+
+export const RunTimelineQuery = graphql(`
+  query RunTimeline($id: ID!) {
+    run(id: $id) {
+      id
+      status
+      finishedAt
+      events {
+        at
+        kind
+        detail
+        actor
+        shard
+      }
+    }
+  }
+`);
+
+export const AllRunsQuery = graphql(`
+  query AllRuns($filter: RunsFilter, $first: Int, $after: String) {
+    runs(filter: $filter, first: $first, after: $after) {
+      nodes {
+        ...RunSummaryFields
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+    }
+  }
+`);
+
+export const CancelRunsMutation = graphql(`
+  mutation CancelRuns($runIds: [ID!]!) {
+    cancelRuns(input: { runIds: $runIds }) {
+      runs {
+        ...RunSummaryFields
+      }
+      userErrors {
+        code
+        message
+        field
       }
     }
   }
@@ -171,6 +220,14 @@ export function runNumber(id: string): string {
     // not base64: show as is
   }
   return id;
+}
+
+/**
+ * runIdOfNumber is the global id of run number n (base64 of "Run:n"): what a /admin/runs/42
+ * URL and the CLI's run numbers name.
+ */
+export function runIdOfNumber(n: number): string {
+  return btoa(`Run:${n}`);
 }
 
 /** runPath is the console URL of a run. */

@@ -32,6 +32,7 @@ import {
   IconLock,
   IconLogout,
   IconMoon,
+  IconPlayerPlay,
   IconQuestionMark,
   IconRepeat,
   IconSun,
@@ -63,6 +64,7 @@ const BADGE_REFRESH_MS = 15_000;
 
 const NAV = [
   { to: '/admin', label: 'Jobs', icon: IconBriefcase, key: '1', exact: true },
+  { to: '/admin/runs', label: 'Runs', icon: IconPlayerPlay, key: '7' },
   { to: '/admin/replays', label: 'Replays', icon: IconRepeat, key: '2' },
   { to: '/admin/ambiguous', label: 'Ambiguous queue', icon: IconQuestionMark, key: '3' },
   { to: '/admin/alerts', label: 'Alerts', icon: IconBell, key: '4' },
@@ -71,7 +73,7 @@ const NAV = [
 ] as const;
 
 function isCurrent(pathname: string, to: string, exact: boolean): boolean {
-  if (exact) return pathname === to || pathname === `${to}/` || pathname.startsWith('/admin/jobs') || pathname.startsWith('/admin/runs');
+  if (exact) return pathname === to || pathname === `${to}/` || pathname.startsWith('/admin/jobs');
   return pathname === to || pathname.startsWith(`${to}/`);
 }
 

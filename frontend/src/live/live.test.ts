@@ -9,6 +9,7 @@ function summary(id: string, status: RunStatus, startedAt: string, processed = 0
   return {
     
     id,
+    number: Number(id.replace(/\D/g, '')) || 1,
     jobName: 'demo-collect',
     status,
     trigger: 'MANUAL',

@@ -20,6 +20,7 @@ import { Empty, ErrorAlert, Loading } from '../components/QueryState';
 import { report } from '../components/report';
 import { RunErrors } from '../components/RunErrors';
 import { RunProgressBar } from '../components/RunProgressBar';
+import { RunTimeline, timelineKindLabel } from '../components/RunTimeline';
 import { Sparkline } from '../components/Sparkline';
 import { DateTime, TimeAgo } from '../components/Time';
 import type { RunLiveFieldsFragment } from '../gql/graphql';
@@ -122,8 +123,8 @@ export function RunPage() {
 
   const timeline = useMemo(() => {
     const items: { at: string; title: string; detail: string; color: string }[] = [];
-    for (const e of fetched?.events ?? []) {
-      items.push({ at: e.at, title: e.kind.charAt(0) + e.kind.slice(1).toLowerCase(), detail: e.detail, color: e.kind === 'FINISHED' ? 'gray' : 'blue' });
+    for (const e of (fetched?.events ?? []).filter((e) => e.kind !== 'LEASE_RENEWED')) {
+      items.push({ at: e.at, title: timelineKindLabel(e.kind), detail: e.detail, color: e.kind === 'FINISHED' ? 'gray' : 'blue' });
     }
     // Status changes seen live after the page opened (the first is the snapshot, not a
     // change); the end is the server's FINISHED event once it is loaded.
@@ -305,6 +306,7 @@ export function RunPage() {
         </Stack>
       </Card>
 
+      <RunTimeline runId={run.id} events={fetched.events} startedAt={run.startedAt} finishedAt={run.finishedAt} status={run.status} />
       <Grid>
         <Grid.Col span={{ base: 12, md: 4 }}>
           <Card withBorder radius="md" h="100%">

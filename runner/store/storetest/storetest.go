@@ -12,7 +12,8 @@
 // The suite checks the store's promises: fencing (a write under a wrong token, an expired
 // lease or for an ended run lands nothing and is refused with LEASE_LOST), the ledger's state
 // machine (every cell of store.Transition: a refused move lands nothing and returns its coded
-// error) and the counters (the job's and the run's move with the rows, in the same write).
+// error), the counters (the job's and the run's move with the rows, in the same write), the
+// runs list's filters and keyset pages, and the run events each change records.
 // It seeds rows and reads them back with SQL of its own, on Baton's schema (migrations/).
 package storetest
 
@@ -61,6 +62,9 @@ func Run(t *testing.T, open Open) {
 		{"AutoResumeClaimedOnce", testAutoResumeClaimedOnce},
 		{"AlertEpisodesOpenOnce", testAlertEpisodesOpenOnce},
 		{"AuditStoredSanitized", testAuditStoredSanitized},
+		{"RunsFilters", testRunsFilters},
+		{"RunsOfJobsFilters", testRunsOfJobsFilters},
+		{"RunEventsRecorded", testRunEventsRecorded},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}

@@ -1,0 +1,82 @@
+import { MantineProvider } from '@mantine/core';
+import { fireEvent, render, screen } from '@testing-library/react';
+import { MemoryRouter, useLocation } from 'react-router';
+import { Client, Provider } from 'urql';
+import { describe, expect, it } from 'vitest';
+import { never } from 'wonka';
+
+import { ViewerProvider } from '../auth/AuthContext';
+import { theme } from '../theme';
+import { RunsView } from './RunsPage';
+
+function Location() {
+  const l = useLocation();
+  return <output data-testid="location">{l.search}</output>;
+}
+
+/** renderAt renders the runs page at url and records the filters of the runs queries it makes. */
+function renderAt(url: string) {
+  const filters: unknown[] = [];
+  const client = {
+    executeQuery: (op: { variables: { filter: unknown } }) => {
+      filters.push(op.variables.filter);
+      return never;
+    },
+    executeMutation: () => never,
+    executeSubscription: () => never,
+  } as unknown as Client;
+  render(
+    <MantineProvider theme={theme}>
+      <MemoryRouter initialEntries={[url]}>
+        <ViewerProvider viewer={{ name: 'alice', role: 'OPERATOR' }}>
+          <Provider value={client}>
+            <RunsView reconnects={0} />
+            <Location />
+          </Provider>
+        </ViewerProvider>
+      </MemoryRouter>
+    </MantineProvider>,
+  );
+  return filters;
+}
+
+describe('RunsPage and its URL', () => {
+  it('asks for the runs the URL names and shows the filter in its controls', () => {
+    const filters = renderAt('/admin/runs?job=payouts&status=FAILED&trigger=MANUAL&instance=node-2&number=42');
+    expect(filters.at(-1)).toEqual({ jobName: 'payouts', statuses: ['FAILED'], triggers: ['MANUAL'], instance: 'node-2', number: 42 });
+    expect(screen.getByTestId('runs-filter-job')).toHaveValue('payouts');
+    expect(screen.getByTestId('runs-filter-number')).toHaveValue('42');
+    expect(screen.getByTestId('runs-status-FAILED').querySelector('input')).toBeChecked();
+    expect(screen.getByTestId('runs-status-RUNNING').querySelector('input')).not.toBeChecked();
+  });
+
+  it('writes a changed filter into the URL and queries with it', () => {
+    const filters = renderAt('/admin/runs?job=payouts');
+    fireEvent.click(screen.getByTestId('runs-status-PAUSED').querySelector('input')!);
+    expect(screen.getByTestId('location').textContent).toBe('?job=payouts&status=PAUSED');
+    expect(filters.at(-1)).toEqual({ jobName: 'payouts', statuses: ['PAUSED'] });
+    const job = screen.getByTestId('runs-filter-job');
+    fireEvent.change(job, { target: { value: 'mailer' } });
+    fireEvent.keyDown(job, { key: 'Enter' });
+    expect(screen.getByTestId('location').textContent).toBe('?job=mailer&status=PAUSED');
+  });
+
+  it('refuses a run number that is not one, and leaves the URL as it was', () => {
+    renderAt('/admin/runs');
+    const n = screen.getByTestId('runs-filter-number');
+    fireEvent.change(n, { target: { value: 'abc' } });
+    fireEvent.keyDown(n, { key: 'Enter' });
+    expect(screen.getByText('A run number, such as 42 or #42')).toBeInTheDocument();
+    expect(screen.getByTestId('location').textContent).toBe('');
+    fireEvent.change(n, { target: { value: '#7' } });
+    fireEvent.keyDown(n, { key: 'Enter' });
+    expect(screen.getByTestId('location').textContent).toBe('?number=7');
+  });
+
+  it('names what it could not read of a hand-edited URL', () => {
+    renderAt('/admin/runs?status=NOPE&window=2y');
+    const problems = screen.getByTestId('runs-filter-problems');
+    expect(problems).toHaveTextContent('Unknown status "NOPE" ignored.');
+    expect(problems).toHaveTextContent('Unknown time window "2y" ignored.');
+  });
+});
