@@ -19,6 +19,12 @@ export const RunSummaryFields = graphql(`
     startedAt
     finishedAt
     message
+    needsAttention
+    attention {
+      failed
+      rejected
+      ambiguous
+    }
     progress {
       total
       processed

@@ -27,7 +27,7 @@ import { useNow } from '../hooks/useNow';
 import { reduceRunEvents } from '../live/runEvents';
 import { currentRate, reduceRunProgress } from '../live/runProgress';
 import type { ChainRun } from '../model/autoresume';
-import { isActive, runStatusMeta, stopReasonWords } from '../model/status';
+import { attentionWords, isActive, needsAttention, runStatusMeta, stopReasonWords } from '../model/status';
 import { etaMs, formatDuration, formatEta, formatRelative } from '../model/time';
 
 function Stat({ label, children, testid }: { label: string; children: React.ReactNode; testid?: string }) {
@@ -180,7 +180,7 @@ export function RunPage() {
             <Title order={1} size="h2" data-testid="run-title" data-run-id={run.id}>
               Run #{runNumber(run.id)}
             </Title>
-            <RunStatusBadge status={run.status} />
+            <RunStatusBadge status={run.status} needsAttention={run.needsAttention} attention={run.attention} />
             <TriggerBadge trigger={fetched.trigger} />
             <RiskBadge risk={job.riskLevel} />
             {run.cancelRequested && active && (
@@ -256,7 +256,13 @@ export function RunPage() {
 
       <Card withBorder radius="md">
         <Stack>
-          <RunProgressBar progress={run.progress} status={run.status} size="xl" />
+          <RunProgressBar progress={run.progress} status={run.status} needsAttention={run.needsAttention} attention={run.attention} size="xl" />
+          {needsAttention(run) && (
+            <Text size="sm" c="orange.8" fw={600} data-testid="run-attention">
+              {active ? 'So far: ' : 'Needs attention: '}
+              {attentionWords(run.attention)}. See the errors and the ledger below.
+            </Text>
+          )}
           <SimpleGrid cols={{ base: 2, sm: 3, lg: 6 }} spacing="md">
             <Stat label="Items / s" testid="run-rate">
               <Text size="sm" fw={600}>
@@ -271,7 +277,7 @@ export function RunPage() {
             </Stat>
             <Stat label="ETA" testid="run-eta">
               <Text size="sm" fw={600}>
-                {active ? formatEta(eta) : 'done'}
+                {active ? formatEta(eta) : run.status === 'SUCCEEDED' ? 'done' : run.status === 'PAUSED' ? 'paused: resume to continue' : 'stopped'}
               </Text>
             </Stat>
             <Stat label="Elapsed">
