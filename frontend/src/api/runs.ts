@@ -94,10 +94,11 @@ export const RunQuery = graphql(`
 `);
 
 export const RunErrorsQuery = graphql(`
-  query RunErrors($id: ID!, $first: Int, $after: String) {
+  query RunErrors($id: ID!, $first: Int, $after: String, $failureClass: String, $search: String) {
     run(id: $id) {
       id
-      errors(first: $first, after: $after) {
+      errors(first: $first, after: $after, failureClass: $failureClass, search: $search) {
+        totalCount
         nodes {
           itemKey
           failureClass

@@ -8,7 +8,7 @@ import { JobRunsQuery } from '../api/jobs';
 import { runNumber, runPath } from '../api/runs';
 import type { RunStatus } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
-import { attentionWords, needsAttention, runStatusMeta, triggerLabel } from '../model/status';
+import { attentionWords, isActive, needsAttention, runStatusMeta, triggerLabel } from '../model/status';
 import { formatDuration, formatNumber } from '../model/time';
 import { RunStatusBadge } from './Badges';
 import { Pager } from './Pager';
@@ -32,6 +32,14 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
     if (refreshKey > 0) refetch({ requestPolicy: 'network-only' });
   }, [refreshKey, refetch]);
   const conn = data?.job?.runs;
+  // An active run's counts change without a lifecycle event: re-read while one is listed, so
+  // the table keeps up with the run page.
+  const anyActive = (conn?.nodes ?? []).some((r) => isActive(r.status));
+  useEffect(() => {
+    if (!anyActive) return;
+    const t = window.setInterval(() => refetch({ requestPolicy: 'network-only' }), 5_000);
+    return () => window.clearInterval(t);
+  }, [anyActive, refetch]);
 
   return (
     <Stack gap="sm" data-testid="runs-table">

@@ -8,6 +8,8 @@ import { attentionWords, needsAttention, runOutcomeMeta, succeededCleanly } from
 import { RunStatusBadge } from './Badges';
 import { JobControls } from './JobControls';
 import { barSections, RunProgressBar } from './RunProgressBar';
+import { errorsSummary } from './RunErrors';
+import { ledgerCountsNote } from '../pages/RunPage';
 
 const none = { failed: 0, rejected: 0, ambiguous: 0 };
 const dirty = { failed: 32, rejected: 3, ambiguous: 3 };
@@ -114,5 +116,18 @@ describe('JobControls', () => {
     );
     expect(screen.getByTestId('resume-job-demo-flaky')).toHaveTextContent('Unpause job');
     expect(screen.queryByTestId('resume-demo-flaky')).toBeNull();
+  });
+});
+
+describe('counts that agree, or say why not', () => {
+  it('says how the ledger counts relate to the items processed', () => {
+    expect(ledgerCountsNote([{ count: 280 }, { count: 7 }], { processed: 302 }, false)).toBe(
+      '287 ledger entries written by this run, by state; the other 15 of the 302 items processed were settled by earlier runs of this generation and not written again.',
+    );
+    expect(ledgerCountsNote([{ count: 1 }], { processed: 1 }, true)).toBe('1 ledger entry written by this run, by state (re-read every few seconds while the run is active).');
+  });
+  it('labels the error total with its scope', () => {
+    expect(errorsSummary(6, false)).toBe('6 error rows in this run');
+    expect(errorsSummary(1, true)).toBe('1 error row matches the filter (all pages)');
   });
 });

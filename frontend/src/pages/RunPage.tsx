@@ -30,6 +30,25 @@ import type { ChainRun } from '../model/autoresume';
 import { attentionWords, isActive, needsAttention, runStatusMeta, stopReasonWords } from '../model/status';
 import { etaMs, formatDuration, formatEta, formatRelative } from '../model/time';
 
+/** How often an active run's page re-reads what the live updates do not carry. */
+const LEDGER_REFRESH_MS = 5_000;
+
+/**
+ * ledgerCountsNote says how the ledger's counts of a run relate to the header's: the ledger
+ * holds the entries this run wrote, while "processed" also counts the items it passed over
+ * because an earlier run of the generation had settled them (confirmed, or in doubt).
+ */
+export function ledgerCountsNote(summary: readonly { count: number }[], progress: { processed: number }, active: boolean): string {
+  const written = summary.reduce((n, c) => n + c.count, 0);
+  const other = progress.processed - written;
+  const base = `${written} ledger entr${written === 1 ? 'y' : 'ies'} written by this run, by state`;
+  const why =
+    other > 0
+      ? `; the other ${other} of the ${progress.processed} items processed were settled by earlier runs of this generation and not written again`
+      : '';
+  return `${base}${why}${active ? ' (re-read every few seconds while the run is active)' : ''}.`;
+}
+
 function Stat({ label, children, testid }: { label: string; children: React.ReactNode; testid?: string }) {
   return (
     <div>
@@ -58,8 +77,9 @@ function LeaseCountdown({ run, now }: { run: RunLiveFieldsFragment; now: number 
     );
   }
   const left = Date.parse(run.leaseUntil) - now;
+  const beat = now - Date.parse(run.heartbeatAt);
   return (
-    <Stack gap={0}>
+    <Stack gap={0} data-lease-left-ms={Math.round(left)} data-heartbeat-age-ms={Math.round(beat)}>
       <Text size="sm" fw={600} c={left < 0 ? 'red' : left < 5000 ? 'orange' : undefined}>
         {left >= 0 ? `ends in ${formatDuration(left)}` : `expired ${formatDuration(-left)} ago`}
       </Text>
@@ -104,6 +124,15 @@ export function RunPage() {
     refetchFresh();
   }, [status, fetched, refreshedFor, refetchFresh]);
   useOnReconnect(refetchFresh);
+
+  // The ledger counts are not in the live updates: while the run is active, re-read them so
+  // they keep up with the header's.
+  const activeNow = status !== undefined && isActive(status);
+  useEffect(() => {
+    if (!activeNow) return;
+    const t = window.setInterval(refetchFresh, LEDGER_REFRESH_MS);
+    return () => window.clearInterval(t);
+  }, [activeNow, refetchFresh]);
 
   // While the run waits for its automatic resume, the job's next run (the resume, or a
   // person's) changes what this page says: reload on the job's run lifecycle events.
@@ -335,8 +364,8 @@ export function RunPage() {
               Ledger of this run
             </Title>
             <LedgerSummary summary={fetched.ledgerSummary} />
-            <Text size="xs" c="dimmed" mt="xs">
-              Entries this run last wrote, by state{active ? ' — as of opening the page; the counts above are live' : ''}.
+            <Text size="xs" c="dimmed" mt="xs" data-testid="ledger-counts-note">
+              {ledgerCountsNote(fetched.ledgerSummary, run.progress, active)}
             </Text>
           </Card>
         </Grid.Col>
@@ -345,7 +374,7 @@ export function RunPage() {
       <Card withBorder radius="md">
         <Tabs defaultValue="errors" keepMounted={false}>
           <Tabs.List>
-            <Tabs.Tab value="errors">Errors{run.progress.failed > 0 ? ` (${run.progress.failed})` : ''}</Tabs.Tab>
+            <Tabs.Tab value="errors">Errors</Tabs.Tab>
             <Tabs.Tab value="ledger">Ledger</Tabs.Tab>
           </Tabs.List>
           <Tabs.Panel value="errors" pt="md">
