@@ -1,96 +1,59 @@
-// The run and job controls: Resume (or Start), Restart, Cancel, Pause / Resume job. Each is
-// disabled with a reason when the role or the state forbids it. Restart shows its preflight
-// first: a RESTART the gate holds becomes a request for approval, or says what blocks it.
-import {
-  Alert,
-  Anchor,
-  Button,
-  Group,
-  List,
-  Modal,
-  Stack,
-  Text,
-  Textarea,
-  TextInput,
-  Tooltip,
-} from "@mantine/core";
-import { useDisclosure } from "@mantine/hooks";
-import { notifications } from "@mantine/notifications";
-import {
-  IconPlayerPause,
-  IconPlayerPlay,
-  IconPlayerStop,
-  IconRefresh,
-} from "@tabler/icons-react";
-import { useState } from "react";
-import { Link, useNavigate } from "react-router";
-import { useMutation, useQuery } from "urql";
+// The run and job controls: Resume run (or Start), Restart, Cancel, Pause job (after a
+// confirmation) / Unpause job. Each is disabled with a reason when the role or the state forbids
+// it. Restart shows its preflight first: a RESTART the gate holds becomes a request for
+// approval, or says what blocks it.
+import { Alert, Anchor, Button, Group, List, Modal, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { notifications } from '@mantine/notifications';
+import { IconPlayerPause, IconPlayerPlay, IconPlayerStop, IconRefresh } from '@tabler/icons-react';
+import { useState } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { useMutation, useQuery } from 'urql';
 
-import {
-  PauseJobMutation,
-  ResumeJobMutation,
-  StartJobMutation,
-} from "../api/jobs";
-import { RequestRestartMutation, RestartPreflightQuery } from "../api/replays";
-import { CancelRunMutation, runNumber, type RunSummary } from "../api/runs";
-import type { RiskLevel, RunMode } from "../gql/graphql";
-import type { UserErrorLike } from "../model/errors";
-import { ActionButton } from "./ActionButton";
-import { useMaintenance } from "./Layout";
-import { ErrorAlert, Loading, UserErrorList } from "./QueryState";
-import { report } from "./report";
+import { PauseJobMutation, ResumeJobMutation, StartJobMutation } from '../api/jobs';
+import { RequestRestartMutation, RestartPreflightQuery } from '../api/replays';
+import { CancelRunMutation, runNumber, type RunSummary } from '../api/runs';
+import type { RiskLevel, RunMode } from '../gql/graphql';
+import type { UserErrorLike } from '../model/errors';
+import { ActionButton } from './ActionButton';
+import { useMaintenance } from './Layout';
+import { ErrorAlert, Loading, UserErrorList } from './QueryState';
+import { report } from './report';
 
 /** startBlockedBy says why no run can start now, or null. */
-export function startBlockedBy(
-  job: { paused: boolean },
-  active: RunSummary | null,
-  maintenance: boolean | null,
-): string | null {
-  if (maintenance)
-    return "Maintenance is on: no run starts until it is lifted.";
-  if (job.paused) return "The job is paused: resume the job first.";
-  if (active)
-    return `Run #${runNumber(active.id)} is still active: cancel it or wait for it to finish.`;
+export function startBlockedBy(job: { paused: boolean }, active: RunSummary | null, maintenance: boolean | null): string | null {
+  if (maintenance) return 'Maintenance is on: no run starts until it is lifted.';
+  if (job.paused) return 'The job is paused: resume the job first.';
+  if (active) return `Run #${runNumber(active.id)} is still active: cancel it or wait for it to finish.`;
   return null;
 }
 
 /** cancelBlockedBy says why the active run cannot be cancelled, or null. */
 export function cancelBlockedBy(active: RunSummary | null): string | null {
-  if (!active) return "No run is active.";
-  if (active.cancelRequested)
-    return "Cancelling: the run stops at its next item boundary.";
+  if (!active) return 'No run is active.';
+  if (active.cancelRequested) return 'Cancelling: the run stops at its next item boundary.';
   return null;
 }
 
 /** restartGated says whether a RESTART preflight holds the RESTART for a request, and why. */
-export function restartGated(
-  pf: { blocked: boolean; requiresApproval: boolean } | null | undefined,
-): "blocked" | "approval" | null {
+export function restartGated(pf: { blocked: boolean; requiresApproval: boolean } | null | undefined): 'blocked' | 'approval' | null {
   if (!pf) return null;
-  if (pf.blocked) return "blocked";
-  if (pf.requiresApproval) return "approval";
+  if (pf.blocked) return 'blocked';
+  if (pf.requiresApproval) return 'approval';
   return null;
 }
 
 /** restartHint says what Restart will do, before its preflight is read. */
-export function restartHint(
-  riskLevel: RiskLevel | undefined,
-  hasRun: boolean,
-): string {
-  if (riskLevel === "HIGH" && hasRun)
-    return "Start a new generation: every target again, under new keys. HIGH risk: the restart is requested and runs once another approver approves it.";
-  return "Start a new generation: every target again, under new keys. Targets in doubt block it until they are settled.";
+export function restartHint(riskLevel: RiskLevel | undefined, hasRun: boolean): string {
+  if (riskLevel === 'HIGH' && hasRun)
+    return 'Start a new generation: every target again, under new keys. HIGH risk: the restart is requested and runs once another approver approves it.';
+  return 'Start a new generation: every target again, under new keys. Targets in doubt block it until they are settled.';
 }
 
 /** restartRequestBlockedBy says why a RESTART request cannot be sent yet, or null. */
-export function restartRequestBlockedBy(
-  reason: string,
-  compensationRef: string,
-  highRisk: boolean,
-): string | null {
-  if (reason.trim() === "") return "Give a reason for the restart.";
-  if (highRisk && compensationRef.trim() === "")
-    return "A HIGH-risk restart needs a compensation reference (where the undo plan lives).";
+export function restartRequestBlockedBy(reason: string, compensationRef: string, highRisk: boolean): string | null {
+  if (reason.trim() === '') return 'Give a reason for the restart.';
+  if (highRisk && compensationRef.trim() === '') return 'A HIGH-risk restart needs a compensation reference (where the undo plan lives).';
   return null;
 }
 
@@ -113,31 +76,20 @@ export function RestartConfirm({
   onRun?: (r: RunSummary) => void;
 }) {
   const navigate = useNavigate();
-  const [{ data, fetching, error }] = useQuery({
-    query: RestartPreflightQuery,
-    variables: { name: job },
-    pause: !opened,
-    requestPolicy: "network-only",
-  });
-  const [reason, setReason] = useState("");
-  const [compensationRef, setCompensationRef] = useState("");
+  const [{ data, fetching, error }] = useQuery({ query: RestartPreflightQuery, variables: { name: job }, pause: !opened, requestPolicy: 'network-only' });
+  const [reason, setReason] = useState('');
+  const [compensationRef, setCompensationRef] = useState('');
   const [userErrors, setUserErrors] = useState<UserErrorLike[]>([]);
   const [sending, setSending] = useState(false);
   const [, requestRestart] = useMutation(RequestRestartMutation);
   const pf = data?.restartPreflight;
   const gate = restartGated(pf);
-  const highRisk = pf?.riskLevel === "HIGH";
+  const highRisk = pf?.riskLevel === 'HIGH';
 
   const send = async () => {
     setSending(true);
     setUserErrors([]);
-    const res = await requestRestart({
-      input: {
-        name: job,
-        reason: reason.trim(),
-        compensationRef: compensationRef.trim() || null,
-      },
-    });
+    const res = await requestRestart({ input: { name: job, reason: reason.trim(), compensationRef: compensationRef.trim() || null } });
     setSending(false);
     const p = res.data?.requestRestart;
     if (res.error) {
@@ -150,41 +102,25 @@ export function RestartConfirm({
     }
     onClose();
     if (p?.run) {
-      notifications.show({ color: "green", message: `${job}: restarted` });
+      notifications.show({ color: 'green', message: `${job}: restarted` });
       onRun?.(p.run);
     } else {
-      notifications.show({
-        color: "yellow",
-        message: `${job}: RESTART requested; it waits for an approver other than you`,
-      });
-      void navigate("/admin/replays");
+      notifications.show({ color: 'yellow', message: `${job}: RESTART requested; it waits for an approver other than you` });
+      void navigate('/admin/replays');
     }
   };
 
   return (
-    <Modal
-      opened={opened}
-      onClose={onClose}
-      title={`Restart ${job}?`}
-      size={gate ? "lg" : "md"}
-    >
+    <Modal opened={opened} onClose={onClose} title={`Restart ${job}?`} size={gate ? 'lg' : 'md'}>
       <Stack>
         <Text size="sm">
-          A restart opens a <b>new ledger generation</b>: it does not continue
-          from the checkpoint, and every target is processed again under new
-          idempotency keys. Use Resume to continue where the last run stopped.
+          A restart opens a <b>new ledger generation</b>: it does not continue from the checkpoint, and every target is
+          processed again under new idempotency keys. Use Resume to continue where the last run stopped.
         </Text>
-        {fetching && !data && (
-          <Loading lines={2} label="Computing the restart preflight" />
-        )}
+        {fetching && !data && <Loading lines={2} label="Computing the restart preflight" />}
         {error && <ErrorAlert error={error} />}
-        {gate === "blocked" && pf && (
-          <Alert
-            color="red"
-            variant="light"
-            title="This restart is blocked"
-            data-testid="restart-blocked"
-          >
+        {gate === 'blocked' && pf && (
+          <Alert color="red" variant="light" title="This restart is blocked" data-testid="restart-blocked">
             <Stack gap={4}>
               <List size="sm">
                 {pf.blockingReasons.map((r) => (
@@ -193,21 +129,17 @@ export function RestartConfirm({
               </List>
               {pf.ambiguous + pf.inFlight > 0 && (
                 <Text size="sm">
-                  Settle the targets in doubt first, on the{" "}
-                  <Anchor
-                    component={Link}
-                    to="/admin/ambiguous"
-                    onClick={onClose}
-                  >
+                  Settle the targets in doubt first, on the{' '}
+                  <Anchor component={Link} to="/admin/ambiguous" onClick={onClose}>
                     ambiguous effects page
-                  </Anchor>{" "}
+                  </Anchor>{' '}
                   (reconcile, or resolve by hand), then restart again.
                 </Text>
               )}
             </Stack>
           </Alert>
         )}
-        {gate === "approval" && pf && (
+        {gate === 'approval' && pf && (
           <form
             onSubmit={(e) => {
               e.preventDefault();
@@ -216,22 +148,15 @@ export function RestartConfirm({
             aria-label="Request a restart"
           >
             <Stack>
-              <Alert
-                color="yellow"
-                variant="light"
-                title="This restart needs a second person's approval"
-                data-testid="restart-needs-approval"
-              >
+              <Alert color="yellow" variant="light" title="This restart needs a second person's approval" data-testid="restart-needs-approval">
                 <List size="sm">
                   {pf.approvalReasons.map((r) => (
                     <List.Item key={r}>{r}</List.Item>
                   ))}
                 </List>
                 <Text size="sm" mt={4}>
-                  Generation {pf.generation} has {pf.confirmed} confirmed
-                  effect(s) that a restart makes again. Request it: it waits in
-                  the approval queue, and runs once an approver other than you
-                  approves it.
+                  Generation {pf.generation} has {pf.confirmed} confirmed effect(s) that a restart makes again. Request it: it
+                  waits in the approval queue, and runs once an approver other than you approves it.
                 </Text>
               </Alert>
               <Textarea
@@ -246,11 +171,7 @@ export function RestartConfirm({
               />
               <TextInput
                 label="Compensation reference"
-                description={
-                  highRisk
-                    ? "Required for HIGH-risk jobs: where the plan to undo the repeated effects lives"
-                    : "Optional"
-                }
+                description={highRisk ? 'Required for HIGH-risk jobs: where the plan to undo the repeated effects lives' : 'Optional'}
                 value={compensationRef}
                 onChange={(e) => setCompensationRef(e.currentTarget.value)}
                 required={highRisk}
@@ -265,11 +186,7 @@ export function RestartConfirm({
                   need="OPERATOR"
                   type="submit"
                   color="orange"
-                  blockedBy={restartRequestBlockedBy(
-                    reason,
-                    compensationRef,
-                    highRisk,
-                  )}
+                  blockedBy={restartRequestBlockedBy(reason, compensationRef, highRisk)}
                   loading={sending}
                   data-testid="restart-request"
                 >
@@ -284,16 +201,12 @@ export function RestartConfirm({
             <Button variant="default" onClick={onClose}>
               Keep the checkpoint
             </Button>
-            <Button
-              color="orange"
-              onClick={onConfirm}
-              data-testid="restart-confirm"
-            >
+            <Button color="orange" onClick={onConfirm} data-testid="restart-confirm">
               Restart from scratch
             </Button>
           </Group>
         )}
-        {gate === "blocked" && (
+        {gate === 'blocked' && (
           <Group justify="flex-end">
             <Button variant="default" onClick={onClose}>
               Close
@@ -312,16 +225,10 @@ export interface JobControlsProps {
   hasRun: boolean;
   /** Called with a run a control started or changed. */
   onRun?: (r: RunSummary) => void;
-  size?: "xs" | "sm";
+  size?: 'xs' | 'sm';
 }
 
-export function JobControls({
-  job,
-  active,
-  hasRun,
-  onRun,
-  size = "xs",
-}: JobControlsProps) {
+export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobControlsProps) {
   const { on: maintenance } = useMaintenance();
   const [, startJob] = useMutation(StartJobMutation);
   const [, cancelRun] = useMutation(CancelRunMutation);
@@ -341,49 +248,34 @@ export function JobControls({
   };
   const start = (mode: RunMode) =>
     act(mode, async () => {
-      const p = report(
-        await startJob({ name: job.name, mode }),
-        (d) => d.startJob,
-        `${job.name}: ${mode === "RESTART" ? "restarted" : "started"}`,
-      );
+      const p = report(await startJob({ name: job.name, mode }), (d) => d.startJob, `${job.name}: ${mode === 'RESTART' ? 'restarted' : 'started'}`);
       if (p?.run) onRun?.(p.run);
     });
   const blocked = startBlockedBy(job, active, maintenance);
   const testid = (s: string) => `${s}-${job.name}`;
-  const icon = size === "xs" ? 14 : 16;
+  const icon = size === 'xs' ? 14 : 16;
 
   return (
     <Group gap="xs">
+      {/* While the job is paused, Unpause job is what applies: no run Resume beside it. */}
       {!job.paused && (
-        <Tooltip
-          label="Start a run that continues from the last checkpoint"
-          withArrow
-          openDelay={400}
-          disabled={blocked !== null}
-        >
+        <Tooltip label="Start a run that continues from the last checkpoint" withArrow openDelay={400} disabled={blocked !== null}>
           <span>
             <ActionButton
               need="OPERATOR"
               blockedBy={blocked}
               size={size}
               leftSection={<IconPlayerPlay size={icon} />}
-              loading={busy === "RESUME"}
-              onClick={() => void start("RESUME")}
-              data-testid={testid("resume")}
+              loading={busy === 'RESUME'}
+              onClick={() => void start('RESUME')}
+              data-testid={testid('resume')}
             >
-              {hasRun ? "Resume run" : "Start"}
+              {hasRun ? 'Resume run' : 'Start'}
             </ActionButton>
           </span>
         </Tooltip>
       )}
-      <Tooltip
-        label={restartHint(job.riskLevel, hasRun)}
-        withArrow
-        openDelay={400}
-        disabled={blocked !== null}
-        multiline
-        w={260}
-      >
+      <Tooltip label={restartHint(job.riskLevel, hasRun)} withArrow openDelay={400} disabled={blocked !== null} multiline w={260}>
         <span>
           <ActionButton
             need="OPERATOR"
@@ -392,12 +284,10 @@ export function JobControls({
             variant="light"
             color="orange"
             leftSection={<IconRefresh size={icon} />}
-            loading={busy === "RESTART"}
+            loading={busy === 'RESTART'}
             onClick={restart.open}
-            data-testid={testid("restart")}
-            data-needs-approval={
-              job.riskLevel === "HIGH" && hasRun ? "true" : undefined
-            }
+            data-testid={testid('restart')}
+            data-needs-approval={job.riskLevel === 'HIGH' && hasRun ? 'true' : undefined}
           >
             Restart
           </ActionButton>
@@ -410,19 +300,15 @@ export function JobControls({
         variant="light"
         color="red"
         leftSection={<IconPlayerStop size={icon} />}
-        loading={busy === "cancel"}
+        loading={busy === 'cancel'}
         onClick={() =>
           active &&
-          void act("cancel", async () => {
-            const p = report(
-              await cancelRun({ runId: active.id }),
-              (d) => d.cancelRun,
-              `Run #${runNumber(active.id)}: cancel requested`,
-            );
+          void act('cancel', async () => {
+            const p = report(await cancelRun({ runId: active.id }), (d) => d.cancelRun, `Run #${runNumber(active.id)}: cancel requested`);
             if (p?.run) onRun?.(p.run);
           })
         }
-        data-testid={testid("cancel")}
+        data-testid={testid('cancel')}
       >
         Cancel
       </ActionButton>
@@ -433,18 +319,14 @@ export function JobControls({
           variant="light"
           color="teal"
           leftSection={<IconPlayerPlay size={icon} />}
-          loading={busy === "resume-job"}
+          loading={busy === 'resume-job'}
           onClick={() =>
-            void act("resume-job", async () => {
-              const p = report(
-                await resumeJob({ name: job.name }),
-                (d) => d.resumeJob,
-                `${job.name}: resumed`,
-              );
+            void act('resume-job', async () => {
+              const p = report(await resumeJob({ name: job.name }), (d) => d.resumeJob, `${job.name}: resumed`);
               if (p?.run) onRun?.(p.run);
             })
           }
-          data-testid={testid("resume-job")}
+          data-testid={testid('resume-job')}
         >
           Unpause job
         </ActionButton>
@@ -455,26 +337,19 @@ export function JobControls({
           variant="light"
           color="yellow"
           leftSection={<IconPlayerPause size={icon} />}
-          loading={busy === "pause"}
+          loading={busy === 'pause'}
           onClick={pauseConfirm.open}
-          data-testid={testid("pause")}
+          data-testid={testid('pause')}
         >
           Pause job
         </ActionButton>
       )}
-      <Modal
-        opened={pauseOpened}
-        onClose={pauseConfirm.close}
-        title={`Pause ${job.name}?`}
-      >
+      <Modal opened={pauseOpened} onClose={pauseConfirm.close} title={`Pause ${job.name}?`}>
         <Stack>
           <Text size="sm">
-            {active
-              ? `Run #${runNumber(active.id)} stops at its next item boundary and ends PAUSED; committed items stay. `
-              : ""}
-            No run of this job starts while it is paused — scheduled or manual.
-            The schedule is kept: Unpause job lets it fire again and resumes a
-            paused run.
+            {active ? `Run #${runNumber(active.id)} stops at its next item boundary and ends PAUSED; committed items stay. ` : ''}
+            No run of this job starts while it is paused — scheduled or manual. The schedule is kept: Unpause job lets it fire
+            again and resumes a paused run.
           </Text>
           <Group justify="flex-end">
             <Button variant="default" onClick={pauseConfirm.close}>
@@ -482,15 +357,11 @@ export function JobControls({
             </Button>
             <Button
               color="yellow"
-              data-testid={testid("pause-confirm")}
+              data-testid={testid('pause-confirm')}
               onClick={() => {
                 pauseConfirm.close();
-                void act("pause", async () => {
-                  report(
-                    await pauseJob({ name: job.name }),
-                    (d) => d.pauseJob,
-                    `${job.name}: paused`,
-                  );
+                void act('pause', async () => {
+                  report(await pauseJob({ name: job.name }), (d) => d.pauseJob, `${job.name}: paused`);
                 });
               }}
             >
@@ -506,7 +377,7 @@ export function JobControls({
         onRun={onRun}
         onConfirm={() => {
           restart.close();
-          void start("RESTART");
+          void start('RESTART');
         }}
       />
     </Group>

@@ -1,61 +1,38 @@
 // A run's failed items, in order: keyset pages, filtered on the server by failure class and a
 // search in the item key or message, so the filters cover every error row of the run.
-import {
-  Code,
-  Group,
-  Select,
-  Stack,
-  Table,
-  Text,
-  TextInput,
-} from "@mantine/core";
-import { IconSearch } from "@tabler/icons-react";
-import { useEffect, useState } from "react";
-import { useQuery } from "urql";
+import { Code, Group, Select, Stack, Table, Text, TextInput } from '@mantine/core';
+import { IconSearch } from '@tabler/icons-react';
+import { useEffect, useState } from 'react';
+import { useQuery } from 'urql';
 
-import { RunErrorsQuery } from "../api/runs";
-import { useCursorPager } from "../hooks/useCursorPager";
-import { useDebounced } from "../hooks/useDebounced";
-import { ledgerStateMeta } from "../model/status";
-import type { LedgerState } from "../gql/graphql";
-import { Pager } from "./Pager";
-import { Empty, ErrorAlert, Loading } from "./QueryState";
-import { TimeAgo } from "./Time";
+import { RunErrorsQuery } from '../api/runs';
+import { useCursorPager } from '../hooks/useCursorPager';
+import { useDebounced } from '../hooks/useDebounced';
+import { ledgerStateMeta } from '../model/status';
+import type { LedgerState } from '../gql/graphql';
+import { Pager } from './Pager';
+import { Empty, ErrorAlert, Loading } from './QueryState';
+import { TimeAgo } from './Time';
 
 const PAGE = 25;
 
 /** The failure classes an error row can have: the ledger states a final failure ends in. */
-export const FAILURE_CLASSES: LedgerState[] = [
-  "TRANSIENT",
-  "VALIDATION_REJECTED",
-  "CONFLICT",
-  "POLICY_BLOCKED",
-  "BUG_SUSPECTED",
-  "AMBIGUOUS_EFFECT",
-];
+export const FAILURE_CLASSES: LedgerState[] = ['TRANSIENT', 'VALIDATION_REJECTED', 'CONFLICT', 'POLICY_BLOCKED', 'BUG_SUSPECTED', 'AMBIGUOUS_EFFECT'];
 
 /** MAX_SEARCH is the server's bound on the search text, in characters. */
 export const MAX_SEARCH = 200;
 
 /** errorsSummary says how many error rows match, and of how many pages' worth. */
 export function errorsSummary(total: number, filtered: boolean): string {
-  const rows = `${total} error row${total === 1 ? "" : "s"}`;
-  return filtered
-    ? `${rows} match the filter (all pages)`
-    : `${rows} in this run`;
+  const rows = `${total} error row${total === 1 ? '' : 's'}`;
+  return filtered ? `${rows} match${total === 1 ? 'es' : ''} the filter (all pages)` : `${rows} in this run`;
 }
 
-export function RunErrors({
-  runId,
-  refreshKey,
-}: {
-  runId: string;
-  refreshKey: number;
-}) {
+export function RunErrors({ runId, refreshKey }: { runId: string; refreshKey: number }) {
   const pager = useCursorPager();
   const { reset } = pager;
   const [cls, setCls] = useState<string | null>(null);
-  const [searchInput, setSearchInput] = useState("");
+  const [searchInput, setSearchInput] = useState('');
   const search = useDebounced(searchInput.trim(), 300);
   useEffect(() => reset(), [cls, search, reset]);
   const [{ data, fetching, error }, refetch] = useQuery({
@@ -67,14 +44,14 @@ export function RunErrors({
       failureClass: cls,
       search: search || null,
     },
-    requestPolicy: "cache-and-network",
+    requestPolicy: 'cache-and-network',
   });
   useEffect(() => {
-    if (refreshKey > 0) refetch({ requestPolicy: "network-only" });
+    if (refreshKey > 0) refetch({ requestPolicy: 'network-only' });
   }, [refreshKey, refetch]);
   const conn = data?.run?.errors;
   const rows = conn?.nodes ?? [];
-  const filtered = cls !== null || search !== "";
+  const filtered = cls !== null || search !== '';
 
   return (
     <Stack gap="sm" data-testid="run-errors">
@@ -103,32 +80,15 @@ export function RunErrors({
           data-testid="errors-search"
         />
         {conn && (
-          <Text
-            size="xs"
-            c="dimmed"
-            data-testid="errors-total"
-            data-total={conn.totalCount}
-          >
+          <Text size="xs" c="dimmed" data-testid="errors-total" data-total={conn.totalCount}>
             {errorsSummary(conn.totalCount, filtered)}
           </Text>
         )}
       </Group>
-      {error && (
-        <ErrorAlert
-          error={error}
-          onRetry={() => refetch({ requestPolicy: "network-only" })}
-        />
-      )}
+      {error && <ErrorAlert error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />}
       {fetching && !conn && <Loading label="Loading errors" />}
       {conn && rows.length === 0 && (
-        <Empty
-          title="No errors"
-          description={
-            filtered
-              ? "No error row of this run matches the filter."
-              : "No item of this run failed."
-          }
-        />
+        <Empty title="No errors" description={filtered ? 'No error row of this run matches the filter.' : 'No item of this run failed.'} />
       )}
       {rows.length > 0 && (
         <div className="table-wrap">
@@ -144,10 +104,7 @@ export function RunErrors({
             </Table.Thead>
             <Table.Tbody>
               {rows.map((e, i) => (
-                <Table.Tr
-                  key={`${e.itemKey}-${e.attempt}-${i}`}
-                  data-testid="error-row"
-                >
+                <Table.Tr key={`${e.itemKey}-${e.attempt}-${i}`} data-testid="error-row">
                   <Table.Td>
                     <Code>{e.itemKey}</Code>
                   </Table.Td>
@@ -160,12 +117,7 @@ export function RunErrors({
                     {e.attempt > 0 ? (
                       e.attempt
                     ) : (
-                      <Text
-                        span
-                        size="sm"
-                        c="dimmed"
-                        title="Refused before any call was made"
-                      >
+                      <Text span size="sm" c="dimmed" title="Refused before any call was made">
                         no call
                       </Text>
                     )}
@@ -184,14 +136,7 @@ export function RunErrors({
           </Table>
         </div>
       )}
-      {conn && (
-        <Pager
-          pager={pager}
-          hasNextPage={conn.pageInfo.hasNextPage}
-          endCursor={conn.pageInfo.endCursor}
-          label="errors"
-        />
-      )}
+      {conn && <Pager pager={pager} hasNextPage={conn.pageInfo.hasNextPage} endCursor={conn.pageInfo.endCursor} label="errors" />}
     </Stack>
   );
 }
