@@ -188,6 +188,7 @@ test('Pause asks first; a paused job shows no fires and offers only Unpause job'
 
   await page.getByTestId('resume-job-demo-flaky').click();
   await until('the job to be unpaused', async () => !(await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.paused);
-  assert.equal(await page.getByTestId('pause-demo-flaky').count(), 1, 'no Pause job after unpausing');
+  await until('Pause job to be offered again', async () => (await page.getByTestId('pause-demo-flaky').count()) === 1);
+  assert.equal(await page.getByTestId('resume-job-demo-flaky').count(), 0, 'Unpause job still offered on an unpaused job');
   await page.context().close();
 });
