@@ -176,6 +176,6 @@ func complexity() generated.ComplexityRoot {
 	c.Query.CronPreview = func(child int, _ string, _ *string, n *int) int { return pageCost(child, n) }
 	c.Job.Runs = func(child int, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
 	c.Job.NextFireTimes = func(child int, n *int) int { return pageCost(child, n) }
-	c.Run.Errors = func(child int, first *int, _ *string) int { return pageCost(child, first) }
+	c.Run.Errors = func(child int, first *int, _, _, _ *string) int { return pageCost(child, first) }
 	return c
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	"github.com/baton-run/baton/runner"
 )
@@ -177,5 +179,98 @@ func TestRunAttentionIsNotNPlusOne(t *testing.T) {
 	// One query for the runs' ledger counters, one for their unresolved ambiguous targets.
 	if extra > 2 {
 		t.Fatalf("attention of %d runs took %d extra queries; want at most 2", n, extra)
+	}
+}
+
+type wireErrors struct {
+	Run struct {
+		Errors struct {
+			TotalCount int
+			Nodes      []struct{ ItemKey, FailureClass, Message string }
+			PageInfo   struct {
+				HasNextPage bool
+				EndCursor   *string
+			}
+		}
+	}
+}
+
+// TestRunErrorsFilter: Run.errors filters by failure class and by a text in the item key or
+// message across all of the run's error rows, not only one page, and totalCount counts what
+// matches; a search text is taken literally; an oversized one is refused with BAD_USER_INPUT.
+func TestRunErrorsFilter(t *testing.T) {
+	b := setup(t)
+	outcomes := make([]string, 0, 40)
+	for k := range 40 {
+		switch k % 4 {
+		case 0:
+			outcomes = append(outcomes, "rejected")
+		case 1:
+			outcomes = append(outcomes, "transient")
+		case 2:
+			outcomes = append(outcomes, "conflict")
+		default:
+			outcomes = append(outcomes, "")
+		}
+	}
+	i := b.instance(instanceOpts{jobs: []runner.Job{&outcomeJob{name: "mixed", outcomes: outcomes}}})
+	op := b.token(model.RoleOperator)
+	runID := i.startJob(t, op, "mixed")
+	i.waitRunStatus(t, op, runID, "SUCCEEDED")
+
+	const q = `query($id: ID!, $first: Int, $after: String, $class: String, $search: String) { run(id: $id) {
+		errors(first: $first, after: $after, failureClass: $class, search: $search) {
+			totalCount nodes { itemKey failureClass message } pageInfo { hasNextPage endCursor } } } }`
+	page := func(vars map[string]any) wireErrors {
+		t.Helper()
+		vars["id"] = runID
+		var w wireErrors
+		i.post(t, op, q, vars).decode(t, &w)
+		return w
+	}
+
+	all := page(map[string]any{"first": 5})
+	if all.Run.Errors.TotalCount != 30 || len(all.Run.Errors.Nodes) != 5 || !all.Run.Errors.PageInfo.HasNextPage {
+		t.Fatalf("unfiltered: total %d, %d rows, next %v; want 30, 5, true", all.Run.Errors.TotalCount, len(all.Run.Errors.Nodes), all.Run.Errors.PageInfo.HasNextPage)
+	}
+
+	// The 10 CONFLICT rows, over two pages of 6: every one of them, none of another class.
+	var seen []string
+	vars := map[string]any{"first": 6, "class": "CONFLICT"}
+	for {
+		w := page(vars)
+		if w.Run.Errors.TotalCount != 10 {
+			t.Fatalf("CONFLICT total %d, want 10", w.Run.Errors.TotalCount)
+		}
+		for _, n := range w.Run.Errors.Nodes {
+			if n.FailureClass != "CONFLICT" {
+				t.Fatalf("CONFLICT filter gave %+v", n)
+			}
+			seen = append(seen, n.ItemKey)
+		}
+		if !w.Run.Errors.PageInfo.HasNextPage {
+			break
+		}
+		vars["after"] = *w.Run.Errors.PageInfo.EndCursor
+	}
+	if len(seen) != 10 {
+		t.Fatalf("CONFLICT rows over the pages: %v; want 10", seen)
+	}
+
+	// Search in the item key (case-insensitive), combined with a class: of t1 and t10..t19,
+	// the rejected ones are t12 and t16.
+	if w := page(map[string]any{"first": 50, "search": "T1", "class": "VALIDATION_REJECTED"}); w.Run.Errors.TotalCount != 2 || len(w.Run.Errors.Nodes) != 2 {
+		t.Fatalf("search T1 among rejected: %+v", w.Run.Errors)
+	}
+	// Search in the message; LIKE wildcards are literal.
+	if w := page(map[string]any{"first": 50, "search": "provider said"}); w.Run.Errors.TotalCount != 30 {
+		t.Fatalf("message search: total %d, want 30", w.Run.Errors.TotalCount)
+	}
+	if w := page(map[string]any{"first": 50, "search": "%"}); w.Run.Errors.TotalCount != 0 || len(w.Run.Errors.Nodes) != 0 {
+		t.Fatalf("search %%: %+v; want nothing (taken literally)", w.Run.Errors)
+	}
+	r := i.post(t, op, q, map[string]any{"id": runID, "search": strings.Repeat("x", 201)})
+	if r.code() != graph.CodeBadUserInput {
+		t.Fatalf("a 201-character search: code %q (%+v), want BAD_USER_INPUT", r.code(), r.Errors)
 	}
 }

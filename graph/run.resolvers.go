@@ -119,12 +119,16 @@ func (r *runResolver) AutoResume(ctx context.Context, obj *batontype.RunRecord) 
 }
 
 // Errors is the resolver for the errors field.
-func (r *runResolver) Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error) {
+func (r *runResolver) Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string, failureClass *string, search *string) (*model.RunErrorConnection, error) {
 	p, err := parsePage(first, after, cursorRunErrors)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.loaders(ctx).runErrors.Load(ctx, errorsKey{run: obj.ID, after: p.after, limit: p.first + 1})
+	f, err := errorFilter(failureClass, search)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.runErrorRows(ctx, obj.ID, f, p)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +140,13 @@ func (r *runResolver) Errors(ctx context.Context, obj *batontype.RunRecord, firs
 	out := &model.RunErrorConnection{Nodes: items, PageInfo: info, Edges: make([]*model.RunErrorEdge, len(items))}
 	for i, e := range items {
 		out.Edges[i] = &model.RunErrorEdge{Cursor: cursors[i], Node: e}
+	}
+	if selects(ctx, []string{"totalCount"}) {
+		n, err := r.runner.Runs().CountErrors(ctx, obj.ID, f)
+		if err != nil {
+			return nil, err
+		}
+		out.TotalCount = int(n)
 	}
 	return out, nil
 }

@@ -131,7 +131,7 @@ func supersedes(next, prev *bt.RunRecord) bool {
 		return false
 	case !next.Status.Active():
 		return true
-	case next.Processed < prev.Processed:
+	case next.Processed < prev.Processed, !next.HeartbeatAt.IsZero() && next.HeartbeatAt.Before(prev.HeartbeatAt):
 		return false
 	}
 	return !sameState(next, prev)
@@ -141,7 +141,8 @@ func sameState(a, b *bt.RunRecord) bool {
 	sameTotal := (a.Total == nil) == (b.Total == nil) && (a.Total == nil || *a.Total == *b.Total)
 	return a.Status == b.Status && a.Processed == b.Processed && a.Succeeded == b.Succeeded && a.Failed == b.Failed &&
 		a.Skipped == b.Skipped && a.Ambiguous == b.Ambiguous && sameTotal && a.Checkpoint == b.Checkpoint &&
-		a.CancelRequested == b.CancelRequested && a.PauseReason == b.PauseReason && a.Message == b.Message
+		a.CancelRequested == b.CancelRequested && a.PauseReason == b.PauseReason && a.Message == b.Message &&
+		a.LeaseUntil.Equal(b.LeaseUntil) && a.HeartbeatAt.Equal(b.HeartbeatAt)
 }
 
 // reconcileNewer reports whether next is a later state of a request than prev: a state never

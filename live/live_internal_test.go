@@ -16,6 +16,11 @@ func TestSupersedes(t *testing.T) {
 	run := func(status bt.RunStatus, processed int64) *bt.RunRecord {
 		return &bt.RunRecord{ID: 1, Status: status, Processed: processed}
 	}
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	beat := func(r *bt.RunRecord, leaseUntil, heartbeat time.Time) *bt.RunRecord {
+		r.LeaseUntil, r.HeartbeatAt = leaseUntil, heartbeat
+		return r
+	}
 	for _, tc := range []struct {
 		next, prev *bt.RunRecord
 		want       bool
@@ -26,6 +31,10 @@ func TestSupersedes(t *testing.T) {
 		{run(bt.StatusRunning, 2), run(bt.StatusRunning, 2), false}, // nothing new
 		{run(bt.StatusSucceeded, 2), run(bt.StatusRunning, 2), true},
 		{run(bt.StatusRunning, 3), run(bt.StatusFailed, 2), false}, // final is final
+		// A renewed lease is news even when no item moved: a page must not show the old one.
+		{beat(run(bt.StatusRunning, 2), t0.Add(time.Minute), t0.Add(30*time.Second)), beat(run(bt.StatusRunning, 2), t0.Add(30*time.Second), t0), true},
+		// A state older than the one sent (its heartbeat is earlier) is not.
+		{beat(run(bt.StatusRunning, 2), t0.Add(30*time.Second), t0), beat(run(bt.StatusRunning, 2), t0.Add(time.Minute), t0.Add(30*time.Second)), false},
 	} {
 		if got := supersedes(tc.next, tc.prev); got != tc.want {
 			t.Errorf("supersedes(%+v, %+v) = %v", tc.next, tc.prev, got)

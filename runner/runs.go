@@ -52,6 +52,21 @@ func (s *RunService) Errors(ctx context.Context, runID, afterID int64, limit int
 	return s.r.store.RunErrors(ctx, runID, afterID, limit)
 }
 
+// ErrorFilter selects a run's error rows: by failure class, and by a text the item key or the
+// message contains (case-insensitive, literal). Empty fields select all.
+type ErrorFilter = store.RunErrorFilter
+
+// ErrorsMatching returns up to limit error rows of run runID that match f, after the row
+// afterID, in the order they were recorded.
+func (s *RunService) ErrorsMatching(ctx context.Context, runID int64, f ErrorFilter, afterID int64, limit int) ([]bt.RunError, error) {
+	return s.r.store.RunErrorsMatching(ctx, runID, f, afterID, limit)
+}
+
+// CountErrors counts the error rows of run runID that match f.
+func (s *RunService) CountErrors(ctx context.Context, runID int64, f ErrorFilter) (int64, error) {
+	return s.r.store.CountRunErrors(ctx, runID, f)
+}
+
 // ErrorsOfRuns returns, for each of runIDs, its error rows as Errors would return them, keyed
 // by run id; a run without errors is absent.
 func (s *RunService) ErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error) {

@@ -426,7 +426,7 @@ type ComplexityRoot struct {
 		CancelRequested   func(childComplexity int) int
 		CancelRequestedBy func(childComplexity int) int
 		Checkpoint        func(childComplexity int) int
-		Errors            func(childComplexity int, first *int, after *string) int
+		Errors            func(childComplexity int, first *int, after *string, failureClass *string, search *string) int
 		Events            func(childComplexity int) int
 		FinishedAt        func(childComplexity int) int
 		Generation        func(childComplexity int) int
@@ -486,9 +486,10 @@ type ComplexityRoot struct {
 	}
 
 	RunErrorConnection struct {
-		Edges    func(childComplexity int) int
-		Nodes    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
 	}
 
 	RunErrorEdge struct {
@@ -674,7 +675,7 @@ type RunResolver interface {
 
 	AutoResume(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
 
-	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error)
+	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string, failureClass *string, search *string) (*model.RunErrorConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error)
 	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
 	NeedsAttention(ctx context.Context, obj *batontype.RunRecord) (bool, error)
@@ -2457,7 +2458,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Run.Errors(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Run.Errors(childComplexity, args["first"].(*int), args["after"].(*string), args["failureClass"].(*string), args["search"].(*string)), true
 	case "Run.events":
 		if e.ComplexityRoot.Run.Events == nil {
 			break
@@ -2728,6 +2729,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunErrorConnection.PageInfo(childComplexity), true
+	case "RunErrorConnection.totalCount":
+		if e.ComplexityRoot.RunErrorConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunErrorConnection.TotalCount(childComplexity), true
 
 	case "RunErrorEdge.cursor":
 		if e.ComplexityRoot.RunErrorEdge.Cursor == nil {
@@ -4018,8 +4025,12 @@ type Run implements Node {
   activatedAt: Time
   finishedAt: Time
   message: String!
-  "Failed items, in order."
-  errors(first: Int, after: String): RunErrorConnection!
+  """
+  Failed items, in order, across all of the run's error rows: failureClass keeps one class
+  (exactly, as RunError.failureClass gives it); search keeps the rows whose item key or message
+  contains the text (case-insensitive, literally; at most 200 characters, else BAD_USER_INPUT).
+  """
+  errors(first: Int, after: String, failureClass: String, search: String): RunErrorConnection!
   "Per-state ledger counts of this run."
   ledgerSummary: [LedgerCount!]!
   "The run's life, oldest first: requested, activated, its recorded events (lease renewals, the latest 500 of them; pause and cancel requests; stop-condition trips), finished."
@@ -4145,6 +4156,8 @@ type RunErrorConnection {
   edges: [RunErrorEdge!]!
   nodes: [RunError!]!
   pageInfo: PageInfo!
+  "How many error rows of the run match the filter, on every page."
+  totalCount: Int!
 }
 
 type RunErrorEdge {
@@ -5197,6 +5210,8 @@ func (ec *executionContext) childFields_RunErrorConnection(ctx context.Context, 
 		return ec.fieldContext_RunErrorConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_RunErrorConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_RunErrorConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunErrorConnection", field.Name)
 }
@@ -6132,6 +6147,22 @@ func (ec *executionContext) field_Run_errors_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "failureClass",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["failureClass"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "search",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["search"] = arg3
 	return args, nil
 }
 
@@ -14327,7 +14358,7 @@ func (ec *executionContext) _Run_errors(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Run().Errors(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Run().Errors(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["failureClass"].(*string), fc.Args["search"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.RunErrorConnection) graphql.Marshaler {
@@ -15033,6 +15064,29 @@ func (ec *executionContext) fieldContext_RunErrorConnection_pageInfo(_ context.C
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RunErrorConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.RunErrorConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunErrorConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunErrorConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunErrorConnection", field, false, false, "Int")
 }
 
 func (ec *executionContext) _RunErrorEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RunErrorEdge) (ret graphql.Marshaler) {
@@ -21128,6 +21182,11 @@ func (ec *executionContext) _RunErrorConnection(ctx context.Context, sel ast.Sel
 			}
 		case "pageInfo":
 			out.Values[i] = ec._RunErrorConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._RunErrorConnection_totalCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -325,6 +325,8 @@ type RunErrorConnection struct {
 	Edges    []*RunErrorEdge       `json:"edges"`
 	Nodes    []*batontype.RunError `json:"nodes"`
 	PageInfo *PageInfo             `json:"pageInfo"`
+	// How many error rows of the run match the filter, on every page.
+	TotalCount int `json:"totalCount"`
 }
 
 type RunErrorEdge struct {

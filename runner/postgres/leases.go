@@ -17,10 +17,11 @@ import (
 type leaseStore struct{ *Store }
 
 // leaseReturningAt is what a fenced write returns to the worker: the lease left by clock, the
-// flags and the counters.
+// flags, the counters, and the lease end and heartbeat as the row now has them (for the run's
+// live events).
 func leaseReturningAt(clock string) string {
 	return `EXTRACT(EPOCH FROM (lease_until - ` + clock + `))::float8, cancel_requested, COALESCE(pause_reason, ''),
-	processed, succeeded, failed, skipped, ambiguous, checkpoint, total`
+	processed, succeeded, failed, skipped, ambiguous, checkpoint, total, lease_until, heartbeat_at`
 }
 
 // leaseReturning is leaseReturningAt by the statement's clock.
@@ -31,7 +32,7 @@ func scanLease(row pgx.Row) (store.LeaseState, string, error) {
 	var secs float64
 	var pause string
 	err := row.Scan(&secs, &ls.CancelRequested, &pause, &ls.Processed, &ls.Succeeded, &ls.Failed, &ls.Skipped,
-		&ls.Ambiguous, &ls.Checkpoint, &ls.Total)
+		&ls.Ambiguous, &ls.Checkpoint, &ls.Total, &ls.LeaseUntil, &ls.HeartbeatAt)
 	ls.Remaining = time.Duration(secs * float64(time.Second))
 	return ls, pause, err
 }

@@ -92,9 +92,14 @@ func ledgerArrays(w *store.ItemsWrite) []any {
 }
 
 // likePrefix returns the LIKE pattern matching strings that begin with prefix.
-func likePrefix(prefix string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(prefix) + "%"
+func likePrefix(prefix string) string { return likeLiteral(prefix) + "%" }
+
+// likeContaining returns the LIKE pattern matching strings that contain s.
+func likeContaining(s string) string { return "%" + likeLiteral(s) + "%" }
+
+// likeLiteral escapes s so that it matches itself in a LIKE pattern (the default escape, \).
+func likeLiteral(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // strs converts a slice of string-based values to []string.

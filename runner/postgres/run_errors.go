@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 const runErrorColumns = `id, run_id, item_key, failure_class, message, attempt, created_at`
@@ -26,6 +28,41 @@ func (s runStore) RunErrors(ctx context.Context, runID, afterID int64, limit int
 	}
 	rows, err := q.rows(ctx, s.pool, `SELECT `+runErrorColumns+` FROM job_run_errors`, "id", limit)
 	return collect(rows, err, fmt.Sprintf("list errors of run %d", runID), scanRunError)
+}
+
+// RunErrorsMatching lists the error rows of a run that match f after afterID, in insertion
+// order: the walk of (run_id, id) filtered, never more than the run's own rows.
+func (s runStore) RunErrorsMatching(ctx context.Context, runID int64, f store.RunErrorFilter, afterID int64, limit int) ([]bt.RunError, error) {
+	q := runErrorsQuery(runID, f)
+	if afterID > 0 {
+		q.where("id > %s", afterID)
+	}
+	rows, err := q.rows(ctx, s.pool, `SELECT `+runErrorColumns+` FROM job_run_errors`, "id", limit)
+	return collect(rows, err, fmt.Sprintf("list matching errors of run %d", runID), scanRunError)
+}
+
+// CountRunErrors counts the error rows of a run that match f.
+func (s runStore) CountRunErrors(ctx context.Context, runID int64, f store.RunErrorFilter) (int64, error) {
+	q := runErrorsQuery(runID, f)
+	sql := `SELECT count(*) FROM job_run_errors WHERE ` + strings.Join(q.conds, " AND ")
+	var n int64
+	if err := s.pool.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, q.args...)...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count errors of run %d: %w", runID, err)
+	}
+	return n, nil
+}
+
+func runErrorsQuery(runID int64, f store.RunErrorFilter) *listQuery {
+	var q listQuery
+	q.where("run_id = %s", runID)
+	if f.FailureClass != "" {
+		q.where("failure_class = %s", f.FailureClass)
+	}
+	if f.Search != "" {
+		pat := likeContaining(f.Search)
+		q.where(`(item_key ILIKE %s OR message ILIKE %s)`, pat, pat)
+	}
+	return &q
 }
 
 // RunErrorsOfRuns returns, for each of runIDs, its error rows after afterID in insertion order,

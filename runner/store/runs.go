@@ -44,6 +44,17 @@ type Runs interface {
 	RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error)
 	// RunErrorsOfRuns returns each run's error rows as RunErrors would.
 	RunErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error)
+	// RunErrorsMatching lists the error rows of a run that match f, as RunErrors does.
+	RunErrorsMatching(ctx context.Context, runID int64, f RunErrorFilter, afterID int64, limit int) ([]bt.RunError, error)
+	// CountRunErrors counts the error rows of a run that match f.
+	CountRunErrors(ctx context.Context, runID int64, f RunErrorFilter) (int64, error)
+}
+
+// RunErrorFilter selects a run's error rows: by failure class (exact), and by a text that the
+// item key or the message contains (case-insensitive, taken literally). Empty fields select all.
+type RunErrorFilter struct {
+	FailureClass string
+	Search       string
 }
 
 // NewRun describes a run to insert.

@@ -54,6 +54,10 @@ type LeaseState struct {
 	Ambiguous       int64
 	Checkpoint      string
 	Total           *int64
+	// LeaseUntil and HeartbeatAt are the run row's after the write, by the database clock:
+	// what the run's live events show, not what the worker's fencing judges by (Remaining).
+	LeaseUntil  time.Time
+	HeartbeatAt time.Time
 }
 
 // ErrFireTaken is InsertRun's refusal of a SCHEDULED run for an instant that already started

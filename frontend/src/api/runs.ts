@@ -20,6 +20,12 @@ export const RunSummaryFields = graphql(`
     startedAt
     finishedAt
     message
+    needsAttention
+    attention {
+      failed
+      rejected
+      ambiguous
+    }
     progress {
       total
       processed
@@ -91,10 +97,11 @@ export const RunQuery = graphql(`
 `);
 
 export const RunErrorsQuery = graphql(`
-  query RunErrors($id: ID!, $first: Int, $after: String) {
+  query RunErrors($id: ID!, $first: Int, $after: String, $failureClass: String, $search: String) {
     run(id: $id) {
       id
-      errors(first: $first, after: $after) {
+      errors(first: $first, after: $after, failureClass: $failureClass, search: $search) {
+        totalCount
         nodes {
           itemKey
           failureClass

@@ -1,20 +1,42 @@
 import { Badge, Tooltip } from '@mantine/core';
 
 import type { LedgerState, ReplayStatus, RiskLevel, RunStatus, RunTrigger, Verdict } from '../gql/graphql';
-import { ledgerStateMeta, replayStatusMeta, riskMeta, runStatusMeta, triggerMeta, verdictMeta, type Meta } from '../model/status';
+import { ledgerStateMeta, needsAttention, replayStatusMeta, riskMeta, runOutcomeMeta, triggerMeta, verdictMeta, type Attention, type Meta } from '../model/status';
 
-function MetaBadge({ meta, testid, value }: { meta: Meta; testid?: string; value: string }) {
+function MetaBadge({ meta, testid, value, attention }: { meta: Meta; testid?: string; value: string; attention?: boolean }) {
   return (
     <Tooltip label={meta.description} multiline maw={300} withArrow openDelay={300}>
-      <Badge color={meta.color} variant="light" data-testid={testid} data-value={value} style={{ cursor: 'default', flexShrink: 0, minWidth: 'max-content' }}>
+      <Badge
+        color={meta.color}
+        variant="light"
+        data-testid={testid}
+        data-value={value}
+        data-attention={attention === undefined ? undefined : String(attention)}
+        style={{ cursor: 'default', flexShrink: 0, minWidth: 'max-content' }}
+      >
         {meta.label}
       </Badge>
     </Tooltip>
   );
 }
 
-export function RunStatusBadge({ status, testid = 'run-status' }: { status: RunStatus; testid?: string }) {
-  return <MetaBadge meta={runStatusMeta(status)} testid={testid} value={status} />;
+/**
+ * RunStatusBadge is a run's chip. Given the run's attention it tells the outcome, not only the
+ * status: a SUCCEEDED run with failed, rejected or ambiguous items is not green.
+ */
+export function RunStatusBadge({
+  status,
+  needsAttention: flag,
+  attention,
+  testid = 'run-status',
+}: {
+  status: RunStatus;
+  needsAttention?: boolean | null;
+  attention?: Attention | null;
+  testid?: string;
+}) {
+  const run = { status, needsAttention: flag, attention };
+  return <MetaBadge meta={runOutcomeMeta(run)} testid={testid} value={status} attention={needsAttention(run)} />;
 }
 
 export function LedgerStateBadge({ state }: { state: LedgerState }) {

@@ -1,6 +1,7 @@
-// The run and job controls: Resume (or Start), Restart, Cancel, Pause / Resume job. Each is
-// disabled with a reason when the role or the state forbids it. Restart shows its preflight
-// first: a RESTART the gate holds becomes a request for approval, or says what blocks it.
+// The run and job controls: Resume run (or Start), Restart, Cancel, Pause job (after a
+// confirmation) / Unpause job. Each is disabled with a reason when the role or the state forbids
+// it. Restart shows its preflight first: a RESTART the gate holds becomes a request for
+// approval, or says what blocks it.
 import { Alert, Anchor, Button, Group, List, Modal, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { notifications } from '@mantine/notifications';
@@ -235,6 +236,7 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
   const [, resumeJob] = useMutation(ResumeJobMutation);
   const [busy, setBusy] = useState<string | null>(null);
   const [restartOpened, restart] = useDisclosure(false);
+  const [pauseOpened, pauseConfirm] = useDisclosure(false);
 
   const act = async (what: string, fn: () => Promise<void>) => {
     setBusy(what);
@@ -255,21 +257,24 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
 
   return (
     <Group gap="xs">
-      <Tooltip label="Start a run that continues from the last checkpoint" withArrow openDelay={400} disabled={blocked !== null}>
-        <span>
-          <ActionButton
-            need="OPERATOR"
-            blockedBy={blocked}
-            size={size}
-            leftSection={<IconPlayerPlay size={icon} />}
-            loading={busy === 'RESUME'}
-            onClick={() => void start('RESUME')}
-            data-testid={testid('resume')}
-          >
-            {hasRun ? 'Resume' : 'Start'}
-          </ActionButton>
-        </span>
-      </Tooltip>
+      {/* While the job is paused, Unpause job is what applies: no run Resume beside it. */}
+      {!job.paused && (
+        <Tooltip label="Start a run that continues from the last checkpoint" withArrow openDelay={400} disabled={blocked !== null}>
+          <span>
+            <ActionButton
+              need="OPERATOR"
+              blockedBy={blocked}
+              size={size}
+              leftSection={<IconPlayerPlay size={icon} />}
+              loading={busy === 'RESUME'}
+              onClick={() => void start('RESUME')}
+              data-testid={testid('resume')}
+            >
+              {hasRun ? 'Resume run' : 'Start'}
+            </ActionButton>
+          </span>
+        </Tooltip>
+      )}
       <Tooltip label={restartHint(job.riskLevel, hasRun)} withArrow openDelay={400} disabled={blocked !== null} multiline w={260}>
         <span>
           <ActionButton
@@ -323,7 +328,7 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
           }
           data-testid={testid('resume-job')}
         >
-          Resume job
+          Unpause job
         </ActionButton>
       ) : (
         <ActionButton
@@ -333,16 +338,38 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
           color="yellow"
           leftSection={<IconPlayerPause size={icon} />}
           loading={busy === 'pause'}
-          onClick={() =>
-            void act('pause', async () => {
-              report(await pauseJob({ name: job.name }), (d) => d.pauseJob, `${job.name}: paused`);
-            })
-          }
+          onClick={pauseConfirm.open}
           data-testid={testid('pause')}
         >
-          Pause
+          Pause job
         </ActionButton>
       )}
+      <Modal opened={pauseOpened} onClose={pauseConfirm.close} title={`Pause ${job.name}?`}>
+        <Stack>
+          <Text size="sm">
+            {active ? `Run #${runNumber(active.id)} stops at its next item boundary and ends PAUSED; committed items stay. ` : ''}
+            No run of this job starts while it is paused — scheduled or manual. The schedule is kept: Unpause job lets it fire
+            again and resumes a paused run.
+          </Text>
+          <Group justify="flex-end">
+            <Button variant="default" onClick={pauseConfirm.close}>
+              Keep running
+            </Button>
+            <Button
+              color="yellow"
+              data-testid={testid('pause-confirm')}
+              onClick={() => {
+                pauseConfirm.close();
+                void act('pause', async () => {
+                  report(await pauseJob({ name: job.name }), (d) => d.pauseJob, `${job.name}: paused`);
+                });
+              }}
+            >
+              Pause job
+            </Button>
+          </Group>
+        </Stack>
+      </Modal>
       <RestartConfirm
         job={job.name}
         opened={restartOpened}

@@ -2,7 +2,7 @@
 import { Group, Progress, Stack, Text } from '@mantine/core';
 
 import type { RunStatus } from '../gql/graphql';
-import { runStatusMeta } from '../model/status';
+import { attentionWords, needsAttention, runStatusMeta, succeededCleanly, type Attention } from '../model/status';
 import { formatNumber, formatPercent } from '../model/time';
 
 export interface ProgressLike {
@@ -22,12 +22,66 @@ export function progressPercent(p: ProgressLike): number | null {
   return null;
 }
 
-export function RunProgressBar({ progress, status, size = 'lg', counts = true }: { progress: ProgressLike; status: RunStatus; size?: 'sm' | 'md' | 'lg' | 'xl'; counts?: boolean }) {
+/** A part of the progress bar: how many items, in which colour. */
+export interface BarSection {
+  key: 'succeeded' | 'skipped' | 'failed' | 'ambiguous';
+  count: number;
+  /** Share of the bar, 0 to 100. */
+  value: number;
+  color: string;
+}
+
+/**
+ * barSections splits the bar by outcome, so failures never hide in a green bar: succeeded
+ * (green), skipped (gray), failed (red), ambiguous (grape), each a share of the total (of the
+ * items processed while the total is unknown). Empty parts are left out; null while the total
+ * is unknown and nothing was processed.
+ */
+export function barSections(p: ProgressLike): BarSection[] | null {
+  const base = p.total && p.total > 0 ? Math.max(p.total, p.processed) : p.processed;
+  if (base <= 0) return null;
+  const parts: [BarSection['key'], number, string][] = [
+    ['succeeded', p.succeeded, 'green'],
+    ['skipped', p.skipped, 'gray.5'],
+    ['failed', p.failed, 'red'],
+    ['ambiguous', p.ambiguous, 'grape'],
+  ];
+  return parts.filter(([, n]) => n > 0).map(([key, count, color]) => ({ key, count, value: (count / base) * 100, color }));
+}
+
+export function RunProgressBar({
+  progress,
+  status,
+  size = 'lg',
+  counts = true,
+  needsAttention: flag,
+  attention,
+}: {
+  progress: ProgressLike;
+  status: RunStatus;
+  size?: 'sm' | 'md' | 'lg' | 'xl';
+  counts?: boolean;
+  needsAttention?: boolean | null;
+  attention?: Attention | null;
+}) {
   const pct = progressPercent(progress);
   const meta = runStatusMeta(status);
   const label = pct === null ? `${formatNumber(progress.processed)} items` : formatPercent(pct);
+  const run = { status, needsAttention: flag, attention };
+  const clean = succeededCleanly(run);
+  const sections = barSections(progress);
+  const indeterminate = meta.active && pct === null;
+  const what = attentionWords(attention);
   return (
-    <Stack gap={4} data-testid="run-progress" data-percent={pct ?? ''} data-processed={progress.processed} data-status={status}>
+    <Stack
+      gap={4}
+      data-testid="run-progress"
+      data-percent={pct ?? ''}
+      data-processed={progress.processed}
+      data-status={status}
+      data-clean={String(clean)}
+      data-attention={String(needsAttention(run) || progress.failed + progress.ambiguous > 0)}
+    >
       <Group justify="space-between" gap="xs">
         <Text size="sm" fw={600} data-testid="run-percent">
           {label}
@@ -37,15 +91,31 @@ export function RunProgressBar({ progress, status, size = 'lg', counts = true }:
           {progress.total !== null && progress.total !== undefined ? ` / ${formatNumber(progress.total)}` : ''} processed
         </Text>
       </Group>
-      <Progress
-        value={pct ?? 100}
-        color={meta.color}
-        size={size}
-        striped={meta.active}
-        animated={meta.active && pct === null}
-        aria-label={`Progress ${label}`}
-        transitionDuration={200}
-      />
+      {indeterminate || !sections ? (
+        <Progress
+          value={pct ?? 100}
+          color={meta.color}
+          size={size}
+          striped={meta.active}
+          animated={indeterminate}
+          aria-label={`Progress ${label}`}
+          transitionDuration={200}
+        />
+      ) : (
+        <Progress.Root size={size} aria-label={`Progress ${label}${what ? `; ${what}` : ''}`}>
+          {sections.map((sec) => (
+            <Progress.Section
+              key={sec.key}
+              value={sec.value}
+              color={sec.color}
+              striped={meta.active}
+              animated={false}
+              data-testid={`run-progress-${sec.key}`}
+              title={`${formatNumber(sec.count)} ${sec.key}`}
+            />
+          ))}
+        </Progress.Root>
+      )}
       {counts && (
         <Group gap="md">
           <Text size="xs" c="green">
@@ -53,12 +123,14 @@ export function RunProgressBar({ progress, status, size = 'lg', counts = true }:
           </Text>
           <Text size="xs" c={progress.failed > 0 ? 'red' : 'dimmed'}>
             {formatNumber(progress.failed)} failed
+            {attention && attention.rejected > 0 ? ` (${formatNumber(attention.rejected)} rejected)` : ''}
           </Text>
           <Text size="xs" c="dimmed">
             {formatNumber(progress.skipped)} skipped
           </Text>
           <Text size="xs" c={progress.ambiguous > 0 ? 'grape' : 'dimmed'}>
             {formatNumber(progress.ambiguous)} ambiguous
+            {attention && attention.ambiguous < progress.ambiguous ? ` (${formatNumber(attention.ambiguous)} still in doubt)` : ''}
           </Text>
         </Group>
       )}

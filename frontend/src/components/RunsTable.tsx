@@ -8,7 +8,7 @@ import { JobRunsQuery } from '../api/jobs';
 import { runNumber, runPath } from '../api/runs';
 import type { RunStatus } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
-import { runStatusMeta, triggerLabel } from '../model/status';
+import { attentionWords, isActive, needsAttention, runStatusMeta, triggerLabel } from '../model/status';
 import { formatDuration, formatNumber } from '../model/time';
 import { RunStatusBadge } from './Badges';
 import { Pager } from './Pager';
@@ -32,6 +32,14 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
     if (refreshKey > 0) refetch({ requestPolicy: 'network-only' });
   }, [refreshKey, refetch]);
   const conn = data?.job?.runs;
+  // An active run's counts change without a lifecycle event: re-read while one is listed, so
+  // the table keeps up with the run page.
+  const anyActive = (conn?.nodes ?? []).some((r) => isActive(r.status));
+  useEffect(() => {
+    if (!anyActive) return;
+    const t = window.setInterval(() => refetch({ requestPolicy: 'network-only' }), 5_000);
+    return () => window.clearInterval(t);
+  }, [anyActive, refetch]);
 
   return (
     <Stack gap="sm" data-testid="runs-table">
@@ -71,7 +79,7 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
                     </Anchor>
                   </Table.Td>
                   <Table.Td>
-                    <RunStatusBadge status={r.status} testid="run-row-status" />
+                    <RunStatusBadge status={r.status} needsAttention={r.needsAttention} attention={r.attention} testid="run-row-status" />
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm">
@@ -92,10 +100,10 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
                     <Text size="sm">
                       {formatNumber(r.progress.processed)}
                       {r.progress.total !== null && r.progress.total !== undefined ? ` / ${formatNumber(r.progress.total)}` : ''}
-                      {r.progress.failed > 0 && (
-                        <Text span c="red" size="sm">
+                      {needsAttention(r) && (
+                        <Text span c="orange.8" size="sm" fw={600} data-testid="run-row-attention">
                           {' '}
-                          ({r.progress.failed} failed)
+                          ({attentionWords(r.attention)})
                         </Text>
                       )}
                     </Text>

@@ -19,6 +19,8 @@ function summary(id: string, status: RunStatus, startedAt: string, processed = 0
     instance: 'i1',
     generation: 1,
     cancelRequested: false,
+    needsAttention: false,
+    attention: { failed: 0, rejected: 0, ambiguous: 0 },
     pauseRequested: false,
     stopReason: null,
     startedAt,

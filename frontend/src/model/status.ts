@@ -38,6 +38,61 @@ export function runStatusMeta(status: RunStatus): RunStatusMeta {
   return RUN_STATUS[status];
 }
 
+/** The items of a run that need a person, as Run.attention gives them. */
+export interface Attention {
+  failed: number;
+  rejected: number;
+  ambiguous: number;
+}
+
+/** The part of a run its outcome is read from. */
+export interface OutcomeLike {
+  status: RunStatus;
+  needsAttention?: boolean | null;
+  attention?: Attention | null;
+}
+
+/** attentionTotal is how many items of a run need a person. */
+export function attentionTotal(a: Attention | null | undefined): number {
+  return a ? a.failed + a.rejected + a.ambiguous : 0;
+}
+
+/** needsAttention reports whether a run has items that failed, were rejected or are still ambiguous. */
+export function needsAttention(run: OutcomeLike): boolean {
+  return Boolean(run.needsAttention) || attentionTotal(run.attention) > 0;
+}
+
+/** succeededCleanly is the one honest "all good": SUCCEEDED with nothing to attend to. */
+export function succeededCleanly(run: OutcomeLike): boolean {
+  return run.status === 'SUCCEEDED' && !needsAttention(run);
+}
+
+/** attentionWords says what needs a person: "35 failed · 3 ambiguous"; "" when nothing does. */
+export function attentionWords(a: Attention | null | undefined): string {
+  if (!a) return '';
+  const parts: string[] = [];
+  if (a.failed > 0) parts.push(`${a.failed} failed`);
+  if (a.rejected > 0) parts.push(`${a.rejected} rejected`);
+  if (a.ambiguous > 0) parts.push(`${a.ambiguous} ambiguous`);
+  return parts.join(' · ');
+}
+
+/**
+ * runOutcomeMeta is what a run's chip shows: its status, except that a SUCCEEDED run whose
+ * items need attention is never drawn green ("Succeeded · needs attention", orange).
+ */
+export function runOutcomeMeta(run: OutcomeLike): RunStatusMeta {
+  const meta = RUN_STATUS[run.status];
+  if (run.status !== 'SUCCEEDED' || !needsAttention(run)) return meta;
+  const what = attentionWords(run.attention);
+  return {
+    ...meta,
+    label: 'Succeeded · needs attention',
+    color: 'orange',
+    description: `The job finished, but items need a person${what ? `: ${what}` : ''}. See the errors and the ledger.`,
+  };
+}
+
 /** isActive reports whether a run in this status may still change. */
 export function isActive(status: RunStatus): boolean {
   return RUN_STATUS[status].active;

@@ -88,7 +88,11 @@ export function JobPage() {
               <Text size="sm" fw={600} mt="xs">
                 Next 5 fire times ({job.timezone})
               </Text>
-              {job.nextFireTimes.length === 0 ? (
+              {job.paused ? (
+                <Text size="sm" c="dimmed" data-testid="next-fires" data-paused="true">
+                  None while the job is paused: the schedule is kept and fires again once the job is unpaused.
+                </Text>
+              ) : job.nextFireTimes.length === 0 ? (
                 <Text size="sm" c="dimmed" data-testid="next-fires">
                   {job.cron ? 'None: the schedule is disabled.' : 'None: manual runs only.'}
                 </Text>
@@ -120,12 +124,12 @@ export function JobPage() {
                     <Anchor component={Link} to={runPath(shown.id)} data-testid="job-run-link">
                       Run #{runNumber(shown.id)}
                     </Anchor>
-                    <RunStatusBadge status={shown.status} />
+                    <RunStatusBadge status={shown.status} needsAttention={shown.needsAttention} attention={shown.attention} />
                     <Text size="xs" c="dimmed">
                       started <TimeAgo iso={shown.startedAt} size="xs" />
                     </Text>
                   </Group>
-                  <RunProgressBar progress={shown.progress} status={shown.status} />
+                  <RunProgressBar progress={shown.progress} status={shown.status} needsAttention={shown.needsAttention} attention={shown.attention} />
                 </Stack>
               ) : (
                 <Text c="dimmed" size="sm">

@@ -26,6 +26,7 @@ import type { JobsQuery as JobsQueryData } from '../gql/graphql';
 import { currentRuns, emptyLiveRuns, reduceRunEvents, withRun, type LiveRuns } from '../live/runEvents';
 import { policySummary } from '../model/autoresume';
 import { cronInWords } from '../model/cron';
+import { attentionWords, needsAttention } from '../model/status';
 
 type Job = JobsQueryData['jobs']['nodes'][number];
 
@@ -64,9 +65,11 @@ function JobCard({ job, live, onStarted }: { job: Job; live: RunSummary | undefi
           </Text>
           <Group gap="xs">
             {job.cron && <Code>{job.cron}</Code>}
-            <Text size="xs" c="dimmed">
+            <Text size="xs" c="dimmed" data-testid={testid('next-fire')}>
               next fire:{' '}
-              {job.enabled && job.nextScheduledAt ? (
+              {job.paused ? (
+                'none while paused'
+              ) : job.enabled && job.nextScheduledAt ? (
                 <DateTime iso={job.nextScheduledAt} timeZone={job.timezone} size="xs" />
               ) : job.cron ? (
                 'schedule off'
@@ -105,7 +108,7 @@ function JobCard({ job, live, onStarted }: { job: Job; live: RunSummary | undefi
                   <Anchor component={Link} to={runPath(shown.id)} size="sm" data-testid={testid('run-link')}>
                     #{runNumber(shown.id)}
                   </Anchor>
-                  <RunStatusBadge status={shown.status} testid={testid('run-status')} />
+                  <RunStatusBadge status={shown.status} needsAttention={shown.needsAttention} attention={shown.attention} testid={testid('run-status')} />
                   {shown.cancelRequested && active && (
                     <Badge color="gray" variant="outline" size="sm">
                       cancelling
@@ -125,8 +128,13 @@ function JobCard({ job, live, onStarted }: { job: Job; live: RunSummary | undefi
                 </Text>
               </Group>
               <div data-testid={testid('progress')}>
-                <RunProgressBar progress={shown.progress} status={shown.status} size="md" counts={false} />
+                <RunProgressBar progress={shown.progress} status={shown.status} needsAttention={shown.needsAttention} attention={shown.attention} size="md" counts={false} />
               </div>
+              {needsAttention(shown) && (
+                <Text size="xs" c="orange.8" fw={600} data-testid={testid('attention')}>
+                  Needs attention: {attentionWords(shown.attention)}
+                </Text>
+              )}
             </>
           ) : (
             <Text size="sm" c="dimmed">

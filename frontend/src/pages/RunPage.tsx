@@ -28,8 +28,27 @@ import { useNow } from '../hooks/useNow';
 import { reduceRunEvents } from '../live/runEvents';
 import { currentRate, reduceRunProgress } from '../live/runProgress';
 import type { ChainRun } from '../model/autoresume';
-import { isActive, runStatusMeta, stopReasonWords } from '../model/status';
+import { attentionWords, isActive, needsAttention, runStatusMeta, stopReasonWords } from '../model/status';
 import { etaMs, formatDuration, formatEta, formatRelative } from '../model/time';
+
+/** How often an active run's page re-reads what the live updates do not carry. */
+const LEDGER_REFRESH_MS = 5_000;
+
+/**
+ * ledgerCountsNote says how the ledger's counts of a run relate to the header's: the ledger
+ * holds the entries this run wrote, while "processed" also counts the items it passed over
+ * because an earlier run of the generation had settled them (confirmed, or in doubt).
+ */
+export function ledgerCountsNote(summary: readonly { count: number }[], progress: { processed: number }, active: boolean): string {
+  const written = summary.reduce((n, c) => n + c.count, 0);
+  const other = progress.processed - written;
+  const base = `${written} ledger entr${written === 1 ? 'y' : 'ies'} written by this run, by state`;
+  const why =
+    other > 0
+      ? `; the other ${other} of the ${progress.processed} items processed were settled by earlier runs of this generation and not written again`
+      : '';
+  return `${base}${why}${active ? ' (re-read every few seconds while the run is active)' : ''}.`;
+}
 
 function Stat({ label, children, testid }: { label: string; children: React.ReactNode; testid?: string }) {
   return (
@@ -59,8 +78,9 @@ function LeaseCountdown({ run, now }: { run: RunLiveFieldsFragment; now: number 
     );
   }
   const left = Date.parse(run.leaseUntil) - now;
+  const beat = now - Date.parse(run.heartbeatAt);
   return (
-    <Stack gap={0}>
+    <Stack gap={0} data-lease-left-ms={Math.round(left)} data-heartbeat-age-ms={Math.round(beat)}>
       <Text size="sm" fw={600} c={left < 0 ? 'red' : left < 5000 ? 'orange' : undefined}>
         {left >= 0 ? `ends in ${formatDuration(left)}` : `expired ${formatDuration(-left)} ago`}
       </Text>
@@ -105,6 +125,15 @@ export function RunPage() {
     refetchFresh();
   }, [status, fetched, refreshedFor, refetchFresh]);
   useOnReconnect(refetchFresh);
+
+  // The ledger counts are not in the live updates: while the run is active, re-read them so
+  // they keep up with the header's.
+  const activeNow = status !== undefined && isActive(status);
+  useEffect(() => {
+    if (!activeNow) return;
+    const t = window.setInterval(refetchFresh, LEDGER_REFRESH_MS);
+    return () => window.clearInterval(t);
+  }, [activeNow, refetchFresh]);
 
   // While the run waits for its automatic resume, the job's next run (the resume, or a
   // person's) changes what this page says: reload on the job's run lifecycle events.
@@ -181,7 +210,7 @@ export function RunPage() {
             <Title order={1} size="h2" data-testid="run-title" data-run-id={run.id}>
               Run #{runNumber(run.id)}
             </Title>
-            <RunStatusBadge status={run.status} />
+            <RunStatusBadge status={run.status} needsAttention={run.needsAttention} attention={run.attention} />
             <TriggerBadge trigger={fetched.trigger} />
             <RiskBadge risk={job.riskLevel} />
             {run.cancelRequested && active && (
@@ -257,7 +286,13 @@ export function RunPage() {
 
       <Card withBorder radius="md">
         <Stack>
-          <RunProgressBar progress={run.progress} status={run.status} size="xl" />
+          <RunProgressBar progress={run.progress} status={run.status} needsAttention={run.needsAttention} attention={run.attention} size="xl" />
+          {needsAttention(run) && (
+            <Text size="sm" c="orange.8" fw={600} data-testid="run-attention">
+              {active ? 'So far: ' : 'Needs attention: '}
+              {attentionWords(run.attention)}. See the errors and the ledger below.
+            </Text>
+          )}
           <SimpleGrid cols={{ base: 2, sm: 3, lg: 6 }} spacing="md">
             <Stat label="Items / s" testid="run-rate">
               <Text size="sm" fw={600}>
@@ -272,7 +307,7 @@ export function RunPage() {
             </Stat>
             <Stat label="ETA" testid="run-eta">
               <Text size="sm" fw={600}>
-                {active ? formatEta(eta) : 'done'}
+                {active ? formatEta(eta) : run.status === 'SUCCEEDED' ? 'done' : run.status === 'PAUSED' ? 'paused: resume to continue' : 'stopped'}
               </Text>
             </Stat>
             <Stat label="Elapsed">
@@ -331,8 +366,8 @@ export function RunPage() {
               Ledger of this run
             </Title>
             <LedgerSummary summary={fetched.ledgerSummary} />
-            <Text size="xs" c="dimmed" mt="xs">
-              Entries this run last wrote, by state{active ? ' — as of opening the page; the counts above are live' : ''}.
+            <Text size="xs" c="dimmed" mt="xs" data-testid="ledger-counts-note">
+              {ledgerCountsNote(fetched.ledgerSummary, run.progress, active)}
             </Text>
           </Card>
         </Grid.Col>
@@ -341,7 +376,7 @@ export function RunPage() {
       <Card withBorder radius="md">
         <Tabs defaultValue="errors" keepMounted={false}>
           <Tabs.List>
-            <Tabs.Tab value="errors">Errors{run.progress.failed > 0 ? ` (${run.progress.failed})` : ''}</Tabs.Tab>
+            <Tabs.Tab value="errors">Errors</Tabs.Tab>
             <Tabs.Tab value="ledger">Ledger</Tabs.Tab>
           </Tabs.List>
           <Tabs.Panel value="errors" pt="md">

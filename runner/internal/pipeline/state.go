@@ -40,6 +40,11 @@ func (s *state) apply(sent time.Time, ls store.LeaseState, pause bt.StopReason) 
 	s.rec.Processed, s.rec.Succeeded, s.rec.Failed = ls.Processed, ls.Succeeded, ls.Failed
 	s.rec.Skipped, s.rec.Ambiguous, s.rec.Checkpoint, s.rec.Total = ls.Skipped, ls.Ambiguous, ls.Checkpoint, ls.Total
 	s.rec.CancelRequested, s.rec.PauseReason = ls.CancelRequested, pause
+	// The run's events carry the lease and heartbeat the database now has: without them a
+	// live page shows the lease of the run's start expiring while the run renews it.
+	if !ls.LeaseUntil.IsZero() {
+		s.rec.LeaseUntil, s.rec.HeartbeatAt = ls.LeaseUntil, ls.HeartbeatAt
+	}
 	if s.stop == "" {
 		switch {
 		case ls.CancelRequested:
