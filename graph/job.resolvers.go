@@ -59,6 +59,14 @@ func (r *jobResolver) LeaseSeconds(ctx context.Context, obj *batontype.JobSettin
 	return nil, nil
 }
 
+// ScheduledMode is the resolver for the scheduledMode field.
+func (r *jobResolver) ScheduledMode(ctx context.Context, obj *batontype.JobSettings) (batontype.Mode, error) {
+	if j, ok := r.runner.Job(obj.Name); ok && j.Info().ScheduledMode != "" {
+		return j.Info().ScheduledMode, nil
+	}
+	return batontype.ModeRestart, nil
+}
+
 // ActiveRun is the resolver for the activeRun field.
 func (r *jobResolver) ActiveRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error) {
 	return r.loaders(ctx).activeRunOf.Load(ctx, obj.Name)

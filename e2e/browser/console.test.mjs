@@ -61,8 +61,16 @@ test('start demo-collect: the progress bar advances without a reload', async () 
   if (await card.getByTestId('cancel-demo-collect').isEnabled()) {
     await card.getByTestId('cancel-demo-collect').click();
   }
-  await until('demo-collect to be startable', async () => card.getByTestId('resume-demo-collect').isEnabled(), 30_000);
-  await card.getByTestId('resume-demo-collect').click();
+  // After a run that finished its generation the main action is Run again (a RESTART, through
+  // its confirmation); after one that stopped short, Resume.
+  const runAgain = async () => (await card.getByTestId('restart-demo-collect').getAttribute('data-run-again')) === 'true';
+  await until('demo-collect to be startable', async () => (await card.getByTestId('resume-demo-collect').isEnabled()) || ((await runAgain()) && card.getByTestId('restart-demo-collect').isEnabled()), 30_000);
+  if (await card.getByTestId('resume-demo-collect').isEnabled()) {
+    await card.getByTestId('resume-demo-collect').click();
+  } else {
+    await card.getByTestId('restart-demo-collect').click();
+    await page.getByTestId('restart-confirm').click();
+  }
   const bar = card.getByTestId('run-progress');
   const seen = new Set();
   await until(
@@ -177,7 +185,11 @@ test('an operator requests a replay of demo-settlement; an approver approves it;
   const op = pages.operator;
   await op.goto('/admin/');
   const card = op.getByTestId('job-card-demo-settlement');
-  await card.getByTestId('resume-demo-settlement').click();
+  // A terminal run of demo-settlement to replay: make one unless its last run finished its
+  // generation (then Resume is off, with nothing to resume, and that run is the source).
+  const resume = card.getByTestId('resume-demo-settlement');
+  await until('demo-settlement to be idle', async () => (await resume.isEnabled()) || (await card.getByTestId('restart-demo-settlement').getAttribute('data-run-again')) === 'true', 60_000);
+  if (await resume.isEnabled()) await resume.click();
   const status = card.getByTestId('run-status-demo-settlement');
   await until('demo-settlement to finish', async () => TERMINAL.has(await statusOf(status).catch(() => null)), 90_000, 250);
   await card.getByTestId('run-link-demo-settlement').click();
@@ -409,12 +421,12 @@ test('alerts, audit log, playground and maintenance; dark mode and tablet width'
   await page.getByTestId('maintenance-switch').click(); // opens the confirmation; the switch flips once confirmed
   await page.getByTestId('maintenance-confirm').click();
   await page.getByTestId('maintenance-banner').waitFor();
-  await until('starts to be refused', async () => !(await flaky.getByTestId('resume-demo-flaky').isEnabled()));
+  await until('starts to be refused', async () => !(await flaky.getByTestId('restart-demo-flaky').isEnabled()));
   assert.match(await flaky.locator('[data-disabled-reason]').first().getAttribute('data-disabled-reason'), /Maintenance is on/);
   await shot(page, '22-maintenance');
   await page.getByTestId('maintenance-switch').click();
   await page.getByTestId('maintenance-banner').waitFor({ state: 'detached' });
-  await until('starts to be allowed again', async () => flaky.getByTestId('resume-demo-flaky').isEnabled());
+  await until('starts to be allowed again', async () => flaky.getByTestId('restart-demo-flaky').isEnabled());
 
   const errors = page.consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of 4\d\d/.test(e));
   assert.deepEqual(errors, [], 'console errors on the operator page');

@@ -158,6 +158,55 @@ test('a run with failed or ambiguous items is not shown plain green on the run p
   await page.context().close();
 });
 
+test('after a run that finished its generation, the main action is Run again, not a Resume of nothing', async () => {
+  // demo-flaky's last run SUCCEEDED (the test before made one; make one if run alone). Each of
+  // its fires is a new generation, so a RESUME now would be a run of 0 items.
+  let j = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job;
+  if (j.lastRun?.status !== 'SUCCEEDED' || j.activeRun) {
+    const id = await freshRun('demo-flaky');
+    assert.ok(id, 'demo-flaky did not start');
+    await until('demo-flaky to succeed', async () => (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.lastRun?.status === 'SUCCEEDED', 90_000, 500);
+  }
+  j = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job;
+  const number = atob(j.lastRun.id).split(':').pop();
+  const page = await login(browser, 'operator');
+  await page.goto('/admin/');
+  const card = page.getByTestId('job-card-demo-flaky');
+  await card.waitFor();
+  const resume = card.getByTestId('resume-demo-flaky');
+  await until('Resume to be off', async () => resume.isDisabled());
+  const reason = await card.locator('[data-disabled-reason]').first().getAttribute('data-disabled-reason');
+  assert.match(reason, new RegExp(`Run #${number} finished generation \\d+: nothing is left to resume`));
+  const again = card.getByTestId('restart-demo-flaky');
+  assert.equal(await again.innerText(), 'Run again');
+  assert.equal(await again.getAttribute('data-run-again'), 'true');
+  await shot(page, 'rt-08-run-again-1280');
+  // Run again is a RESTART through its confirmation: a new generation, with items.
+  const before = (await gql('operator', `query { job(name: "demo-flaky") { currentGeneration } }`)).job.currentGeneration;
+  await again.click();
+  await page.getByTestId('restart-confirm').click();
+  let run;
+  await until(
+    'a new run with items',
+    async () => {
+      run = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.activeRun ?? (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.lastRun;
+      return run && run.id !== j.lastRun.id;
+    },
+    30_000,
+    250,
+  );
+  await until(
+    'the new run to process items',
+    async () => {
+      const r = (await gql('operator', `query($id: ID!) { run(id: $id) { mode generation progress { processed } } }`, { id: run.id })).run;
+      return r.mode === 'RESTART' && r.generation > before && r.progress.processed > 0;
+    },
+    90_000,
+    500,
+  );
+  await page.context().close();
+});
+
 test('Pause asks first; a paused job shows no fires and offers only Unpause job', async () => {
   const page = await login(browser, 'operator');
   const j = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job;

@@ -192,6 +192,7 @@ type ComplexityRoot struct {
 		Paused            func(childComplexity int) int
 		RiskLevel         func(childComplexity int) int
 		Runs              func(childComplexity int, status []batontype.RunStatus, first *int, after *string) int
+		ScheduledMode     func(childComplexity int) int
 		Timezone          func(childComplexity int) int
 		UpdatedAt         func(childComplexity int) int
 		UpdatedBy         func(childComplexity int) int
@@ -596,6 +597,7 @@ type JobResolver interface {
 
 	LeaseSeconds(ctx context.Context, obj *batontype.JobSettings) (*int, error)
 
+	ScheduledMode(ctx context.Context, obj *batontype.JobSettings) (batontype.Mode, error)
 	ActiveRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error)
 	LastRun(ctx context.Context, obj *batontype.JobSettings) (*batontype.RunRecord, error)
 	Runs(ctx context.Context, obj *batontype.JobSettings, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
@@ -1301,6 +1303,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.Runs(childComplexity, args["status"].([]batontype.RunStatus), args["first"].(*int), args["after"].(*string)), true
+	case "Job.scheduledMode":
+		if e.ComplexityRoot.Job.ScheduledMode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.ScheduledMode(childComplexity), true
 	case "Job.timezone":
 		if e.ComplexityRoot.Job.Timezone == nil {
 			break
@@ -3402,6 +3410,13 @@ type Job implements Node {
   version: String!
   "The ledger generation RESUME runs continue; RESTART opens a new one."
   currentGeneration: Int!
+  """
+  The mode of the job's scheduled fires, as its code declares: RESTART (the default: each fire
+  is a new generation, so a generation whose run SUCCEEDED has nothing left to resume) or RESUME
+  (a job that continues one long walk fire after fire). RESTART when the job is not registered
+  on the instance that answers.
+  """
+  scheduledMode: RunMode!
   "The running (or starting) run, if any."
   activeRun: Run
   "The most recent run, if any."
@@ -4680,6 +4695,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_version(ctx, field)
 	case "currentGeneration":
 		return ec.fieldContext_Job_currentGeneration(ctx, field)
+	case "scheduledMode":
+		return ec.fieldContext_Job_scheduledMode(ctx, field)
 	case "activeRun":
 		return ec.fieldContext_Job_activeRun(ctx, field)
 	case "lastRun":
@@ -8550,6 +8567,29 @@ func (ec *executionContext) _Job_currentGeneration(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_Job_currentGeneration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Job_scheduledMode(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_scheduledMode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Job().ScheduledMode(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.Mode) graphql.Marshaler {
+			return ec.marshalNRunMode2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐMode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_scheduledMode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, true, true, "RunMode")
 }
 
 func (ec *executionContext) _Job_activeRun(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
@@ -19170,6 +19210,12 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "scheduledMode":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Job_scheduledMode(ctx, field, obj)
+				})
 		case "activeRun":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, false,

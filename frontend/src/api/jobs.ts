@@ -31,6 +31,7 @@ export const JobsQuery = graphql(`
         paused
         nextScheduledAt
         riskLevel
+        scheduledMode
         currentGeneration
         autoResume {
           ...AutoResumePolicyFields
@@ -63,6 +64,7 @@ export const JobQuery = graphql(`
       nextScheduledAt
       nextFireTimes(n: 5)
       riskLevel
+      scheduledMode
       leaseSeconds
       version
       currentGeneration

@@ -13,7 +13,7 @@ import { useMutation, useQuery } from 'urql';
 import { PauseJobMutation, ResumeJobMutation, StartJobMutation } from '../api/jobs';
 import { RequestRestartMutation, RestartPreflightQuery } from '../api/replays';
 import { CancelRunMutation, runNumber, type RunSummary } from '../api/runs';
-import type { RiskLevel, RunMode } from '../gql/graphql';
+import type { RiskLevel, RunMode, RunStatus } from '../gql/graphql';
 import type { UserErrorLike } from '../model/errors';
 import { ActionButton } from './ActionButton';
 import { useMaintenance } from './Layout';
@@ -26,6 +26,23 @@ export function startBlockedBy(job: { paused: boolean }, active: RunSummary | nu
   if (job.paused) return 'The job is paused: resume the job first.';
   if (active) return `Run #${runNumber(active.id)} is still active: cancel it or wait for it to finish.`;
   return null;
+}
+
+/**
+ * generationDone says why Resume has nothing to do, or null: the job's last run SUCCEEDED and
+ * each of its fires is a new generation (scheduledMode RESTART), so the generation it finished
+ * has no item left after its checkpoint. A RESUME then would be a run of 0 items that
+ * "succeeds" at once; Run again (a RESTART, through its preflight and gate) is what applies.
+ * A job that continues one walk fire after fire (scheduledMode RESUME) may always resume: new
+ * items may have come after the checkpoint.
+ */
+export function generationDone(
+  job: { scheduledMode?: RunMode },
+  last: { id: string; status: RunStatus; generation?: number } | null | undefined,
+): string | null {
+  if (!last || last.status !== 'SUCCEEDED' || job.scheduledMode === 'RESUME') return null;
+  const gen = last.generation !== undefined ? `generation ${last.generation}` : 'its generation';
+  return `Run #${runNumber(last.id)} finished ${gen}: nothing is left to resume. Run again starts a new generation.`;
 }
 
 /** cancelBlockedBy says why the active run cannot be cancelled, or null. */
@@ -220,15 +237,17 @@ export function RestartConfirm({
 
 export interface JobControlsProps {
   /** riskLevel, when given, lets Restart say up front that a HIGH-risk RESTART needs approval. */
-  job: { name: string; paused: boolean; riskLevel?: RiskLevel };
+  job: { name: string; paused: boolean; riskLevel?: RiskLevel; scheduledMode?: RunMode };
   active: RunSummary | null;
   hasRun: boolean;
+  /** The job's most recent run: after one that finished its generation, Run again replaces Resume. */
+  last?: { id: string; status: RunStatus; generation?: number } | null;
   /** Called with a run a control started or changed. */
   onRun?: (r: RunSummary) => void;
   size?: 'xs' | 'sm';
 }
 
-export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobControlsProps) {
+export function JobControls({ job, active, hasRun, last, onRun, size = 'xs' }: JobControlsProps) {
   const { on: maintenance } = useMaintenance();
   const [, startJob] = useMutation(StartJobMutation);
   const [, cancelRun] = useMutation(CancelRunMutation);
@@ -252,6 +271,9 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
       if (p?.run) onRun?.(p.run);
     });
   const blocked = startBlockedBy(job, active, maintenance);
+  // After a run that finished its generation, Resume has nothing to do: Run again (a RESTART)
+  // becomes the main action, and Resume says why it is off.
+  const done = active ? null : generationDone(job, last);
   const testid = (s: string) => `${s}-${job.name}`;
   const icon = size === 'xs' ? 14 : 16;
 
@@ -259,12 +281,13 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
     <Group gap="xs">
       {/* While the job is paused, Unpause job is what applies: no run Resume beside it. */}
       {!job.paused && (
-        <Tooltip label="Start a run that continues from the last checkpoint" withArrow openDelay={400} disabled={blocked !== null}>
+        <Tooltip label="Start a run that continues from the last checkpoint" withArrow openDelay={400} disabled={(blocked ?? done) !== null}>
           <span>
             <ActionButton
               need="OPERATOR"
-              blockedBy={blocked}
+              blockedBy={blocked ?? done}
               size={size}
+              variant={done ? 'default' : 'filled'}
               leftSection={<IconPlayerPlay size={icon} />}
               loading={busy === 'RESUME'}
               onClick={() => void start('RESUME')}
@@ -281,15 +304,16 @@ export function JobControls({ job, active, hasRun, onRun, size = 'xs' }: JobCont
             need="OPERATOR"
             blockedBy={blocked}
             size={size}
-            variant="light"
+            variant={done ? 'filled' : 'light'}
             color="orange"
             leftSection={<IconRefresh size={icon} />}
             loading={busy === 'RESTART'}
             onClick={restart.open}
             data-testid={testid('restart')}
+            data-run-again={done ? 'true' : undefined}
             data-needs-approval={job.riskLevel === 'HIGH' && hasRun ? 'true' : undefined}
           >
-            Restart
+            {done ? 'Run again' : 'Restart'}
           </ActionButton>
         </span>
       </Tooltip>

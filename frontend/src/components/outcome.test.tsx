@@ -117,6 +117,44 @@ describe('JobControls', () => {
     expect(screen.getByTestId('resume-job-demo-flaky')).toHaveTextContent('Unpause job');
     expect(screen.queryByTestId('resume-demo-flaky')).toBeNull();
   });
+  it('after a run that finished its generation, offers Run again and says why Resume is off', () => {
+    const { client, sent } = recordingClient();
+    renderWith(
+      <Provider value={client}>
+        <JobControls
+          job={{ name: 'demo-collect', paused: false, scheduledMode: 'RESTART' }}
+          active={null}
+          hasRun
+          last={{ id: btoa('Run:41'), status: 'SUCCEEDED', generation: 3 }}
+        />
+      </Provider>,
+    );
+    const resume = screen.getByTestId('resume-demo-collect');
+    expect(resume).toBeDisabled();
+    expect(resume.closest('[data-disabled-reason]')?.getAttribute('data-disabled-reason')).toBe(
+      'Run #41 finished generation 3: nothing is left to resume. Run again starts a new generation.',
+    );
+    expect(screen.getByTestId('restart-demo-collect')).toHaveTextContent('Run again');
+    fireEvent.click(resume);
+    expect(sent).toEqual([]);
+  });
+  it('keeps Resume for a run that stopped short, and for a job that continues one walk fire after fire', () => {
+    const { client } = recordingClient();
+    const { unmount } = renderWith(
+      <Provider value={client}>
+        <JobControls job={{ name: 'a', paused: false, scheduledMode: 'RESTART' }} active={null} hasRun last={{ id: btoa('Run:7'), status: 'FAILED' }} />
+      </Provider>,
+    );
+    expect(screen.getByTestId('resume-a')).toBeEnabled();
+    expect(screen.getByTestId('restart-a')).toHaveTextContent('Restart');
+    unmount();
+    renderWith(
+      <Provider value={client}>
+        <JobControls job={{ name: 'b', paused: false, scheduledMode: 'RESUME' }} active={null} hasRun last={{ id: btoa('Run:8'), status: 'SUCCEEDED' }} />
+      </Provider>,
+    );
+    expect(screen.getByTestId('resume-b')).toBeEnabled();
+  });
 });
 
 describe('counts that agree, or say why not', () => {

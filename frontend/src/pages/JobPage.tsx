@@ -70,7 +70,7 @@ export function JobPage() {
             {job.description}
           </Text>
         </div>
-        <JobControls job={job} active={active} hasRun={last !== null} onRun={setStarted} size="sm" />
+        <JobControls job={job} active={active} hasRun={last !== null} last={last} onRun={setStarted} size="sm" />
       </Group>
 
       <Grid>

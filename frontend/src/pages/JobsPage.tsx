@@ -143,7 +143,7 @@ function JobCard({ job, live, onStarted }: { job: Job; live: RunSummary | undefi
           )}
         </Stack>
 
-        <JobControls job={job} active={active} hasRun={last !== null} onRun={onStarted} />
+        <JobControls job={job} active={active} hasRun={last !== null} last={last} onRun={onStarted} />
       </Stack>
     </Card>
   );
