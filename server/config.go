@@ -187,7 +187,7 @@ var settings = []Setting{
 		func(c *Config) *time.Duration { return &c.Retention.ScheduleEvents }),
 	daysSetting("retention-call-stats-days", runner.DefaultCallStatsRetention, "days per-minute call statistics are kept; 0 keeps them forever",
 		func(c *Config) *time.Duration { return &c.Retention.CallStats }),
-	daysSetting("retention-audit-days", runner.DefaultAuditRetention, "days audit rows are kept; 0 keeps them forever",
+	daysSetting("retention-audit-days", runner.DefaultAuditRetention, "days audit rows (and resolved alarm episodes) are kept; 0 keeps them forever",
 		func(c *Config) *time.Duration { return &c.Retention.AuditLog }),
 }
 
