@@ -170,6 +170,18 @@ func (r *replayPreflightResolver) FailedByClass(ctx context.Context, obj *batont
 	return ledgerCounts(obj.FailedByClass), nil
 }
 
+// ActiveRun is the resolver for the activeRun field.
+func (r *replayPreflightResolver) ActiveRun(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error) {
+	if obj.ActiveRunID == nil {
+		return nil, nil
+	}
+	run, err := r.loaders(ctx).runByID.Load(ctx, *obj.ActiveRunID)
+	if batontype.CodeOf(err) == batontype.CodeNotFound { // pruned since
+		return nil, nil
+	}
+	return run, err
+}
+
 // ID is the resolver for the id field.
 func (r *replayRequestResolver) ID(ctx context.Context, obj *batontype.ReplayRequest) (string, error) {
 	return globalIntID(typeReplayRequest, obj.ID), nil
@@ -191,6 +203,19 @@ func (r *replayRequestResolver) ReplayRun(ctx context.Context, obj *batontype.Re
 		return nil, nil
 	}
 	return r.loaders(ctx).runByID.Load(ctx, *obj.ReplayRunID)
+}
+
+// ReplayRequest is the resolver for the replayRequest field.
+func (r *runResolver) ReplayRequest(ctx context.Context, obj *batontype.RunRecord) (*batontype.ReplayRequest, error) {
+	if obj.ReplayRequestID == nil {
+		return nil, nil
+	}
+	// Only runs a request started ask: one read each, no loader needed.
+	req, err := r.runner.Replays().Get(ctx, *obj.ReplayRequestID)
+	if batontype.CodeOf(err) == batontype.CodeNotFound {
+		return nil, nil
+	}
+	return req, err
 }
 
 // ReplayPreflight returns generated.ReplayPreflightResolver implementation.

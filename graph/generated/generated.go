@@ -265,6 +265,7 @@ type ComplexityRoot struct {
 	}
 
 	ReplayPreflight struct {
+		ActiveRun             func(childComplexity int) int
 		Ambiguous             func(childComplexity int) int
 		ApprovalReasons       func(childComplexity int) int
 		Blocked               func(childComplexity int) int
@@ -367,6 +368,7 @@ type ComplexityRoot struct {
 		Mode              func(childComplexity int) int
 		PauseRequested    func(childComplexity int) int
 		Progress          func(childComplexity int) int
+		ReplayRequest     func(childComplexity int) int
 		RequestedBy       func(childComplexity int) int
 		ResumedFrom       func(childComplexity int) int
 		ScheduledFor      func(childComplexity int) int
@@ -547,6 +549,8 @@ type ReplayPreflightResolver interface {
 	Run(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error)
 
 	FailedByClass(ctx context.Context, obj *batontype.Preflight) ([]*model.LedgerCount, error)
+
+	ActiveRun(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error)
 }
 type ReplayRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReplayRequest) (string, error)
@@ -573,6 +577,7 @@ type RunResolver interface {
 	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string) (*model.RunErrorConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error)
 	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
+	ReplayRequest(ctx context.Context, obj *batontype.RunRecord) (*batontype.ReplayRequest, error)
 }
 type RunAutoResumeResolver interface {
 	Outcome(ctx context.Context, obj *batontype.RunRecord) (model.AutoResumeOutcome, error)
@@ -1617,6 +1622,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RejectReplayPayload.UserErrors(childComplexity), true
 
+	case "ReplayPreflight.activeRun":
+		if e.ComplexityRoot.ReplayPreflight.ActiveRun == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayPreflight.ActiveRun(childComplexity), true
 	case "ReplayPreflight.ambiguous":
 		if e.ComplexityRoot.ReplayPreflight.Ambiguous == nil {
 			break
@@ -2098,6 +2109,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Progress(childComplexity), true
+	case "Run.replayRequest":
+		if e.ComplexityRoot.Run.ReplayRequest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.ReplayRequest(childComplexity), true
 	case "Run.requestedBy":
 		if e.ComplexityRoot.Run.RequestedBy == nil {
 			break
@@ -3100,6 +3117,12 @@ type ReplayPreflight {
   blockingReasons: [String!]!
   checks: [PreflightCheck!]!
   computedAt: Time!
+  """
+  The job's active run when the preflight was computed, if any. Right after a replay request
+  executes it is the replay's own run (its replayRequest says so): it blocks a further replay
+  until it ends, and says nothing against the request just made.
+  """
+  activeRun: Run
 }
 
 "A request to replay part of a generation, or (kind RESTART) to restart the job in a new one."
@@ -3123,6 +3146,14 @@ type ReplayRequest implements Node {
   createdAt: Time!
   decidedAt: Time
   executedAt: Time
+}
+
+extend type Run {
+  """
+  The replay or RESTART request that started this run, if one did. The run's requestedBy is
+  the request's requester; the approver is the request's decidedBy.
+  """
+  replayRequest: ReplayRequest
 }
 
 type ReplayRequestConnection {
@@ -4013,6 +4044,8 @@ func (ec *executionContext) childFields_ReplayPreflight(ctx context.Context, fie
 		return ec.fieldContext_ReplayPreflight_checks(ctx, field)
 	case "computedAt":
 		return ec.fieldContext_ReplayPreflight_computedAt(ctx, field)
+	case "activeRun":
+		return ec.fieldContext_ReplayPreflight_activeRun(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReplayPreflight", field.Name)
 }
@@ -4185,6 +4218,8 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_ledgerSummary(ctx, field)
 	case "events":
 		return ec.fieldContext_Run_events(ctx, field)
+	case "replayRequest":
+		return ec.fieldContext_Run_replayRequest(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Run", field.Name)
 }
@@ -10264,6 +10299,38 @@ func (ec *executionContext) fieldContext_ReplayPreflight_computedAt(_ context.Co
 	return graphql.NewScalarFieldContext("ReplayPreflight", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ReplayPreflight_activeRun(ctx context.Context, field graphql.CollectedField, obj *batontype.Preflight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayPreflight_activeRun(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ReplayPreflight().ActiveRun(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayPreflight_activeRun(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReplayPreflight",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ReplayRequest_id(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11922,6 +11989,38 @@ func (ec *executionContext) fieldContext_Run_events(_ context.Context, field gra
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_RunTimelineEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Run_replayRequest(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_replayRequest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().ReplayRequest(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReplayRequest) graphql.Marshaler {
+			return ec.marshalOReplayRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayRequest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_replayRequest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayRequest(ctx, field)
 		},
 	}
 	return fc, nil
@@ -16751,6 +16850,12 @@ func (ec *executionContext) _ReplayPreflight(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "activeRun":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ReplayPreflight_activeRun(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17299,6 +17404,12 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_events(ctx, field, obj)
+				})
+		case "replayRequest":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_replayRequest(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

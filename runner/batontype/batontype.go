@@ -465,6 +465,9 @@ type Preflight struct {
 	BlockingReasons       []string              `json:"blockingReasons"`
 	Checks                []Check               `json:"checks"`
 	ComputedAt            time.Time             `json:"computedAt"`
+	// ActiveRunID is the job's active run when the preflight was computed, if it had one:
+	// right after a replay executes, the replay's own run.
+	ActiveRunID *int64 `json:"activeRunId,omitempty"`
 }
 
 // ReplayRequest is a request to replay part of a run's generation, or (Kind RESTART) to

@@ -113,8 +113,12 @@ func (s *Service) judgeReplay(ctx context.Context, m *measured, run *bt.RunRecor
 	if run.Status.Active() {
 		m.block(fmt.Sprintf("run %d is still %s: wait for it to finish or cancel it", run.ID, run.Status))
 	}
-	if active, err := s.cfg.Store.ActiveRun(ctx, run.JobName); err == nil && active != nil && active.ID != run.ID {
-		m.block(fmt.Sprintf("job %s has an active run (%d)", run.JobName, active.ID))
+	if active, err := s.cfg.Store.ActiveRun(ctx, run.JobName); err == nil && active != nil {
+		id := active.ID
+		p.ActiveRunID = &id
+		if active.ID != run.ID {
+			m.block(activeRunReason(run.JobName, active))
+		}
 	}
 	switch {
 	case p.Ambiguous > 0 && p.Scope == bt.ScopeFull:
@@ -201,7 +205,9 @@ func (s *Service) judgeRestart(ctx context.Context, m *measured, settings *bt.Jo
 	if active, err := s.cfg.Store.ActiveRun(ctx, job); err != nil {
 		return err
 	} else if active != nil {
-		m.block(fmt.Sprintf("job %s has an active run (%d): wait for it to finish or cancel it", job, active.ID))
+		id := active.ID
+		p.ActiveRunID = &id
+		m.block(activeRunReason(job, active))
 	}
 	if p.Ambiguous > 0 {
 		m.check("ambiguous effects", float64(p.Ambiguous), 0, bt.VerdictBlock, "a new generation would call them again under new keys")
@@ -224,6 +230,17 @@ func (s *Service) judgeRestart(ctx context.Context, m *measured, settings *bt.Jo
 		m.approve("HIGH-risk job: a RESTART calls every target again, so a second person must approve, with a compensation reference")
 	}
 	return nil
+}
+
+// activeRunReason says why a job's active run blocks a replay or RESTART, naming the replay
+// request that started it, if one did: right after a request executes, the run in the way is
+// the request's own.
+func activeRunReason(job string, active *bt.RunRecord) string {
+	if active.ReplayRequestID != nil {
+		return fmt.Sprintf("run %d of job %s, started by replay request %d, is %s: a further replay or RESTART waits for it to end",
+			active.ID, job, *active.ReplayRequestID, active.Status)
+	}
+	return fmt.Sprintf("job %s has an active run (%d): wait for it to finish or cancel it", job, active.ID)
 }
 
 // restartSource returns the run a RESTART of the job supersedes: the newest run of its current

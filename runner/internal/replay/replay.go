@@ -55,6 +55,7 @@ type DownstreamLimit struct {
 // answered it), or a REPLAY of Generation with Scope.
 type StartRequest struct {
 	Job        string
+	// Actor is the request's requester, recorded as the run's requestedBy.
 	Actor      string
 	RequestID  int64
 	Restart    bool

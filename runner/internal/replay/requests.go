@@ -253,9 +253,12 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 // execute starts an APPROVED request's run: a REPLAY of its generation, or a RESTART
 // (past the gate, which the approval answered). A start that fails leaves the request
 // APPROVED and returns it with the error.
+//
+// The run is requested by the request's requester: the approver decided (decidedBy), the
+// requester asked. by, who executes, is audited.
 func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
 	id, actor := req.ID, by.name()
-	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: actor, RequestID: id,
+	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: NameOr(req.RequestedBy), RequestID: id,
 		Restart: req.Kind == bt.KindRestart, Generation: req.Generation, Scope: req.Scope})
 	if err != nil {
 		s.cfg.AuditFunc(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
