@@ -54,7 +54,7 @@ type DownstreamLimit struct {
 // StartRequest is the run an executed request starts: a RESTART past the gate (the approval
 // answered it), or a REPLAY of Generation with Scope.
 type StartRequest struct {
-	Job        string
+	Job string
 	// Actor is the request's requester, recorded as the run's requestedBy.
 	Actor      string
 	RequestID  int64
