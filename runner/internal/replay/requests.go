@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/store"
@@ -21,16 +22,17 @@ type ReplayParams struct {
 	ActorTokenID int64
 }
 
-// checkRequestText trims and checks a request's reason and compensation reference.
+// checkRequestText trims and checks a request's reason and compensation reference (limits in
+// characters, as the API counts them).
 func checkRequestText(reason, compensationRef *string) error {
 	*reason = strings.TrimSpace(*reason)
 	*compensationRef = strings.TrimSpace(*compensationRef)
 	switch {
 	case *reason == "":
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "a replay needs a reason", Field: "reason"}
-	case len(*reason) > 2000:
+	case utf8.RuneCountInString(*reason) > 2000:
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "reason is longer than 2000 characters", Field: "reason"}
-	case len(*compensationRef) > 500:
+	case utf8.RuneCountInString(*compensationRef) > 500:
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "compensation reference is longer than 500 characters", Field: "compensationRef"}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/store"
@@ -41,7 +42,7 @@ func (s *Service) ResolveAmbiguous(ctx context.Context, entryID int64, res Resol
 		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "say why in a note", Field: "note"}
 	case res == ResolveConfirmed && evidenceRef == "":
 		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "confirming an effect needs an evidence reference", Field: "evidenceRef"}
-	case len(note) > 2000 || len(evidenceRef) > 500:
+	case utf8.RuneCountInString(note) > 2000 || utf8.RuneCountInString(evidenceRef) > 500:
 		err = &bt.Error{Code: bt.CodeInvalidInput, Message: "note (2000) or evidence reference (500) too long"}
 	}
 	if err != nil {
