@@ -25,6 +25,7 @@ type LedgerFilter struct {
 	RunID        int64 // 0: any run
 	Generation   int64 // 0: any generation
 	TargetPrefix string
+	TargetKey    string // one target exactly; "" any
 	AfterID      int64
 	Limit        int // 1..1000; 0 means 20
 }
@@ -35,6 +36,15 @@ func (s *LedgerService) Entries(ctx context.Context, f LedgerFilter) ([]*bt.Ledg
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
 	}
 	return s.r.store.Ledger(ctx, store.LedgerQuery(f))
+}
+
+// TargetErrors lists the errors the runs of job met on target, oldest first by keyset on id:
+// with Entries of the target (TargetKey), its history across runs and generations.
+func (s *LedgerService) TargetErrors(ctx context.Context, job, target string, afterID int64, limit int) ([]bt.RunError, error) {
+	if limit < 0 || limit > 1000 {
+		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
+	}
+	return s.r.store.TargetErrors(ctx, job, target, afterID, limit)
 }
 
 // Entry returns one ledger entry, or NOT_FOUND.

@@ -42,7 +42,9 @@ type ResolverRoot interface {
 	ReplayRequest() ReplayRequestResolver
 	Run() RunResolver
 	RunAutoResume() RunAutoResumeResolver
+	RunError() RunErrorResolver
 	Subscription() SubscriptionResolver
+	TargetHistory() TargetHistoryResolver
 }
 
 type DirectiveRoot struct {
@@ -237,6 +239,7 @@ type ComplexityRoot struct {
 		RestartPreflight func(childComplexity int, name string) int
 		Run              func(childComplexity int, id string) int
 		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, first *int, after *string) int
+		Target           func(childComplexity int, jobName string, targetKey string) int
 	}
 
 	ReconcileEntryPayload struct {
@@ -403,6 +406,7 @@ type ComplexityRoot struct {
 		FailureClass func(childComplexity int) int
 		ItemKey      func(childComplexity int) int
 		Message      func(childComplexity int) int
+		Run          func(childComplexity int) int
 	}
 
 	RunErrorConnection struct {
@@ -453,6 +457,14 @@ type ComplexityRoot struct {
 		ReconcileRequest func(childComplexity int, id string) int
 		RunEvents        func(childComplexity int, jobName *string) int
 		RunProgress      func(childComplexity int, runID string) int
+	}
+
+	TargetHistory struct {
+		Entries   func(childComplexity int, first *int, after *string) int
+		Errors    func(childComplexity int, first *int, after *string) int
+		Job       func(childComplexity int) int
+		JobName   func(childComplexity int) int
+		TargetKey func(childComplexity int) int
 	}
 
 	UpdateJobAutoResumePayload struct {
@@ -540,6 +552,7 @@ type QueryResolver interface {
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
 	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
 	Run(ctx context.Context, id string) (*batontype.RunRecord, error)
+	Target(ctx context.Context, jobName string, targetKey string) (*model.TargetHistory, error)
 }
 type ReconcileRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReconcileRequest) (string, error)
@@ -585,11 +598,19 @@ type RunAutoResumeResolver interface {
 	ResumedBy(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
 	MaxAttempts(ctx context.Context, obj *batontype.RunRecord) (int, error)
 }
+type RunErrorResolver interface {
+	Run(ctx context.Context, obj *batontype.RunError) (*batontype.RunRecord, error)
+}
 type SubscriptionResolver interface {
 	AlertRaised(ctx context.Context) (<-chan *batontype.Alert, error)
 	ReconcileRequest(ctx context.Context, id string) (<-chan *batontype.ReconcileRequest, error)
 	RunProgress(ctx context.Context, runID string) (<-chan *batontype.RunRecord, error)
 	RunEvents(ctx context.Context, jobName *string) (<-chan *model.RunEvent, error)
+}
+type TargetHistoryResolver interface {
+	Job(ctx context.Context, obj *model.TargetHistory) (*batontype.JobSettings, error)
+	Entries(ctx context.Context, obj *model.TargetHistory, first *int, after *string) (*model.LedgerEntryConnection, error)
+	Errors(ctx context.Context, obj *model.TargetHistory, first *int, after *string) (*model.RunErrorConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1522,6 +1543,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Runs(childComplexity, args["jobName"].(*string), args["status"].([]batontype.RunStatus), args["first"].(*int), args["after"].(*string)), true
+	case "Query.target":
+		if e.ComplexityRoot.Query.Target == nil {
+			break
+		}
+
+		args, err := ec.field_Query_target_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Target(childComplexity, args["jobName"].(string), args["targetKey"].(string)), true
 
 	case "ReconcileEntryPayload.reconcileRequest":
 		if e.ComplexityRoot.ReconcileEntryPayload.ReconcileRequest == nil {
@@ -2251,6 +2283,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunError.Message(childComplexity), true
+	case "RunError.run":
+		if e.ComplexityRoot.RunError.Run == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunError.Run(childComplexity), true
 
 	case "RunErrorConnection.edges":
 		if e.ComplexityRoot.RunErrorConnection.Edges == nil {
@@ -2430,6 +2468,47 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.RunProgress(childComplexity, args["runId"].(string)), true
+
+	case "TargetHistory.entries":
+		if e.ComplexityRoot.TargetHistory.Entries == nil {
+			break
+		}
+
+		args, err := ec.field_TargetHistory_entries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.TargetHistory.Entries(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "TargetHistory.errors":
+		if e.ComplexityRoot.TargetHistory.Errors == nil {
+			break
+		}
+
+		args, err := ec.field_TargetHistory_errors_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.TargetHistory.Errors(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "TargetHistory.job":
+		if e.ComplexityRoot.TargetHistory.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TargetHistory.Job(childComplexity), true
+	case "TargetHistory.jobName":
+		if e.ComplexityRoot.TargetHistory.JobName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TargetHistory.JobName(childComplexity), true
+	case "TargetHistory.targetKey":
+		if e.ComplexityRoot.TargetHistory.TargetKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TargetHistory.TargetKey(childComplexity), true
 
 	case "UpdateJobAutoResumePayload.job":
 		if e.ComplexityRoot.UpdateJobAutoResumePayload.Job == nil {
@@ -3627,6 +3706,36 @@ type SetMaintenancePayload {
   userErrors: [UserError!]!
 }
 `, BuiltIn: false},
+	{Name: "../targets.graphqls", Input: `# A ledger target's history across runs and generations.
+
+extend type Query {
+  """
+  One target of a job's ledger, read across its runs and generations: its entries (state,
+  attempts, idempotency key, effect and evidence refs, one per generation and step) and the
+  errors its runs met. Null when the job has neither an entry nor an error for the target. The
+  key may hold any characters (it is matched exactly). BAD_USER_INPUT for an empty key or one
+  longer than 200 characters.
+  """
+  target(jobName: String!, targetKey: String!): TargetHistory
+}
+
+"A ledger target of a job: its history across runs and generations."
+type TargetHistory {
+  jobName: String!
+  targetKey: String!
+  "The job, if it is still known."
+  job: Job
+  "The target's ledger entries, one per generation and step, oldest first (keyset pages)."
+  entries(first: Int, after: String): LedgerEntryConnection!
+  "The errors the job's runs recorded for the target, oldest first (keyset pages)."
+  errors(first: Int, after: String): RunErrorConnection!
+}
+
+extend type RunError {
+  "The run that met the error."
+  run: Run!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -4272,6 +4381,8 @@ func (ec *executionContext) childFields_RunError(ctx context.Context, field grap
 		return ec.fieldContext_RunError_attempt(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_RunError_createdAt(ctx, field)
+	case "run":
+		return ec.fieldContext_RunError_run(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunError", field.Name)
 }
@@ -4360,6 +4471,22 @@ func (ec *executionContext) childFields_StartJobPayload(ctx context.Context, fie
 		return ec.fieldContext_StartJobPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type StartJobPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_TargetHistory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "jobName":
+		return ec.fieldContext_TargetHistory_jobName(ctx, field)
+	case "targetKey":
+		return ec.fieldContext_TargetHistory_targetKey(ctx, field)
+	case "job":
+		return ec.fieldContext_TargetHistory_job(ctx, field)
+	case "entries":
+		return ec.fieldContext_TargetHistory_entries(ctx, field)
+	case "errors":
+		return ec.fieldContext_TargetHistory_errors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TargetHistory", field.Name)
 }
 
 func (ec *executionContext) childFields_UpdateJobAutoResumePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5070,6 +5197,28 @@ func (ec *executionContext) field_Query_runs_args(ctx context.Context, rawArgs m
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_target_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobName",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobName"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "targetKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["targetKey"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Run_errors_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5131,6 +5280,50 @@ func (ec *executionContext) field_Subscription_runProgress_args(ctx context.Cont
 		return nil, err
 	}
 	args["runId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_TargetHistory_entries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_TargetHistory_errors_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -9231,6 +9424,50 @@ func (ec *executionContext) fieldContext_Query_run(ctx context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_target(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_target(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Target(ctx, fc.Args["jobName"].(string), fc.Args["targetKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TargetHistory) graphql.Marshaler {
+			return ec.marshalOTargetHistory2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐTargetHistory(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_target(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TargetHistory(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_target_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12393,6 +12630,38 @@ func (ec *executionContext) fieldContext_RunError_createdAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("RunError", field, false, false, "Time")
 }
 
+func (ec *executionContext) _RunError_run(ctx context.Context, field graphql.CollectedField, obj *batontype.RunError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunError_run(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunError().Run(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunError_run(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RunError",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RunErrorConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RunErrorConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13138,6 +13407,172 @@ func (ec *executionContext) fieldContext_Subscription_runEvents(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_runEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TargetHistory_jobName(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_jobName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JobName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_jobName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TargetHistory", field, false, false, "String")
+}
+
+func (ec *executionContext) _TargetHistory_targetKey(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_targetKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_targetKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TargetHistory", field, false, false, "String")
+}
+
+func (ec *executionContext) _TargetHistory_job(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TargetHistory().Job(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.JobSettings) graphql.Marshaler {
+			return ec.marshalOJob2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐJobSettings(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TargetHistory",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TargetHistory_entries(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_entries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.TargetHistory().Entries(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LedgerEntryConnection) graphql.Marshaler {
+			return ec.marshalNLedgerEntryConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐLedgerEntryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_entries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TargetHistory",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LedgerEntryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_TargetHistory_entries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TargetHistory_errors(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_errors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.TargetHistory().Errors(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RunErrorConnection) graphql.Marshaler {
+			return ec.marshalNRunErrorConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunErrorConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_errors(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TargetHistory",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunErrorConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_TargetHistory_errors_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16520,6 +16955,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_run(ctx, field)
 				})
+		case "target":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_target(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -17574,28 +18015,34 @@ func (ec *executionContext) _RunError(ctx context.Context, sel ast.SelectionSet,
 		case "itemKey":
 			out.Values[i] = ec._RunError_itemKey(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "failureClass":
 			out.Values[i] = ec._RunError_failureClass(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "message":
 			out.Values[i] = ec._RunError_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "attempt":
 			out.Values[i] = ec._RunError_attempt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._RunError_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "run":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunError_run(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17943,6 +18390,62 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var targetHistoryImplementors = []string{"TargetHistory"}
+
+func (ec *executionContext) _TargetHistory(ctx context.Context, sel ast.SelectionSet, obj *model.TargetHistory) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, targetHistoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TargetHistory")
+		case "jobName":
+			out.Values[i] = ec._TargetHistory_jobName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "targetKey":
+			out.Values[i] = ec._TargetHistory_targetKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "job":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TargetHistory_job(ctx, field, obj)
+				})
+		case "entries":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TargetHistory_entries(ctx, field, obj)
+				})
+		case "errors":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TargetHistory_errors(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
 }
 
 var updateJobAutoResumePayloadImplementors = []string{"UpdateJobAutoResumePayload"}
@@ -20094,6 +20597,13 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOTargetHistory2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐTargetHistory(ctx context.Context, sel ast.SelectionSet, v *model.TargetHistory) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TargetHistory(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {

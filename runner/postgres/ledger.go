@@ -47,11 +47,26 @@ func (s ledgerStore) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.Led
 	if q.TargetPrefix != "" {
 		lq.where("target_key LIKE %s", likePrefix(q.TargetPrefix))
 	}
+	if q.TargetKey != "" {
+		lq.where("target_key = %s", q.TargetKey)
+	}
 	if q.AfterID > 0 {
 		lq.where("id > %s", q.AfterID)
 	}
 	rows, err := lq.rows(ctx, s.pool, `SELECT `+ledgerColumns+` FROM job_ledger`, "id", q.Limit)
 	return collect(rows, err, "list ledger entries", scanLedger)
+}
+
+// TargetErrors lists the error rows the runs of job recorded for target, by id ascending after
+// afterID, on job_run_errors_item_key.
+func (s ledgerStore) TargetErrors(ctx context.Context, job, target string, afterID int64, limit int) ([]bt.RunError, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	rows, err := s.pool.Query(ctx, `SELECT e.id, e.run_id, e.item_key, e.failure_class, e.message, e.attempt, e.created_at
+		FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id
+		WHERE e.item_key = $2 AND r.job_name = $1 AND e.id > $3 ORDER BY e.id LIMIT $4`, job, target, afterID, limit)
+	return collect(rows, err, "list errors of a target", scanRunError)
 }
 
 // LedgerEntry returns one entry, or NOT_FOUND.

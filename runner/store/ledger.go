@@ -25,6 +25,9 @@ type Ledger interface {
 	// compare-and-set on its state (CONFLICT when it is no longer in doubt), keeping the
 	// counters in step, and records audit with it.
 	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit AuditRecord) (*bt.LedgerEntry, error)
+	// TargetErrors lists the error rows the runs of job recorded for target, by id
+	// ascending after afterID: the target's failures across runs and generations.
+	TargetErrors(ctx context.Context, job, target string, afterID int64, limit int) ([]bt.RunError, error)
 }
 
 // LedgerQuery selects ledger entries by keyset on id, ascending.
@@ -34,8 +37,10 @@ type LedgerQuery struct {
 	RunID        int64
 	Generation   int64
 	TargetPrefix string
-	AfterID      int64
-	Limit        int
+	// TargetKey selects one target exactly ("": any).
+	TargetKey string
+	AfterID   int64
+	Limit     int
 }
 
 // CountsKey names one set of ledger counts: a generation's (RunID 0) or one run's.
