@@ -188,20 +188,22 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		ApproveReplay       func(childComplexity int, input model.ApproveReplayInput) int
-		CancelRun           func(childComplexity int, input model.CancelRunInput) int
-		ExecuteReplay       func(childComplexity int, input model.ExecuteReplayInput) int
-		PauseJob            func(childComplexity int, input model.PauseJobInput) int
-		ReconcileEntry      func(childComplexity int, input model.ReconcileEntryInput) int
-		RejectReplay        func(childComplexity int, input model.RejectReplayInput) int
-		RequestReplay       func(childComplexity int, input model.RequestReplayInput) int
-		RequestRestart      func(childComplexity int, input model.RequestRestartInput) int
-		ResolveAmbiguous    func(childComplexity int, input model.ResolveAmbiguousInput) int
-		ResumeJob           func(childComplexity int, input model.ResumeJobInput) int
-		SetMaintenance      func(childComplexity int, input model.SetMaintenanceInput) int
-		StartJob            func(childComplexity int, input model.StartJobInput) int
-		UpdateJobAutoResume func(childComplexity int, input model.UpdateJobAutoResumeInput) int
-		UpdateJobSchedule   func(childComplexity int, input model.UpdateJobScheduleInput) int
+		ApproveReplay        func(childComplexity int, input model.ApproveReplayInput) int
+		CancelRun            func(childComplexity int, input model.CancelRunInput) int
+		ExecuteReplay        func(childComplexity int, input model.ExecuteReplayInput) int
+		PauseJob             func(childComplexity int, input model.PauseJobInput) int
+		ReconcileEntries     func(childComplexity int, input model.ReconcileEntriesInput) int
+		ReconcileEntry       func(childComplexity int, input model.ReconcileEntryInput) int
+		RejectReplay         func(childComplexity int, input model.RejectReplayInput) int
+		RequestReplay        func(childComplexity int, input model.RequestReplayInput) int
+		RequestRestart       func(childComplexity int, input model.RequestRestartInput) int
+		ResolveAmbiguous     func(childComplexity int, input model.ResolveAmbiguousInput) int
+		ResolveAmbiguousMany func(childComplexity int, input model.ResolveAmbiguousManyInput) int
+		ResumeJob            func(childComplexity int, input model.ResumeJobInput) int
+		SetMaintenance       func(childComplexity int, input model.SetMaintenanceInput) int
+		StartJob             func(childComplexity int, input model.StartJobInput) int
+		UpdateJobAutoResume  func(childComplexity int, input model.UpdateJobAutoResumeInput) int
+		UpdateJobSchedule    func(childComplexity int, input model.UpdateJobScheduleInput) int
 	}
 
 	PageInfo struct {
@@ -240,6 +242,12 @@ type ComplexityRoot struct {
 		Run              func(childComplexity int, id string) int
 		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, first *int, after *string) int
 		Target           func(childComplexity int, jobName string, targetKey string) int
+	}
+
+	ReconcileEntriesPayload struct {
+		More              func(childComplexity int) int
+		ReconcileRequests func(childComplexity int) int
+		UserErrors        func(childComplexity int) int
 	}
 
 	ReconcileEntryPayload struct {
@@ -334,6 +342,11 @@ type ComplexityRoot struct {
 	RequestRestartPayload struct {
 		ReplayRequest func(childComplexity int) int
 		Run           func(childComplexity int) int
+		UserErrors    func(childComplexity int) int
+	}
+
+	ResolveAmbiguousManyPayload struct {
+		LedgerEntries func(childComplexity int) int
 		UserErrors    func(childComplexity int) int
 	}
 
@@ -530,6 +543,8 @@ type MutationResolver interface {
 	UpdateJobAutoResume(ctx context.Context, input model.UpdateJobAutoResumeInput) (*model.UpdateJobAutoResumePayload, error)
 	ResolveAmbiguous(ctx context.Context, input model.ResolveAmbiguousInput) (*model.ResolveAmbiguousPayload, error)
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
+	ResolveAmbiguousMany(ctx context.Context, input model.ResolveAmbiguousManyInput) (*model.ResolveAmbiguousManyPayload, error)
+	ReconcileEntries(ctx context.Context, input model.ReconcileEntriesInput) (*model.ReconcileEntriesPayload, error)
 	RequestReplay(ctx context.Context, input model.RequestReplayInput) (*model.RequestReplayPayload, error)
 	RequestRestart(ctx context.Context, input model.RequestRestartInput) (*model.RequestRestartPayload, error)
 	ApproveReplay(ctx context.Context, input model.ApproveReplayInput) (*model.ApproveReplayPayload, error)
@@ -1223,6 +1238,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseJob(childComplexity, args["input"].(model.PauseJobInput)), true
+	case "Mutation.reconcileEntries":
+		if e.ComplexityRoot.Mutation.ReconcileEntries == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reconcileEntries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReconcileEntries(childComplexity, args["input"].(model.ReconcileEntriesInput)), true
 	case "Mutation.reconcileEntry":
 		if e.ComplexityRoot.Mutation.ReconcileEntry == nil {
 			break
@@ -1278,6 +1304,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResolveAmbiguous(childComplexity, args["input"].(model.ResolveAmbiguousInput)), true
+	case "Mutation.resolveAmbiguousMany":
+		if e.ComplexityRoot.Mutation.ResolveAmbiguousMany == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resolveAmbiguousMany_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResolveAmbiguousMany(childComplexity, args["input"].(model.ResolveAmbiguousManyInput)), true
 	case "Mutation.resumeJob":
 		if e.ComplexityRoot.Mutation.ResumeJob == nil {
 			break
@@ -1554,6 +1591,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Target(childComplexity, args["jobName"].(string), args["targetKey"].(string)), true
+
+	case "ReconcileEntriesPayload.more":
+		if e.ComplexityRoot.ReconcileEntriesPayload.More == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileEntriesPayload.More(childComplexity), true
+	case "ReconcileEntriesPayload.reconcileRequests":
+		if e.ComplexityRoot.ReconcileEntriesPayload.ReconcileRequests == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileEntriesPayload.ReconcileRequests(childComplexity), true
+	case "ReconcileEntriesPayload.userErrors":
+		if e.ComplexityRoot.ReconcileEntriesPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileEntriesPayload.UserErrors(childComplexity), true
 
 	case "ReconcileEntryPayload.reconcileRequest":
 		if e.ComplexityRoot.ReconcileEntryPayload.ReconcileRequest == nil {
@@ -1971,6 +2027,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RequestRestartPayload.UserErrors(childComplexity), true
+
+	case "ResolveAmbiguousManyPayload.ledgerEntries":
+		if e.ComplexityRoot.ResolveAmbiguousManyPayload.LedgerEntries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResolveAmbiguousManyPayload.LedgerEntries(childComplexity), true
+	case "ResolveAmbiguousManyPayload.userErrors":
+		if e.ComplexityRoot.ResolveAmbiguousManyPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResolveAmbiguousManyPayload.UserErrors(childComplexity), true
 
 	case "ResolveAmbiguousPayload.ledgerEntry":
 		if e.ComplexityRoot.ResolveAmbiguousPayload.LedgerEntry == nil {
@@ -2581,11 +2650,13 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CancelRunInput", ec.unmarshalInputCancelRunInput),
 			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
+			graphql.NewInputUnmarshaler("ReconcileEntriesInput", ec.unmarshalInputReconcileEntriesInput),
 			graphql.NewInputUnmarshaler("ReconcileEntryInput", ec.unmarshalInputReconcileEntryInput),
 			graphql.NewInputUnmarshaler("RejectReplayInput", ec.unmarshalInputRejectReplayInput),
 			graphql.NewInputUnmarshaler("RequestReplayInput", ec.unmarshalInputRequestReplayInput),
 			graphql.NewInputUnmarshaler("RequestRestartInput", ec.unmarshalInputRequestRestartInput),
 			graphql.NewInputUnmarshaler("ResolveAmbiguousInput", ec.unmarshalInputResolveAmbiguousInput),
+			graphql.NewInputUnmarshaler("ResolveAmbiguousManyInput", ec.unmarshalInputResolveAmbiguousManyInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
 			graphql.NewInputUnmarshaler("StartJobInput", ec.unmarshalInputStartJobInput),
@@ -3045,6 +3116,57 @@ extend type Mutation {
   is not AMBIGUOUS_EFFECT), ALREADY_RUNNING (a reconcile of the entry is already open).
   """
   reconcileEntry(input: ReconcileEntryInput!): ReconcileEntryPayload @hasRole(role: OPERATOR)
+  """
+  Resolves many AMBIGUOUS_EFFECT entries by hand with one note (and, for CONFIRMED, one
+  evidence reference), audited as ONE entry (action resolveAmbiguousMany) that lists every
+  member and what became of it. A bad resolution, note or evidence, or no entries or more than
+  100, refuses the whole call (one INVALID_INPUT). Past that, each entry still in doubt is
+  resolved and each that is not gets its own user error (field entryIds[i]: NOT_FOUND,
+  CONFLICT, INVALID_INPUT for a malformed id) and is left as it was.
+  """
+  resolveAmbiguousMany(input: ResolveAmbiguousManyInput!): ResolveAmbiguousManyPayload @hasRole(role: OPERATOR)
+  """
+  Asks for a reconcile of many AMBIGUOUS_EFFECT entries: the selected ones (entryIds), or all
+  of a job's (jobName), up to 100 a call (more says whether others remain). Audited as ONE
+  entry (action reconcileMany) that lists every member and what became of it. Each entry that
+  can be reconciled gets its PENDING request, as reconcileEntry; each that cannot gets its own
+  user error (field entryIds[i], or entryIds for a member of jobName's: NOT_FOUND,
+  INVALID_INPUT, CONFLICT, ALREADY_RUNNING).
+  """
+  reconcileEntries(input: ReconcileEntriesInput!): ReconcileEntriesPayload @hasRole(role: OPERATOR)
+}
+
+input ResolveAmbiguousManyInput {
+  "The entries to resolve, 1 to 100."
+  entryIds: [ID!]!
+  resolution: AmbiguousResolution!
+  "Required to resolve CONFIRMED: where the proof of the effects is."
+  evidenceRef: String
+  "Required: why, for every member."
+  note: String
+}
+
+type ResolveAmbiguousManyPayload {
+  "The entries resolved."
+  ledgerEntries: [LedgerEntry!]!
+  "One per member refused, and any refusal of the whole call."
+  userErrors: [UserError!]!
+}
+
+input ReconcileEntriesInput {
+  "The entries to reconcile, 1 to 100; or give jobName instead."
+  entryIds: [ID!]
+  "Every AMBIGUOUS_EFFECT entry of the job (up to 100 a call), instead of entryIds."
+  jobName: String
+}
+
+type ReconcileEntriesPayload {
+  "The requests made, PENDING."
+  reconcileRequests: [ReconcileRequest!]!
+  "jobName's entries beyond this call's 100 remain: call again once these are done."
+  more: Boolean!
+  "One per member refused, and any refusal of the whole call."
+  userErrors: [UserError!]!
 }
 
 extend type Subscription {
@@ -4053,6 +4175,18 @@ func (ec *executionContext) childFields_PreflightCheck(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type PreflightCheck", field.Name)
 }
 
+func (ec *executionContext) childFields_ReconcileEntriesPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "reconcileRequests":
+		return ec.fieldContext_ReconcileEntriesPayload_reconcileRequests(ctx, field)
+	case "more":
+		return ec.fieldContext_ReconcileEntriesPayload_more(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_ReconcileEntriesPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReconcileEntriesPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ReconcileEntryPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "reconcileRequest":
@@ -4241,6 +4375,16 @@ func (ec *executionContext) childFields_RequestRestartPayload(ctx context.Contex
 		return ec.fieldContext_RequestRestartPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RequestRestartPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ResolveAmbiguousManyPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ledgerEntries":
+		return ec.fieldContext_ResolveAmbiguousManyPayload_ledgerEntries(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_ResolveAmbiguousManyPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResolveAmbiguousManyPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_ResolveAmbiguousPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4761,6 +4905,20 @@ func (ec *executionContext) field_Mutation_pauseJob_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_reconcileEntries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReconcileEntriesInput, error) {
+			return ec.unmarshalNReconcileEntriesInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reconcileEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4809,6 +4967,20 @@ func (ec *executionContext) field_Mutation_requestRestart_args(ctx context.Conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RequestRestartInput, error) {
 			return ec.unmarshalNRequestRestartInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestRestartInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resolveAmbiguousMany_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ResolveAmbiguousManyInput, error) {
+			return ec.unmarshalNResolveAmbiguousManyInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -8192,6 +8364,130 @@ func (ec *executionContext) fieldContext_Mutation_reconcileEntry(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_resolveAmbiguousMany(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resolveAmbiguousMany(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResolveAmbiguousMany(ctx, fc.Args["input"].(model.ResolveAmbiguousManyInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.ResolveAmbiguousManyPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.ResolveAmbiguousManyPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ResolveAmbiguousManyPayload) graphql.Marshaler {
+			return ec.marshalOResolveAmbiguousManyPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resolveAmbiguousMany(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ResolveAmbiguousManyPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resolveAmbiguousMany_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_reconcileEntries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reconcileEntries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReconcileEntries(ctx, fc.Args["input"].(model.ReconcileEntriesInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.ReconcileEntriesPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.ReconcileEntriesPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReconcileEntriesPayload) graphql.Marshaler {
+			return ec.marshalOReconcileEntriesPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reconcileEntries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReconcileEntriesPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reconcileEntries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_requestReplay(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9539,6 +9835,93 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileEntriesPayload_reconcileRequests(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileEntriesPayload_reconcileRequests(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReconcileRequests, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.ReconcileRequest) graphql.Marshaler {
+			return ec.marshalNReconcileRequest2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequestᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileEntriesPayload_reconcileRequests(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReconcileEntriesPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReconcileRequest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileEntriesPayload_more(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileEntriesPayload_more(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.More, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileEntriesPayload_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileEntriesPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ReconcileEntriesPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileEntriesPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileEntriesPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReconcileEntriesPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11296,6 +11679,70 @@ func (ec *executionContext) _RequestRestartPayload_userErrors(ctx context.Contex
 func (ec *executionContext) fieldContext_RequestRestartPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RequestRestartPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ResolveAmbiguousManyPayload_ledgerEntries(ctx context.Context, field graphql.CollectedField, obj *model.ResolveAmbiguousManyPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResolveAmbiguousManyPayload_ledgerEntries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LedgerEntries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.LedgerEntry) graphql.Marshaler {
+			return ec.marshalNLedgerEntry2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResolveAmbiguousManyPayload_ledgerEntries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ResolveAmbiguousManyPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LedgerEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ResolveAmbiguousManyPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.ResolveAmbiguousManyPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResolveAmbiguousManyPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResolveAmbiguousManyPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ResolveAmbiguousManyPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -15070,6 +15517,55 @@ func UnmarshalPauseJobInput(ctx context.Context, raw any) (model.PauseJobInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReconcileEntriesInput(ctx context.Context, obj any) (model.ReconcileEntriesInput, error) {
+	var it model.ReconcileEntriesInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"entryIds", "jobName"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "entryIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entryIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EntryIds = data
+		case "jobName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobName = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReconcileEntriesInput unmarshals raw into the ReconcileEntriesInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReconcileEntriesInput(ctx context.Context, raw any) (model.ReconcileEntriesInput, error) {
+	var out model.ReconcileEntriesInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReconcileEntriesInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputReconcileEntryInput(ctx context.Context, obj any) (model.ReconcileEntryInput, error) {
 	var it model.ReconcileEntryInput
 	if obj == nil {
@@ -15340,6 +15836,69 @@ func (ec *executionContext) unmarshalInputResolveAmbiguousInput(ctx context.Cont
 func UnmarshalResolveAmbiguousInput(ctx context.Context, raw any) (model.ResolveAmbiguousInput, error) {
 	var out model.ResolveAmbiguousInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResolveAmbiguousInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputResolveAmbiguousManyInput(ctx context.Context, obj any) (model.ResolveAmbiguousManyInput, error) {
+	var it model.ResolveAmbiguousManyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"entryIds", "resolution", "evidenceRef", "note"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "entryIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entryIds"))
+			data, err := ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EntryIds = data
+		case "resolution":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("resolution"))
+			data, err := ec.unmarshalNAmbiguousResolution2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAmbiguousResolution(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Resolution = data
+		case "evidenceRef":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("evidenceRef"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EvidenceRef = data
+		case "note":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("note"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Note = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalResolveAmbiguousManyInput unmarshals raw into the ResolveAmbiguousManyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalResolveAmbiguousManyInput(ctx context.Context, raw any) (model.ResolveAmbiguousManyInput, error) {
+	var out model.ResolveAmbiguousManyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResolveAmbiguousManyInput", raw, &out)
 	return out, err
 }
 
@@ -16654,6 +17213,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "resolveAmbiguousMany":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resolveAmbiguousMany(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reconcileEntries":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reconcileEntries(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "requestReplay":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_requestReplay(ctx, field)
@@ -16974,6 +17547,49 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var reconcileEntriesPayloadImplementors = []string{"ReconcileEntriesPayload"}
+
+func (ec *executionContext) _ReconcileEntriesPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReconcileEntriesPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reconcileEntriesPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReconcileEntriesPayload")
+		case "reconcileRequests":
+			out.Values[i] = ec._ReconcileEntriesPayload_reconcileRequests(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "more":
+			out.Values[i] = ec._ReconcileEntriesPayload_more(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._ReconcileEntriesPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -17573,6 +18189,44 @@ func (ec *executionContext) _RequestRestartPayload(ctx context.Context, sel ast.
 			}
 		case "userErrors":
 			out.Values[i] = ec._RequestRestartPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var resolveAmbiguousManyPayloadImplementors = []string{"ResolveAmbiguousManyPayload"}
+
+func (ec *executionContext) _ResolveAmbiguousManyPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ResolveAmbiguousManyPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, resolveAmbiguousManyPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ResolveAmbiguousManyPayload")
+		case "ledgerEntries":
+			out.Values[i] = ec._ResolveAmbiguousManyPayload_ledgerEntries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._ResolveAmbiguousManyPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -19151,6 +19805,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -19381,9 +20064,30 @@ func (ec *executionContext) marshalNPreflightCheck2ᚕgithubᚗcomᚋbatonᚑrun
 	return ret
 }
 
+func (ec *executionContext) unmarshalNReconcileEntriesInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesInput(ctx context.Context, v any) (model.ReconcileEntriesInput, error) {
+	res, err := ec.unmarshalInputReconcileEntriesInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNReconcileEntryInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntryInput(ctx context.Context, v any) (model.ReconcileEntryInput, error) {
 	res, err := ec.unmarshalInputReconcileEntryInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReconcileRequest2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequestᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.ReconcileRequest) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx context.Context, sel ast.SelectionSet, v *batontype.ReconcileRequest) graphql.Marshaler {
@@ -19539,6 +20243,11 @@ func (ec *executionContext) unmarshalNRequestRestartInput2githubᚗcomᚋbaton�
 
 func (ec *executionContext) unmarshalNResolveAmbiguousInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousInput(ctx context.Context, v any) (model.ResolveAmbiguousInput, error) {
 	res, err := ec.unmarshalInputResolveAmbiguousInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNResolveAmbiguousManyInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyInput(ctx context.Context, v any) (model.ResolveAmbiguousManyInput, error) {
+	res, err := ec.unmarshalInputResolveAmbiguousManyInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -20225,6 +20934,41 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -20344,6 +21088,13 @@ func (ec *executionContext) marshalOPauseJobPayload2ᚖgithubᚗcomᚋbatonᚑru
 	return ec._PauseJobPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOReconcileEntriesPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReconcileEntriesPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ReconcileEntriesPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOReconcileEntryPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntryPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReconcileEntryPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -20427,6 +21178,13 @@ func (ec *executionContext) marshalORequestRestartPayload2ᚖgithubᚗcomᚋbato
 		return graphql.Null
 	}
 	return ec._RequestRestartPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOResolveAmbiguousManyPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyPayload(ctx context.Context, sel ast.SelectionSet, v *model.ResolveAmbiguousManyPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ResolveAmbiguousManyPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOResolveAmbiguousPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousPayload(ctx context.Context, sel ast.SelectionSet, v *model.ResolveAmbiguousPayload) graphql.Marshaler {

@@ -25,6 +25,7 @@ type Store interface {
 	CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error)
 	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
 	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error)
+	ResolveAmbiguousMany(ctx context.Context, ids []int64, to bt.LedgerState, evidenceRef *string, note string, audit store.BulkAuditFunc) ([]*bt.LedgerEntry, map[int64]error, error)
 	InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error)
 	DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error)
 	ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error)
