@@ -15,6 +15,7 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { ReplayPage } from './pages/ReplayPage';
 import { ReplaysPage } from './pages/ReplaysPage';
 import { RunPage } from './pages/RunPage';
+import { TargetPage } from './pages/TargetPage';
 import { theme } from './theme';
 
 // GraphiQL (with its editor) is large: it loads only when the playground is opened.
@@ -37,6 +38,7 @@ export function AppRoutes() {
         <Route path="/admin" element={<JobsPage />} />
         <Route path="/admin/jobs" element={<Navigate to="/admin" replace />} />
         <Route path="/admin/jobs/:name" element={<JobPage />} />
+        <Route path="/admin/jobs/:name/targets/*" element={<TargetPage />} />
         <Route path="/admin/runs/:id" element={<RunRoute />} />
         <Route path="/admin/runs/:id/replay" element={<ReplayPage />} />
         <Route path="/admin/replays" element={<ReplaysPage />} />

@@ -36,6 +36,13 @@ export const PreflightFields = graphql(`
       detail
     }
     computedAt
+    activeRun {
+      id
+      status
+      replayRequest {
+        id
+      }
+    }
   }
 `);
 
@@ -201,3 +208,12 @@ export const ExecuteReplayMutation = graphql(`
     }
   }
 `);
+
+/**
+ * ownReplayRunning reports whether a preflight is blocked only because the replay just
+ * requested (request id) is running: its own run is the active run. The page then says so
+ * instead of showing the preflight as a red refusal of the request it just made.
+ */
+export function ownReplayRunning(pf: { activeRun?: { replayRequest?: { id: string } | null } | null }, requestId: string | null | undefined): boolean {
+  return !!requestId && pf.activeRun?.replayRequest?.id === requestId;
+}

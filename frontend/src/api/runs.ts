@@ -91,6 +91,7 @@ export const RunErrorsQuery = graphql(`
   query RunErrors($id: ID!, $first: Int, $after: String) {
     run(id: $id) {
       id
+      jobName
       errors(first: $first, after: $after) {
         nodes {
           itemKey

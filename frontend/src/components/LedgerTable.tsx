@@ -1,12 +1,12 @@
 // The ledger of a job (optionally of one run): filter by state, search by target key prefix,
 // keyset pages.
-import { Anchor, Code, Group, MultiSelect, Stack, Table, Text, TextInput, Tooltip } from '@mantine/core';
+import { Anchor, Group, MultiSelect, Stack, Table, Text, TextInput } from '@mantine/core';
 import { IconSearch } from '@tabler/icons-react';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
 import { useQuery } from 'urql';
 
-import { LedgerQuery } from '../api/ledger';
+import { attemptText, LedgerQuery } from '../api/ledger';
 import { runNumber, runPath } from '../api/runs';
 import type { LedgerState } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
@@ -14,6 +14,7 @@ import { useDebounced } from '../hooks/useDebounced';
 import { LEDGER_STATES, ledgerStateMeta } from '../model/status';
 import { LedgerStateBadge } from './Badges';
 import { Pager } from './Pager';
+import { TargetLink } from './TargetLink';
 import { Empty, ErrorAlert, Loading } from './QueryState';
 import { TimeAgo } from './Time';
 
@@ -88,9 +89,7 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
               {conn.nodes.map((e) => (
                 <Table.Tr key={e.id}>
                   <Table.Td>
-                    <Tooltip label={`Idempotency key ${e.idempotencyKey}`} withArrow multiline maw={360}>
-                      <Code>{e.targetKey}</Code>
-                    </Tooltip>
+                    <TargetLink jobName={e.jobName} targetKey={e.targetKey} hint={`Idempotency key ${e.idempotencyKey}: open the target's history`} />
                     {e.inputChanged && (
                       <Text size="xs" c="orange">
                         input changed
@@ -108,7 +107,7 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
                   <Table.Td>
                     <LedgerStateBadge state={e.state} />
                   </Table.Td>
-                  <Table.Td>{e.attempt}</Table.Td>
+                  <Table.Td>{attemptText(e.attempt)}</Table.Td>
                   <Table.Td>
                     <Text className="mono">{e.effectRef ?? '—'}</Text>
                     {e.evidenceRef && <Text className="mono" c="dimmed">{e.evidenceRef}</Text>}

@@ -6,6 +6,7 @@ import { useQuery } from 'urql';
 import { RunErrorsQuery } from '../api/runs';
 import { useCursorPager } from '../hooks/useCursorPager';
 import { Pager } from './Pager';
+import { TargetLink } from './TargetLink';
 import { Empty, ErrorAlert, Loading } from './QueryState';
 import { TimeAgo } from './Time';
 
@@ -62,7 +63,7 @@ export function RunErrors({ runId, refreshKey }: { runId: string; refreshKey: nu
               {rows.map((e, i) => (
                 <Table.Tr key={`${e.itemKey}-${e.attempt}-${i}`}>
                   <Table.Td>
-                    <Code>{e.itemKey}</Code>
+                    {data?.run ? <TargetLink jobName={data.run.jobName} targetKey={e.itemKey} /> : <Code>{e.itemKey}</Code>}
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm" fw={600}>
