@@ -1,0 +1,165 @@
+// Target history, bulk actions in the ambiguous queue, the hand-resolution form, and the
+// replay page for an unknown run, against a real `baton serve --demo` (see ../run.sh).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, test } from 'node:test';
+
+import { BASE, launch, login, shot, TOKENS, until } from './helpers.mjs';
+
+let browser;
+
+before(async () => {
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+async function gql(token, query, variables = {}) {
+  const res = await fetch(`${BASE}/graphql`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = await res.json();
+  if (body.errors?.length) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+function psql(sql) {
+  assert.ok(process.env.E2E_DATABASE_URL, 'E2E_DATABASE_URL is unset: run the browser tests through e2e/run.sh');
+  return execFileSync('psql', [process.env.E2E_DATABASE_URL, '-qAtXv', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' }).trim();
+}
+
+const JOB = 'demo-settlement';
+/** The targets put in doubt for the queue's tests. */
+let doubted = [];
+
+test('setup: a settlement run, then four of its payments in doubt (as a worker dying after the call leaves them)', async () => {
+  const started = await gql(TOKENS.operator, `mutation { startJob(input: {name: "${JOB}"}) { run { id } userErrors { code message } } }`);
+  // A scheduled run may have fired first: follow it instead.
+  const run = started.startJob.run ?? (await gql(TOKENS.viewer, `{ job(name: "${JOB}") { activeRun { id } } }`)).job.activeRun;
+  assert.ok(run, `startJob: ${JSON.stringify(started.startJob.userErrors)}`);
+  await until(
+    'the settlement run to end',
+    async () => {
+      const d = await gql(TOKENS.viewer, `query($id: ID!) { run(id: $id) { status } }`, { id: run.id });
+      return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(d.run.status);
+    },
+    90_000,
+    500,
+  );
+  // The worker died between the call and its result, four times: the payments are in doubt.
+  // The counters move with the rows, as the runner's own settle does.
+  const keys = psql(`WITH picked AS (
+      SELECT id FROM job_ledger WHERE job_name = '${JOB}' AND state = 'CONFIRMED'
+      AND generation = (SELECT max(generation) FROM job_ledger WHERE job_name = '${JOB}') ORDER BY id LIMIT 4),
+    moved AS (UPDATE job_ledger l SET state = 'AMBIGUOUS_EFFECT', last_error = 'e2e: worker died after the call'
+      FROM picked WHERE l.id = picked.id RETURNING l.target_key, l.generation),
+    c1 AS (UPDATE job_ledger_counts c SET n = n - (SELECT count(*) FROM moved)
+      WHERE c.job_name = '${JOB}' AND c.run_id = 0 AND c.state = 'CONFIRMED' AND c.generation = (SELECT max(generation) FROM moved)),
+    c2 AS (INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+      SELECT '${JOB}', max(generation), 0, 'AMBIGUOUS_EFFECT', count(*) FROM moved
+      ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n)
+    SELECT string_agg(target_key, ',' ORDER BY target_key) FROM moved`);
+  doubted = keys.split(',').filter(Boolean);
+  assert.equal(doubted.length, 4, `targets put in doubt: ${keys}`);
+});
+
+test('resolving as NOT_APPLIED needs a note: the form marks it required and holds the button', async () => {
+  const page = await login(browser, 'operator');
+  await page.goto('/admin/ambiguous');
+  const queue = page.getByTestId(`ambiguous-${JOB}`);
+  await until('the four targets in the queue', async () => (await queue.getByTestId('ambiguous-row').count()) === 4);
+  await queue.getByTestId('resolve').first().click();
+  await page.getByTestId('resolve-not-applied').click();
+  const submit = page.getByTestId('resolve-submit');
+  assert.equal(await submit.isDisabled(), true, 'NOT_APPLIED without a note can be sent');
+  assert.equal(await page.getByTestId('resolve-note').getAttribute('required'), '', 'the note is not marked required');
+  assert.match(await page.locator('[data-disabled-reason]').first().getAttribute('data-disabled-reason'), /note/);
+  await shot(page, 'lb-01-resolve-note-required');
+  await page.getByTestId('resolve-note').fill('e2e: provider has no record');
+  assert.equal(await submit.isDisabled(), false, 'a noted NOT_APPLIED cannot be sent');
+  await page.keyboard.press('Escape');
+  await page.context().close();
+});
+
+test('bulk: resolve two selected targets with one note, reconcile one selected, then reconcile all; one audit entry each', async () => {
+  const page = await login(browser, 'operator');
+  await page.goto('/admin/ambiguous');
+  const queue = page.getByTestId(`ambiguous-${JOB}`);
+  const rows = queue.getByTestId('ambiguous-row');
+  await until('the four targets in the queue', async () => (await rows.count()) === 4);
+  await rows.nth(0).getByTestId('select-row').check();
+  await rows.nth(1).getByTestId('select-row').check();
+  await until('two selected', async () => /2 selected/.test(await queue.getByTestId('bulk-actions').innerText()));
+  await shot(page, 'lb-02-queue-selected');
+  await queue.getByTestId('bulk-resolve').click();
+  assert.match(await page.getByTestId('resolve-members').innerText(), new RegExp(`${doubted[0]}, ${doubted[1]}`));
+  await page.getByTestId('resolve-not-applied').click();
+  await page.getByTestId('resolve-note').fill('e2e: the provider shows neither payment');
+  await page.getByTestId('resolve-submit').click();
+  await until('two targets left', async () => (await rows.count()) === 2, 15_000);
+
+  await rows.nth(0).getByTestId('select-row').check();
+  await queue.getByTestId('bulk-reconcile').click();
+  await until('one target left after the selected reconcile', async () => (await rows.count()) === 1, 30_000);
+  await queue.getByTestId('reconcile-all').click();
+  await until('the queue of the job to empty', async () => (await page.getByTestId(`ambiguous-${JOB}`).count()) === 0, 30_000);
+  await shot(page, 'lb-03-queue-settled');
+
+  const audit = await gql(TOKENS.admin, `{ auditLog(first: 50) { nodes { action outcome target arguments } } }`);
+  const many = audit.auditLog.nodes.filter((n) => n.action === 'resolveAmbiguousMany');
+  assert.equal(many.length, 1, `resolveAmbiguousMany audit rows: ${JSON.stringify(many)}`);
+  assert.equal(many[0].arguments.done.length, 2, 'the bulk audit entry lists both members');
+  const reconciles = audit.auditLog.nodes.filter((n) => n.action === 'reconcileMany');
+  assert.equal(reconciles.length, 2, `reconcileMany audit rows: ${JSON.stringify(reconciles)}`);
+  await page.context().close();
+});
+
+test('targets are links to their history across runs and generations', async () => {
+  for (const [viewport, tag] of [
+    [{ width: 1280, height: 900 }, '1280'],
+    [{ width: 390, height: 844 }, '390'],
+  ]) {
+    const page = await login(browser, 'operator', { viewport });
+    await page.goto(`/admin/jobs/${JOB}`);
+    const link = page.getByTestId('ledger-table').getByTestId('target-link').filter({ hasText: doubted[0] });
+    await page.getByTestId('ledger-search').fill(doubted[0]);
+    await link.first().waitFor();
+    await link.first().click();
+    await page.getByTestId('target-page').waitFor();
+    assert.equal((await page.getByTestId('target-key').innerText()).trim(), doubted[0]);
+    assert.ok(page.url().endsWith(`/targets/${encodeURIComponent(doubted[0])}`), page.url());
+    const entry = page.getByTestId('target-entry').first();
+    await entry.waitFor();
+    const text = await entry.innerText();
+    assert.match(text, /Not applied|NOT_APPLIED/i, `entry row: ${text}`);
+    await shot(page, `lb-04-target-history-${tag}`);
+    // An unknown target says so.
+    await page.goto(`/admin/jobs/${JOB}/targets/${encodeURIComponent('no such/target?')}`);
+    await page.getByText('No such target').waitFor();
+    await page.context().close();
+  }
+});
+
+test('the replay page of an unknown run says there is no such run, with a way on', async () => {
+  for (const [viewport, tag] of [
+    [{ width: 1280, height: 900 }, '1280'],
+    [{ width: 390, height: 844 }, '390'],
+  ]) {
+    const page = await login(browser, 'operator', { viewport });
+    for (const id of [Buffer.from('Run:999999').toString('base64'), 'not-an-id']) {
+      await page.goto(`/admin/runs/${encodeURIComponent(id)}/replay`);
+      const nf = page.getByTestId('replay-not-found');
+      await nf.waitFor();
+      assert.match(await nf.innerText(), /No such run/);
+      assert.doesNotMatch(await page.locator('main').innerText(), /request failed/i);
+    }
+    await shot(page, `lb-05-replay-unknown-run-${tag}`);
+    await page.getByRole('link', { name: 'Go to the jobs' }).click();
+    await page.getByTestId(`job-card-${JOB}`).waitFor();
+    await page.context().close();
+  }
+});
