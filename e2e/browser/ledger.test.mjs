@@ -85,6 +85,13 @@ test('resolving as NOT_APPLIED needs a note: the form marks it required and hold
   await page.getByTestId('resolve-note').fill('e2e: provider has no record');
   assert.equal(await submit.isDisabled(), false, 'a noted NOT_APPLIED cannot be sent');
   await page.keyboard.press('Escape');
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+  // On a phone the queue scrolls sideways inside its card; the bulk bar stays on screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await row.getByTestId('select-row').check();
+  await until('one selected', async () => /1 selected/.test(await queue.getByTestId('bulk-actions').innerText()));
+  assert.equal(await queue.getByTestId('bulk-resolve').isDisabled(), false);
+  await shot(page, 'lb-01b-queue-selected-390');
   await page.context().close();
 });
 
