@@ -26,6 +26,7 @@ func (r *mutationResolver) RequestReplay(ctx context.Context, input model.Reques
 	by := identity(ctx)
 	req, err := r.runner.Replays().Request(ctx, runner.ReplayParams{
 		RunID: id, Scope: input.Scope, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: by.Name, ActorTokenID: by.TokenID,
+		TargetKeys: input.TargetKeys,
 	})
 	if err != nil {
 		// A request refused by its preflight is still recorded (BLOCKED): it comes back too.
@@ -125,12 +126,15 @@ func (r *mutationResolver) RejectReplay(ctx context.Context, input model.RejectR
 }
 
 // ReplayPreflight is the resolver for the replayPreflight field.
-func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope) (*batontype.Preflight, error) {
+func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope, targetKeys []string) (*batontype.Preflight, error) {
 	id, err := mustIntID(runID, typeRun, "runId")
 	if err != nil {
 		return nil, err
 	}
-	pf, err := r.runner.Replays().Preflight(ctx, id, scope)
+	if targetKeys != nil && (len(targetKeys) == 0 || len(targetKeys) > runner.MaxBulkMembers) {
+		return nil, badInput("targetKeys must hold 1 to %d keys", runner.MaxBulkMembers)
+	}
+	pf, err := r.runner.Replays().PreflightOf(ctx, id, scope, targetKeys)
 	if pf != nil && pf.Kind == "" {
 		pf.Kind = batontype.KindReplay
 	}

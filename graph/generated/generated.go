@@ -236,7 +236,7 @@ type ComplexityRoot struct {
 		Maintenance      func(childComplexity int) int
 		Me               func(childComplexity int) int
 		Node             func(childComplexity int, id string) int
-		ReplayPreflight  func(childComplexity int, runID string, scope batontype.ReplayScope) int
+		ReplayPreflight  func(childComplexity int, runID string, scope batontype.ReplayScope, targetKeys []string) int
 		ReplayRequests   func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
 		RestartPreflight func(childComplexity int, name string) int
 		Run              func(childComplexity int, id string) int
@@ -300,6 +300,7 @@ type ComplexityRoot struct {
 		Run                   func(childComplexity int) int
 		RunJobVersion         func(childComplexity int) int
 		Scope                 func(childComplexity int) int
+		TargetKeys            func(childComplexity int) int
 		TargetsInScope        func(childComplexity int) int
 	}
 
@@ -321,6 +322,7 @@ type ComplexityRoot struct {
 		Scope           func(childComplexity int) int
 		SourceRun       func(childComplexity int) int
 		Status          func(childComplexity int) int
+		TargetKeys      func(childComplexity int) int
 	}
 
 	ReplayRequestConnection struct {
@@ -562,7 +564,7 @@ type QueryResolver interface {
 	Job(ctx context.Context, name string) (*batontype.JobSettings, error)
 	CronPreview(ctx context.Context, cron string, timezone *string, n *int) (*model.CronPreview, error)
 	Ledger(ctx context.Context, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) (*model.LedgerEntryConnection, error)
-	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope) (*batontype.Preflight, error)
+	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope, targetKeys []string) (*batontype.Preflight, error)
 	RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error)
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
 	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, first *int, after *string) (*model.RunConnection, error)
@@ -1535,7 +1537,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.ReplayPreflight(childComplexity, args["runId"].(string), args["scope"].(batontype.ReplayScope)), true
+		return e.ComplexityRoot.Query.ReplayPreflight(childComplexity, args["runId"].(string), args["scope"].(batontype.ReplayScope), args["targetKeys"].([]string)), true
 	case "Query.replayRequests":
 		if e.ComplexityRoot.Query.ReplayRequests == nil {
 			break
@@ -1854,6 +1856,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayPreflight.Scope(childComplexity), true
+	case "ReplayPreflight.targetKeys":
+		if e.ComplexityRoot.ReplayPreflight.TargetKeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayPreflight.TargetKeys(childComplexity), true
 	case "ReplayPreflight.targetsInScope":
 		if e.ComplexityRoot.ReplayPreflight.TargetsInScope == nil {
 			break
@@ -1963,6 +1971,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayRequest.Status(childComplexity), true
+	case "ReplayRequest.targetKeys":
+		if e.ComplexityRoot.ReplayRequest.TargetKeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayRequest.TargetKeys(childComplexity), true
 
 	case "ReplayRequestConnection.edges":
 		if e.ComplexityRoot.ReplayRequestConnection.Edges == nil {
@@ -3235,8 +3249,11 @@ enum ReconcileStatus {
 	{Name: "../replay.graphqls", Input: `# Replays and gated RESTARTs: preflight, four-eyes approval.
 
 extend type Query {
-  "What replaying scope of a run's generation would do, and whether it may."
-  replayPreflight(runId: ID!, scope: ReplayScope!): ReplayPreflight!
+  """
+  What replaying scope of a run's generation would do, and whether it may; with targetKeys,
+  what replaying only those targets of the scope would do (1 to 100 keys).
+  """
+  replayPreflight(runId: ID!, scope: ReplayScope!, targetKeys: [String!]): ReplayPreflight!
   """
   What a RESTART of the job would do and whether it may: blocked while its current generation
   holds AMBIGUOUS_EFFECT or IN_FLIGHT targets, approval required for a HIGH-risk job. When it
@@ -3324,6 +3341,8 @@ type ReplayPreflight {
   until it ends, and says nothing against the request just made.
   """
   activeRun: Run
+  "The selected targets of a replay of selected targets; null for a replay of the whole scope."
+  targetKeys: [String!]
 }
 
 "A request to replay part of a generation, or (kind RESTART) to restart the job in a new one."
@@ -3334,6 +3353,8 @@ type ReplayRequest implements Node {
   sourceRun: Run!
   generation: Int!
   scope: ReplayScope!
+  "The only targets the replay retries (of its scope); null: every target of the scope."
+  targetKeys: [String!]
   status: ReplayStatus!
   "The preflight recorded when the request was made."
   preflight: ReplayPreflight!
@@ -3420,6 +3441,12 @@ input RequestReplayInput {
   reason: String!
   "Required for HIGH-risk jobs: where the compensation plan lives."
   compensationRef: String
+  """
+  Replay only these targets of the scope (1 to 100), through the same preflight and approval;
+  the run skips every other target and leaves its ledger row as it is. Absent: every target of
+  the scope.
+  """
+  targetKeys: [String!]
 }
 
 type RequestReplayPayload {
@@ -4289,6 +4316,8 @@ func (ec *executionContext) childFields_ReplayPreflight(ctx context.Context, fie
 		return ec.fieldContext_ReplayPreflight_computedAt(ctx, field)
 	case "activeRun":
 		return ec.fieldContext_ReplayPreflight_activeRun(ctx, field)
+	case "targetKeys":
+		return ec.fieldContext_ReplayPreflight_targetKeys(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReplayPreflight", field.Name)
 }
@@ -4307,6 +4336,8 @@ func (ec *executionContext) childFields_ReplayRequest(ctx context.Context, field
 		return ec.fieldContext_ReplayRequest_generation(ctx, field)
 	case "scope":
 		return ec.fieldContext_ReplayRequest_scope(ctx, field)
+	case "targetKeys":
+		return ec.fieldContext_ReplayRequest_targetKeys(ctx, field)
 	case "status":
 		return ec.fieldContext_ReplayRequest_status(ctx, field)
 	case "preflight":
@@ -5270,6 +5301,14 @@ func (ec *executionContext) field_Query_replayPreflight_args(ctx context.Context
 		return nil, err
 	}
 	args["scope"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "targetKeys",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["targetKeys"] = arg2
 	return args, nil
 }
 
@@ -9510,7 +9549,7 @@ func (ec *executionContext) _Query_replayPreflight(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().ReplayPreflight(ctx, fc.Args["runId"].(string), fc.Args["scope"].(batontype.ReplayScope))
+			return ec.Resolvers.Query().ReplayPreflight(ctx, fc.Args["runId"].(string), fc.Args["scope"].(batontype.ReplayScope), fc.Args["targetKeys"].([]string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Preflight) graphql.Marshaler {
@@ -10951,6 +10990,29 @@ func (ec *executionContext) fieldContext_ReplayPreflight_activeRun(_ context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _ReplayPreflight_targetKeys(ctx context.Context, field graphql.CollectedField, obj *batontype.Preflight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayPreflight_targetKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetKeys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayPreflight_targetKeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayPreflight", field, false, false, "String")
+}
+
 func (ec *executionContext) _ReplayRequest_id(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11105,6 +11167,29 @@ func (ec *executionContext) _ReplayRequest_scope(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ReplayRequest_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "ReplayScope")
+}
+
+func (ec *executionContext) _ReplayRequest_targetKeys(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayRequest_targetKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetKeys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayRequest_targetKeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "String")
 }
 
 func (ec *executionContext) _ReplayRequest_status(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
@@ -15668,7 +15753,7 @@ func (ec *executionContext) unmarshalInputRequestReplayInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"runId", "scope", "reason", "compensationRef"}
+	fieldsInOrder := [...]string{"runId", "scope", "reason", "compensationRef", "targetKeys"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15703,6 +15788,13 @@ func (ec *executionContext) unmarshalInputRequestReplayInput(ctx context.Context
 				return it, err
 			}
 			it.CompensationRef = data
+		case "targetKeys":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetKeys"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetKeys = data
 		}
 	}
 	return it, nil
@@ -17913,6 +18005,11 @@ func (ec *executionContext) _ReplayPreflight(ctx context.Context, sel ast.Select
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ReplayPreflight_activeRun(ctx, field, obj)
 				})
+		case "targetKeys":
+			out.Values[i] = ec._ReplayPreflight_targetKeys(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17972,6 +18069,11 @@ func (ec *executionContext) _ReplayRequest(ctx context.Context, sel ast.Selectio
 		case "scope":
 			out.Values[i] = ec._ReplayRequest_scope(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "targetKeys":
+			out.Values[i] = ec._ReplayRequest_targetKeys(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
@@ -21337,6 +21439,41 @@ func (ec *executionContext) marshalOStopReason2ᚖgithubᚗcomᚋbatonᚑrunᚋb
 	_ = ctx
 	res := graphql.MarshalString(string(*v))
 	return res
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

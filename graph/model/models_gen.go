@@ -166,6 +166,10 @@ type RequestReplayInput struct {
 	Reason string                `json:"reason"`
 	// Required for HIGH-risk jobs: where the compensation plan lives.
 	CompensationRef *string `json:"compensationRef,omitempty"`
+	// Replay only these targets of the scope (1 to 100), through the same preflight and approval;
+	// the run skips every other target and leaves its ledger row as it is. Absent: every target of
+	// the scope.
+	TargetKeys []string `json:"targetKeys,omitempty"`
 }
 
 type RequestReplayPayload struct {

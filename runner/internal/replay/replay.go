@@ -24,6 +24,7 @@ type Store interface {
 	CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error)
 	CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error)
 	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
+	Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.LedgerEntry, error)
 	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error)
 	ResolveAmbiguousMany(ctx context.Context, ids []int64, to bt.LedgerState, evidenceRef *string, note string, audit store.BulkAuditFunc) ([]*bt.LedgerEntry, map[int64]error, error)
 	InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error)
@@ -62,6 +63,8 @@ type StartRequest struct {
 	Restart    bool
 	Generation int64
 	Scope      bt.ReplayScope
+	// Targets narrows a replay to these targets; nil: every target of Scope.
+	Targets []string
 }
 
 // Config wires a Service.
