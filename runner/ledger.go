@@ -103,7 +103,6 @@ func (s *LedgerService) ReconcileMany(ctx context.Context, entryIDs []int64, act
 	return s.r.reconciles.RequestMany(ctx, entryIDs, actor)
 }
 
-
 // Reconcile asks for a reconcile of an AMBIGUOUS_EFFECT entry and returns the request at
 // once, PENDING: the job's reconcile hook runs on a worker, and the outcome (DONE with the
 // entry CONFIRMED or NOT_APPLIED, or FAILED with the entry left AMBIGUOUS_EFFECT) arrives

@@ -476,14 +476,14 @@ type Preflight struct {
 // ReplayRequest is a request to replay part of a run's generation, or (Kind RESTART) to
 // restart the job in a new generation.
 type ReplayRequest struct {
-	ID              int64
-	Kind            ReplayKind
-	JobName         string
-	SourceRunID     int64
-	Generation      int64
-	Scope           ReplayScope
+	ID          int64
+	Kind        ReplayKind
+	JobName     string
+	SourceRunID int64
+	Generation  int64
+	Scope       ReplayScope
 	// TargetKeys narrows a replay to these targets of its scope; nil retries every one.
-	TargetKeys []string
+	TargetKeys      []string
 	Status          ReplayStatus
 	Preflight       Preflight
 	Reason          string
