@@ -180,3 +180,65 @@ test('the replay page of an unknown run says there is no such run, with a way on
     await page.context().close();
   }
 });
+
+test('replay the selected targets of a run: its ledger selects them, the replay page judges only them', async () => {
+  const FLAKY = 'demo-flaky';
+  const started = await gql(TOKENS.operator, `mutation { startJob(input: {name: "${FLAKY}"}) { run { id } userErrors { code message } } }`);
+  const run = started.startJob.run ?? (await gql(TOKENS.viewer, `{ job(name: "${FLAKY}") { activeRun { id } } }`)).job.activeRun;
+  assert.ok(run, `startJob: ${JSON.stringify(started.startJob.userErrors)}`);
+  await until(
+    'the flaky run to end',
+    async () => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes((await gql(TOKENS.viewer, `query($id: ID!) { run(id: $id) { status } }`, { id: run.id })).run.status),
+    90_000,
+    500,
+  );
+  const rejected = (
+    await gql(TOKENS.viewer, `query($id: ID!) { ledger(jobName: "${FLAKY}", runId: $id, state: [VALIDATION_REJECTED], first: 5) { nodes { targetKey attempt } } }`, { id: run.id })
+  ).ledger.nodes;
+  assert.ok(rejected.length >= 2, `rejected targets: ${JSON.stringify(rejected)}`);
+  const [chosen, other] = rejected;
+
+  const page = await login(browser, 'operator');
+  await page.goto(`/admin/runs/${encodeURIComponent(run.id)}`);
+  await page.getByRole('tab', { name: 'Ledger' }).click();
+  const row = page.getByTestId('ledger-row').filter({ has: page.getByTestId('target-link').getByText(chosen.targetKey, { exact: true }) });
+  await page.getByTestId('ledger-search').fill(chosen.targetKey);
+  await row.first().waitFor();
+  // Rejected without a call: the attempt says so rather than "0".
+  assert.match(await row.first().innerText(), /not called/);
+  await row.first().getByTestId('ledger-select').check();
+  await page.getByTestId('replay-selected').click();
+  await page.getByTestId('replay-selected-targets').waitFor();
+  assert.match(await page.getByTestId('replay-selected-targets').innerText(), new RegExp(chosen.targetKey));
+  await page.getByTestId('replay-scope').getByText('Failed', { exact: true }).click();
+  await until('the preflight to count the one selected target', async () => /1 target\(s\) would be retried/.test(await page.getByTestId('preflight').innerText()));
+  await shot(page, 'lb-06-replay-selected-1280');
+  await page.getByTestId('replay-reason').fill('e2e: retry the one record after the fix');
+  await page.getByTestId('replay-request').click();
+  const outcome = page.getByTestId('replay-outcome');
+  await outcome.waitFor();
+  const status = await outcome.getAttribute('data-status');
+  assert.ok(['EXECUTED', 'PENDING_APPROVAL'].includes(status), `outcome ${status}: ${await outcome.innerText()}`);
+  const req = (await gql(TOKENS.viewer, `{ replayRequests(first: 1) { nodes { targetKeys status replayRun { id status } } } }`)).replayRequests.nodes[0];
+  assert.deepEqual(req.targetKeys, [chosen.targetKey]);
+  if (req.replayRun) {
+    await until(
+      'the replay run to end',
+      async () => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes((await gql(TOKENS.viewer, `query($id: ID!) { run(id: $id) { status } }`, { id: req.replayRun.id })).run.status),
+      60_000,
+      500,
+    );
+    // The other rejected target was not called again: its entry is still the first run's.
+    const entries = (
+      await gql(TOKENS.viewer, `query($k: String!) { target(jobName: "${FLAKY}", targetKey: $k) { entries { nodes { run { id } } } } }`, { k: other.targetKey })
+    ).target.entries.nodes;
+    assert.equal(entries[0].run.id, run.id, 'an unselected target was replayed');
+    const mine = (
+      await gql(TOKENS.viewer, `query($k: String!) { target(jobName: "${FLAKY}", targetKey: $k) { entries { nodes { run { id } } } } }`, { k: chosen.targetKey })
+    ).target.entries.nodes;
+    assert.equal(mine[0].run.id, req.replayRun.id, 'the selected target was not replayed');
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, 'lb-06-replay-selected-390');
+  await page.context().close();
+});

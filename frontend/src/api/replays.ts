@@ -47,7 +47,7 @@ export const PreflightFields = graphql(`
 `);
 
 export const ReplayPreflightQuery = graphql(`
-  query ReplayPreflight($runId: ID!, $scope: ReplayScope!) {
+  query ReplayPreflight($runId: ID!, $scope: ReplayScope!, $targetKeys: [String!]) {
     run(id: $runId) {
       id
       jobName
@@ -61,7 +61,7 @@ export const ReplayPreflightQuery = graphql(`
         riskLevel
       }
     }
-    replayPreflight(runId: $runId, scope: $scope) {
+    replayPreflight(runId: $runId, scope: $scope, targetKeys: $targetKeys) {
       ...PreflightFields
     }
   }
@@ -73,6 +73,7 @@ export const ReplayRequestFields = graphql(`
     kind
     generation
     scope
+    targetKeys
     status
     reason
     compensationRef
@@ -216,4 +217,11 @@ export const ExecuteReplayMutation = graphql(`
  */
 export function ownReplayRunning(pf: { activeRun?: { replayRequest?: { id: string } | null } | null }, requestId: string | null | undefined): boolean {
   return !!requestId && pf.activeRun?.replayRequest?.id === requestId;
+}
+
+/** replayTargetsPath is the replay page of a run for only the given targets of the scope. */
+export function replayTargetsPath(runPathOfRun: string, targets: readonly string[]): string {
+  const q = new URLSearchParams();
+  for (const t of targets) q.append('target', t);
+  return `${runPathOfRun}/replay?${q.toString()}`;
 }

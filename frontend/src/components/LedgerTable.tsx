@@ -1,12 +1,13 @@
 // The ledger of a job (optionally of one run): filter by state, search by target key prefix,
 // keyset pages.
-import { Anchor, Group, MultiSelect, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Anchor, Button, Checkbox, Group, MultiSelect, Stack, Table, Text, TextInput } from '@mantine/core';
 import { IconSearch } from '@tabler/icons-react';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
 import { useQuery } from 'urql';
 
 import { attemptText, LedgerQuery } from '../api/ledger';
+import { replayTargetsPath } from '../api/replays';
 import { runNumber, runPath } from '../api/runs';
 import type { LedgerState } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
@@ -20,8 +21,14 @@ import { TimeAgo } from './Time';
 
 const PAGE = 20;
 
+/**
+ * LedgerTable lists a job's ledger, or one run's (runId). A run's ledger can select targets
+ * and replay only those, through the replay page's preflight and approval.
+ */
 export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: string; runId?: string; initialStates?: LedgerState[] }) {
   const [states, setStates] = useState<LedgerState[]>(initialStates);
+  const [selected, setSelected] = useState<string[]>([]);
+  const toggle = (key: string) => setSelected((s) => (s.includes(key) ? s.filter((k) => k !== key) : [...s, key]));
   const [search, setSearch] = useState('');
   const prefix = useDebounced(search.trim(), 300);
   const pager = useCursorPager();
@@ -64,6 +71,20 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
           w={240}
           data-testid="ledger-search"
         />
+        {runId && (
+          <Group gap="xs" data-testid="ledger-replay-selected">
+            <Text size="sm">{selected.length} selected</Text>
+            {selected.length > 0 ? (
+              <Button component={Link} to={replayTargetsPath(runPath(runId), selected)} size="xs" variant="light" data-testid="replay-selected">
+                Replay selected…
+              </Button>
+            ) : (
+              <Button size="xs" variant="light" disabled title="Select targets first">
+                Replay selected…
+              </Button>
+            )}
+          </Group>
+        )}
       </Group>
       {error && <ErrorAlert error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />}
       {fetching && !conn && <Loading label="Loading the ledger" />}
@@ -75,6 +96,7 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
           <Table striped highlightOnHover miw={900} verticalSpacing={6}>
             <Table.Thead>
               <Table.Tr>
+                {runId && <Table.Th aria-label="Select" />}
                 <Table.Th>Target</Table.Th>
                 <Table.Th>Step</Table.Th>
                 <Table.Th>State</Table.Th>
@@ -87,7 +109,12 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
             </Table.Thead>
             <Table.Tbody>
               {conn.nodes.map((e) => (
-                <Table.Tr key={e.id}>
+                <Table.Tr key={e.id} data-testid="ledger-row">
+                  {runId && (
+                    <Table.Td>
+                      <Checkbox aria-label={`Select ${e.targetKey}`} checked={selected.includes(e.targetKey)} onChange={() => toggle(e.targetKey)} data-testid="ledger-select" />
+                    </Table.Td>
+                  )}
                   <Table.Td>
                     <TargetLink jobName={e.jobName} targetKey={e.targetKey} hint={`Idempotency key ${e.idempotencyKey}: open the target's history`} />
                     {e.inputChanged && (

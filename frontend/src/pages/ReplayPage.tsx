@@ -2,7 +2,7 @@
 // risk, a compensation reference). The request runs at once, waits for approval, or is blocked.
 import { Alert, Anchor, Button, Card, Group, SegmentedControl, Stack, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useParams, useSearchParams } from 'react-router';
 import { useMutation, useQuery } from 'urql';
 
 import { ownReplayRunning, ReplayPreflightQuery, RequestReplayMutation } from '../api/replays';
@@ -10,6 +10,7 @@ import { jobPath, runNumber, runPath } from '../api/runs';
 import { ActionButton } from '../components/ActionButton';
 import { ReplayStatusBadge, RiskBadge, RunStatusBadge } from '../components/Badges';
 import { PreflightPanel } from '../components/PreflightPanel';
+import { TargetLink } from '../components/TargetLink';
 import { Empty, ErrorAlert, Loading, UserErrorList } from '../components/QueryState';
 import type { ReplayRequestFieldsFragment, ReplayScope } from '../gql/graphql';
 import { describeError, type UserErrorLike } from '../model/errors';
@@ -59,13 +60,17 @@ function Outcome({ req }: { req: ReplayRequestFieldsFragment }) {
 
 export function ReplayPage() {
   const runId = useParams()['id'] ?? '';
+  // A replay of selected targets (from a run's ledger): ?target=k1&target=k2.
+  const [search] = useSearchParams();
+  const selected = search.getAll('target');
+  const targetKeys = selected.length > 0 ? selected : null;
   const [scope, setScope] = useState<ReplayScope>('TRANSIENT');
   const [reason, setReason] = useState('');
   const [compensationRef, setCompensationRef] = useState('');
   const [userErrors, setUserErrors] = useState<UserErrorLike[]>([]);
   const [outcome, setOutcome] = useState<ReplayRequestFieldsFragment | null>(null);
   const [sending, setSending] = useState(false);
-  const [{ data, fetching, error }, refetch] = useQuery({ query: ReplayPreflightQuery, variables: { runId, scope }, requestPolicy: 'network-only' });
+  const [{ data, fetching, error }, refetch] = useQuery({ query: ReplayPreflightQuery, variables: { runId, scope, targetKeys }, requestPolicy: 'network-only' });
   const [requestState, request] = useMutation(RequestReplayMutation);
 
   const notFound = (
@@ -102,7 +107,7 @@ export function ReplayPage() {
   const send = async () => {
     setSending(true);
     setUserErrors([]);
-    const res = await request({ input: { runId, scope, reason: reason.trim(), compensationRef: compensationRef.trim() || null } });
+    const res = await request({ input: { runId, scope, reason: reason.trim(), compensationRef: compensationRef.trim() || null, targetKeys } });
     setSending(false);
     const p = res.data?.requestReplay;
     if (p?.replayRequest) setOutcome(p.replayRequest);
@@ -170,6 +175,23 @@ export function ReplayPage() {
                 run #{runNumber(livePf.activeRun.id)}
               </Anchor>
               . Below is the preflight it was requested with; a further replay waits until it ends.
+            </Alert>
+          )}
+          {targetKeys && (
+            <Alert color="blue" variant="light" title={`Only ${targetKeys.length} selected target(s)`} data-testid="replay-selected-targets">
+              <Stack gap={4}>
+                <Group gap={6} wrap="wrap">
+                  {targetKeys.map((k) => (
+                    <TargetLink key={k} jobName={run.jobName} targetKey={k} />
+                  ))}
+                </Group>
+                <Text size="xs">
+                  The replay calls these again (those its scope retries) and leaves every other target as it is.{' '}
+                  <Anchor component={Link} to={`${runPath(run.id)}/replay`}>
+                    Replay the whole scope instead
+                  </Anchor>
+                </Text>
+              </Stack>
             </Alert>
           )}
           <PreflightPanel pf={pf} />

@@ -112,3 +112,12 @@ describe('ResolveModal', () => {
     expect(onClose).not.toHaveBeenCalled(); // the refusal stays on screen
   });
 });
+
+describe('replayTargetsPath', () => {
+  it('carries each selected target in the query, any characters included', async () => {
+    const { replayTargetsPath } = await import('../api/replays');
+    const path = replayTargetsPath('/admin/runs/UnVuOjE%3D', ['rec:3', 'a&b=c']);
+    expect(path.startsWith('/admin/runs/UnVuOjE%3D/replay?')).toBe(true);
+    expect(new URLSearchParams(path.split('?')[1]).getAll('target')).toEqual(['rec:3', 'a&b=c']);
+  });
+});
