@@ -19,7 +19,13 @@ func TestReplaySelectedTargets(t *testing.T) {
 	calls := map[string]int{}
 	job := runner.NewJob(runner.JobInfo{Name: "notify", Description: "test job", Version: "1", Retry: runner.RetryPolicy{MaxAttempts: 1}},
 		func(ctx context.Context, run *runner.Run) error {
-			for _, k := range []string{"t1", "t2", "t3", "t4"} {
+			for _, k := range []string{"t1", "t2", "t3", "t4", "t5"} {
+				if k == "t5" { // refused before any call, every time
+					if err := run.Fail(ctx, runner.Item{Target: k, Checkpoint: k}, runner.Rejected(errors.New("invalid record"))); err != nil {
+						return err
+					}
+					continue
+				}
 				err := run.Process(ctx, runner.Item{Target: k, Checkpoint: k}, func(ctx context.Context, _ *runner.Attempt) error {
 					mu.Lock()
 					defer mu.Unlock()
@@ -81,6 +87,13 @@ func TestReplaySelectedTargets(t *testing.T) {
 	}
 	if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'notify' AND state = 'TRANSIENT' AND target_key IN ('t1', 't4')`); n != 2 {
 		t.Fatalf("%d of t1, t4 still TRANSIENT, want both: the replay touched a target it was not given", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_ledger l JOIN job_runs r ON r.id = l.run_id AND r.trigger <> 'REPLAY'
+		WHERE l.job_name = 'notify' AND l.target_key IN ('t1', 't4', 't5')`); n != 3 {
+		t.Fatalf("%d of t1, t4, t5 last written by the first run, want 3: the replay rewrote a target it was not given", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id WHERE r.trigger = 'REPLAY'`); n != 0 {
+		t.Fatalf("the replay recorded %d errors, want none (t5 was not selected)", n)
 	}
 	if n := b.count(`SELECT count(*) FROM job_ledger WHERE job_name = 'notify' AND state = 'CONFIRMED' AND target_key IN ('t2', 't3')`); n != 2 {
 		t.Fatalf("%d of t2, t3 CONFIRMED, want both", n)
