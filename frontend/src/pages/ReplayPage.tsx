@@ -170,11 +170,11 @@ export function ReplayPage() {
           {error && <ErrorAlert error={error} />}
           {own && livePf.activeRun && (
             <Alert color="blue" variant="light" data-testid="own-replay-running">
-              The replay you requested is running as{' '}
+              The replay you requested started as{' '}
               <Anchor component={Link} to={runPath(livePf.activeRun.id)}>
                 run #{runNumber(livePf.activeRun.id)}
               </Anchor>
-              . Below is the preflight it was requested with; a further replay waits until it ends.
+              . Below is the preflight it was requested with; a further replay waits until that run ends.
             </Alert>
           )}
           {targetKeys && (
