@@ -124,6 +124,7 @@ func NewServer(cfg Config) *handler.Server {
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(recoverPanic(cfg.Logger))
 	gql.Use(operationLimits{maxDepth: cfg.MaxDepth, dev: cfg.DevMode})
+	gql.Use(inputLimits{runner: cfg.Runner, log: cfg.Logger})
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		return next(withLoaders(ctx, cfg.Runner))

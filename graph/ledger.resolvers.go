@@ -59,6 +59,83 @@ func (r *mutationResolver) ReconcileEntry(ctx context.Context, input model.Recon
 	return &model.ReconcileEntryPayload{ReconcileRequest: req, UserErrors: []*model.UserError{}}, nil
 }
 
+// ResolveAmbiguousMany is the resolver for the resolveAmbiguousMany field.
+func (r *mutationResolver) ResolveAmbiguousMany(ctx context.Context, input model.ResolveAmbiguousManyInput) (*model.ResolveAmbiguousManyPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	out := &model.ResolveAmbiguousManyPayload{LedgerEntries: []*batontype.LedgerEntry{}, UserErrors: []*model.UserError{}}
+	ids, index, bad := bulkIDs(input.EntryIds)
+	out.UserErrors = append(out.UserErrors, bad...)
+	if len(ids) == 0 && len(bad) > 0 {
+		r.auditInvalid(ctx, "resolveAmbiguousMany", map[string]any{"entryIds": input.EntryIds})
+		return out, nil
+	}
+	resolved, failed, err := r.runner.Ledger().ResolveAmbiguousMany(ctx, ids, runner.Resolution(input.Resolution), deref(input.EvidenceRef), deref(input.Note), actor(ctx))
+	if err != nil {
+		ue, err := userErrors(err, "entryIds")
+		if err != nil {
+			return nil, err
+		}
+		out.UserErrors = append(ue, out.UserErrors...)
+		return out, nil
+	}
+	out.LedgerEntries = resolved
+	out.UserErrors = sortByMember(append(out.UserErrors, memberErrors(failed, index)...))
+	return out, nil
+}
+
+// ReconcileEntries is the resolver for the reconcileEntries field.
+func (r *mutationResolver) ReconcileEntries(ctx context.Context, input model.ReconcileEntriesInput) (*model.ReconcileEntriesPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	out := &model.ReconcileEntriesPayload{ReconcileRequests: []*batontype.ReconcileRequest{}, UserErrors: []*model.UserError{}}
+	var ids []int64
+	index := map[int64]int{}
+	switch {
+	case (input.EntryIds == nil) == (input.JobName == nil):
+		r.auditInvalid(ctx, "reconcileMany", map[string]any{"entryIds": input.EntryIds, "jobName": input.JobName})
+		out.UserErrors = userError(model.UserErrorCodeInvalidInput, "entryIds", "give either entryIds or jobName")
+		return out, nil
+	case input.JobName != nil:
+		entries, err := r.runner.Ledger().Entries(ctx, runner.LedgerFilter{JobName: *input.JobName,
+			States: []batontype.LedgerState{batontype.LedgerAmbiguous}, Limit: runner.MaxBulkMembers + 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(entries) > runner.MaxBulkMembers {
+			entries, out.More = entries[:runner.MaxBulkMembers], true
+		}
+		if len(entries) == 0 {
+			out.UserErrors = userError(model.UserErrorCodeNotFound, "jobName", "job %s has no AMBIGUOUS_EFFECT entry", *input.JobName)
+			return out, nil
+		}
+		for _, e := range entries {
+			ids = append(ids, e.ID)
+		}
+		index = nil
+	default:
+		var bad []*model.UserError
+		ids, index, bad = bulkIDs(input.EntryIds)
+		out.UserErrors = append(out.UserErrors, bad...)
+		if len(ids) == 0 && len(bad) > 0 {
+			r.auditInvalid(ctx, "reconcileMany", map[string]any{"entryIds": input.EntryIds})
+			return out, nil
+		}
+	}
+	reqs, failed, err := r.runner.Ledger().ReconcileMany(ctx, ids, actor(ctx))
+	if err != nil {
+		ue, err := userErrors(err, "entryIds")
+		if err != nil {
+			return nil, err
+		}
+		out.UserErrors = append(ue, out.UserErrors...)
+		return out, nil
+	}
+	out.ReconcileRequests = reqs
+	out.UserErrors = sortByMember(append(out.UserErrors, memberErrors(failed, index)...))
+	return out, nil
+}
+
 // Ledger is the resolver for the ledger field.
 func (r *queryResolver) Ledger(ctx context.Context, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) (*model.LedgerEntryConnection, error) {
 	p, err := parsePage(first, after, cursorLedger)

@@ -26,6 +26,7 @@ func (r *mutationResolver) RequestReplay(ctx context.Context, input model.Reques
 	by := identity(ctx)
 	req, err := r.runner.Replays().Request(ctx, runner.ReplayParams{
 		RunID: id, Scope: input.Scope, Reason: input.Reason, CompensationRef: deref(input.CompensationRef), Actor: by.Name, ActorTokenID: by.TokenID,
+		TargetKeys: input.TargetKeys,
 	})
 	if err != nil {
 		// A request refused by its preflight is still recorded (BLOCKED): it comes back too.
@@ -125,12 +126,15 @@ func (r *mutationResolver) RejectReplay(ctx context.Context, input model.RejectR
 }
 
 // ReplayPreflight is the resolver for the replayPreflight field.
-func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope) (*batontype.Preflight, error) {
+func (r *queryResolver) ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope, targetKeys []string) (*batontype.Preflight, error) {
 	id, err := mustIntID(runID, typeRun, "runId")
 	if err != nil {
 		return nil, err
 	}
-	pf, err := r.runner.Replays().Preflight(ctx, id, scope)
+	if targetKeys != nil && (len(targetKeys) == 0 || len(targetKeys) > runner.MaxBulkMembers) {
+		return nil, badInput("targetKeys must hold 1 to %d keys", runner.MaxBulkMembers)
+	}
+	pf, err := r.runner.Replays().PreflightOf(ctx, id, scope, targetKeys)
 	if pf != nil && pf.Kind == "" {
 		pf.Kind = batontype.KindReplay
 	}
@@ -170,6 +174,18 @@ func (r *replayPreflightResolver) FailedByClass(ctx context.Context, obj *batont
 	return ledgerCounts(obj.FailedByClass), nil
 }
 
+// ActiveRun is the resolver for the activeRun field.
+func (r *replayPreflightResolver) ActiveRun(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error) {
+	if obj.ActiveRunID == nil {
+		return nil, nil
+	}
+	run, err := r.loaders(ctx).runByID.Load(ctx, *obj.ActiveRunID)
+	if batontype.CodeOf(err) == batontype.CodeNotFound { // pruned since
+		return nil, nil
+	}
+	return run, err
+}
+
 // ID is the resolver for the id field.
 func (r *replayRequestResolver) ID(ctx context.Context, obj *batontype.ReplayRequest) (string, error) {
 	return globalIntID(typeReplayRequest, obj.ID), nil
@@ -191,6 +207,19 @@ func (r *replayRequestResolver) ReplayRun(ctx context.Context, obj *batontype.Re
 		return nil, nil
 	}
 	return r.loaders(ctx).runByID.Load(ctx, *obj.ReplayRunID)
+}
+
+// ReplayRequest is the resolver for the replayRequest field.
+func (r *runResolver) ReplayRequest(ctx context.Context, obj *batontype.RunRecord) (*batontype.ReplayRequest, error) {
+	if obj.ReplayRequestID == nil {
+		return nil, nil
+	}
+	// Only runs a request started ask: one read each, no loader needed.
+	req, err := r.runner.Replays().Get(ctx, *obj.ReplayRequestID)
+	if batontype.CodeOf(err) == batontype.CodeNotFound {
+		return nil, nil
+	}
+	return req, err
 }
 
 // ReplayPreflight returns generated.ReplayPreflightResolver implementation.

@@ -214,7 +214,11 @@ func (r *Resolver) Run() generated.RunResolver { return &runResolver{r} }
 // RunAutoResume returns generated.RunAutoResumeResolver implementation.
 func (r *Resolver) RunAutoResume() generated.RunAutoResumeResolver { return &runAutoResumeResolver{r} }
 
+// RunError returns generated.RunErrorResolver implementation.
+func (r *Resolver) RunError() generated.RunErrorResolver { return &runErrorResolver{r} }
+
 type (
 	runResolver           struct{ *Resolver }
 	runAutoResumeResolver struct{ *Resolver }
+	runErrorResolver      struct{ *Resolver }
 )

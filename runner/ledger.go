@@ -25,6 +25,7 @@ type LedgerFilter struct {
 	RunID        int64 // 0: any run
 	Generation   int64 // 0: any generation
 	TargetPrefix string
+	TargetKey    string // one target exactly; "" any
 	AfterID      int64
 	Limit        int // 1..1000; 0 means 20
 }
@@ -35,6 +36,15 @@ func (s *LedgerService) Entries(ctx context.Context, f LedgerFilter) ([]*bt.Ledg
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
 	}
 	return s.r.store.Ledger(ctx, store.LedgerQuery(f))
+}
+
+// TargetErrors lists the errors the runs of job met on target, oldest first by keyset on id:
+// with Entries of the target (TargetKey), its history across runs and generations.
+func (s *LedgerService) TargetErrors(ctx context.Context, job, target string, afterID int64, limit int) ([]bt.RunError, error) {
+	if limit < 0 || limit > 1000 {
+		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "limit must be between 1 and 1000", Field: "first"}
+	}
+	return s.r.store.TargetErrors(ctx, job, target, afterID, limit)
 }
 
 // Entry returns one ledger entry, or NOT_FOUND.
@@ -73,8 +83,25 @@ func (s *LedgerService) ResolveAmbiguous(ctx context.Context, entryID int64, res
 	return s.r.replays.ResolveAmbiguous(ctx, entryID, res, evidenceRef, note, actor)
 }
 
-// judgeDownstream adds to a preflight a check for each downstream-error-rate stop condition,
-// judged on the job's calls over the last five minutes, and blocks it when one would trip:
+// MaxBulkMembers bounds the entries of one bulk resolution or reconcile.
+const MaxBulkMembers = replay.MaxMembers
+
+// ResolveAmbiguousMany resolves many AMBIGUOUS_EFFECT entries by hand with one note (and, for
+// CONFIRMED, one evidence reference), audited as one row that lists every member and what
+// became of it. ResolveAmbiguous's checks, and 1 to MaxBulkMembers entries, refuse the whole
+// call (INVALID_INPUT); past them each entry still in doubt is resolved, and each that is not
+// (NOT_FOUND, CONFLICT) is left as it was and reported in failed, keyed by id.
+func (s *LedgerService) ResolveAmbiguousMany(ctx context.Context, entryIDs []int64, res Resolution, evidenceRef, note, actor string) (resolved []*bt.LedgerEntry, failed map[int64]error, err error) {
+	return s.r.replays.ResolveAmbiguousMany(ctx, entryIDs, res, evidenceRef, note, actor)
+}
+
+// ReconcileMany asks for a reconcile of many AMBIGUOUS_EFFECT entries (1 to MaxBulkMembers),
+// audited as one row that lists every member and what became of it: each entry that can be
+// reconciled gets its PENDING request (as Reconcile), each that cannot (NOT_FOUND,
+// INVALID_INPUT, CONFLICT, ALREADY_RUNNING) is reported in failed, keyed by id.
+func (s *LedgerService) ReconcileMany(ctx context.Context, entryIDs []int64, actor string) (requested []*bt.ReconcileRequest, failed map[int64]error, err error) {
+	return s.r.reconciles.RequestMany(ctx, entryIDs, actor)
+}
 
 // Reconcile asks for a reconcile of an AMBIGUOUS_EFFECT entry and returns the request at
 // once, PENDING: the job's reconcile hook runs on a worker, and the outcome (DONE with the

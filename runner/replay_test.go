@@ -164,8 +164,8 @@ func TestReplayApprovalRules(t *testing.T) {
 		t.Fatalf("approval by bob: %v %+v, want EXECUTED with a run, decided by bob", err, done)
 	}
 	rep := b.finish(r, *done.ReplayRunID)
-	if rep.Status != bt.StatusSucceeded || rep.Trigger != bt.TriggerReplay || rep.RequestedBy != "bob" {
-		t.Fatalf("replay run %s %s by %s, want a SUCCEEDED REPLAY by bob", rep.Status, rep.Trigger, rep.RequestedBy)
+	if rep.Status != bt.StatusSucceeded || rep.Trigger != bt.TriggerReplay || rep.RequestedBy != "alice" {
+		t.Fatalf("replay run %s %s by %s, want a SUCCEEDED REPLAY requested by alice (bob approved it)", rep.Status, rep.Trigger, rep.RequestedBy)
 	}
 	b.wantAudit("bob", "approveReplay", replayTarget(req.ID), string(bt.ReplayApproved))
 	b.wantAudit("bob", "executeReplay", replayTarget(req.ID), string(bt.ReplayExecuted))

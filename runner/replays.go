@@ -27,6 +27,19 @@ func (s *ReplayService) Preflight(ctx context.Context, runID int64, scope bt.Rep
 	return s.r.replays.Preflight(ctx, runID, scope)
 }
 
+// PreflightOf is Preflight for a replay of only the selected targets of scope (nil: all of
+// them): TargetsInScope counts the selected targets the scope retries, and it is blocked when
+// none is.
+func (s *ReplayService) PreflightOf(ctx context.Context, runID int64, scope bt.ReplayScope, targets []string) (*bt.Preflight, error) {
+	if targets != nil {
+		var err error
+		if targets, err = replay.CheckTargets(targets); err != nil {
+			return nil, err
+		}
+	}
+	return s.r.replays.PreflightOf(ctx, runID, scope, targets)
+}
+
 // RestartPreflight computes what a RESTART of job would do and whether it may: the counts of
 // its current generation (whose targets a new generation calls again under new keys), targets
 // in doubt (they block), an active run (blocks), the stop conditions over the last five
@@ -97,7 +110,7 @@ func (s *ReplayService) Get(ctx context.Context, id int64) (*bt.ReplayRequest, e
 func (r *Runner) startReplay(ctx context.Context, q replay.StartRequest) (*RunRecord, error) {
 	id := q.RequestID
 	p := StartParams{Job: q.Job, Trigger: bt.TriggerReplay, Mode: bt.ModeResume, Actor: q.Actor,
-		Generation: q.Generation, FromStart: true, ReplayRequestID: &id, ReplayScope: q.Scope}
+		Generation: q.Generation, FromStart: true, ReplayRequestID: &id, ReplayScope: q.Scope, ReplayTargets: q.Targets}
 	if q.Restart {
 		p = StartParams{Job: q.Job, Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: q.Actor,
 			ReplayRequestID: &id, approvedRestart: true, noAudit: true}

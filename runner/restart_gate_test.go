@@ -183,8 +183,8 @@ func TestRestartRequestLifecycle(t *testing.T) {
 	}
 	run := b.finish(r, *done.ReplayRunID)
 	if run.Status != bt.StatusSucceeded || run.Mode != bt.ModeRestart || run.Trigger != bt.TriggerManual || run.Generation != first.Generation+1 ||
-		run.ReplayRequestID == nil || *run.ReplayRequestID != req.ID || run.RequestedBy != "bob" {
-		t.Fatalf("RESTART run %+v; want a SUCCEEDED manual RESTART in generation %d for request %d by bob", run, first.Generation+1, req.ID)
+		run.ReplayRequestID == nil || *run.ReplayRequestID != req.ID || run.RequestedBy != req.RequestedBy {
+		t.Fatalf("RESTART run %+v; want a SUCCEEDED manual RESTART in generation %d for request %d, requested by its requester", run, first.Generation+1, req.ID)
 	}
 	if job.callsOf("ok1") != 2 {
 		t.Fatalf("ok1 called %d times, want twice (once per generation)", job.callsOf("ok1"))

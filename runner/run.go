@@ -23,7 +23,7 @@ type Run struct {
 // maintenance, shutdown) or has lost its lease. Return it from Job.Run.
 var ErrStop = bt.ErrStopped
 
-func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.ReplayScope) *Run {
+func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.ReplayScope, targets []string) *Run {
 	info := job.Info()
 	retry := info.Retry.withDefaults()
 	d := pipeline.Deps{Store: r.store, Locks: r.locks, Metrics: r.metrics, Logger: r.log,
@@ -32,7 +32,7 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 		d.PublishFunc = func(rec bt.RunRecord, final bool) { events.RunChanged(RunEvent{Run: rec, Final: final}) }
 	}
 	e := pipeline.New(d, rec, pipeline.Settings{
-		Token: token, Scope: scope, StopConditions: info.StopConditions, SensitiveEvidence: info.SensitiveEvidence,
+		Token: token, Scope: scope, Targets: targets, StopConditions: info.StopConditions, SensitiveEvidence: info.SensitiveEvidence,
 		Retry: pipeline.Retry{MaxAttempts: retry.MaxAttempts, InitialBackoff: retry.InitialBackoff, MaxBackoff: retry.MaxBackoff},
 	})
 	return &Run{e: e, job: job, fence: e.Fence()}

@@ -30,6 +30,8 @@ type StartParams struct {
 	ReplayRequestID *int64
 	// ReplayScope says which failed targets a REPLAY run retries.
 	ReplayScope bt.ReplayScope
+	// ReplayTargets narrows a REPLAY run to these targets of its scope; nil: all of them.
+	ReplayTargets []string
 
 	noAudit bool // set by operations that audit themselves
 	// autoResumeOf is the ended run an AUTO_RESUME start continues (claimed by the insert).
@@ -274,7 +276,7 @@ func (a *startAttempt) handOff(ctx context.Context, run *RunRecord) {
 		cancelLock()
 	}
 	own := *run // the worker's; the caller keeps the record Start returns
-	w := r.newRun(a.job, &own, a.token, a.p.ReplayScope)
+	w := r.newRun(a.job, &own, a.token, a.p.ReplayScope, a.p.ReplayTargets)
 	r.workers.Add(1)
 	go r.work(w)
 	r.metrics.RunsStarted.WithLabelValues(string(a.p.Trigger)).Inc()

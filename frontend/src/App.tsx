@@ -17,6 +17,7 @@ import { ReplaysPage } from './pages/ReplaysPage';
 import { RunPage } from './pages/RunPage';
 import { RunsPage } from './pages/RunsPage';
 import { runIdOfNumber, runPath } from './api/runs';
+import { TargetPage } from './pages/TargetPage';
 import { theme } from './theme';
 
 // GraphiQL (with its editor) is large: it loads only when the playground is opened.
@@ -49,6 +50,7 @@ export function AppRoutes() {
         <Route path="/admin/jobs" element={<Navigate to="/admin" replace />} />
         <Route path="/admin/jobs/:name" element={<JobPage />} />
         <Route path="/admin/runs" element={<RunsPage />} />
+        <Route path="/admin/jobs/:name/targets/*" element={<TargetPage />} />
         <Route path="/admin/runs/:id" element={<RunRoute />} />
         <Route path="/admin/runs/:id/replay" element={<ReplayRoute />} />
         <Route path="/admin/replays" element={<ReplaysPage />} />

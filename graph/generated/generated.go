@@ -42,7 +42,9 @@ type ResolverRoot interface {
 	ReplayRequest() ReplayRequestResolver
 	Run() RunResolver
 	RunAutoResume() RunAutoResumeResolver
+	RunError() RunErrorResolver
 	Subscription() SubscriptionResolver
+	TargetHistory() TargetHistoryResolver
 }
 
 type DirectiveRoot struct {
@@ -257,23 +259,25 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AcknowledgeAlert    func(childComplexity int, input model.AcknowledgeAlertInput) int
-		ApproveReplay       func(childComplexity int, input model.ApproveReplayInput) int
-		CancelRun           func(childComplexity int, input model.CancelRunInput) int
-		CancelRuns          func(childComplexity int, input model.CancelRunsInput) int
-		ExecuteReplay       func(childComplexity int, input model.ExecuteReplayInput) int
-		PauseJob            func(childComplexity int, input model.PauseJobInput) int
-		ReconcileEntry      func(childComplexity int, input model.ReconcileEntryInput) int
-		RejectReplay        func(childComplexity int, input model.RejectReplayInput) int
-		RequestReplay       func(childComplexity int, input model.RequestReplayInput) int
-		RequestRestart      func(childComplexity int, input model.RequestRestartInput) int
-		ResolveAmbiguous    func(childComplexity int, input model.ResolveAmbiguousInput) int
-		ResumeJob           func(childComplexity int, input model.ResumeJobInput) int
-		SetMaintenance      func(childComplexity int, input model.SetMaintenanceInput) int
-		SilenceAlert        func(childComplexity int, input model.SilenceAlertInput) int
-		StartJob            func(childComplexity int, input model.StartJobInput) int
-		UpdateJobAutoResume func(childComplexity int, input model.UpdateJobAutoResumeInput) int
-		UpdateJobSchedule   func(childComplexity int, input model.UpdateJobScheduleInput) int
+		AcknowledgeAlert     func(childComplexity int, input model.AcknowledgeAlertInput) int
+		ApproveReplay        func(childComplexity int, input model.ApproveReplayInput) int
+		CancelRun            func(childComplexity int, input model.CancelRunInput) int
+		CancelRuns           func(childComplexity int, input model.CancelRunsInput) int
+		ExecuteReplay        func(childComplexity int, input model.ExecuteReplayInput) int
+		PauseJob             func(childComplexity int, input model.PauseJobInput) int
+		ReconcileEntries     func(childComplexity int, input model.ReconcileEntriesInput) int
+		ReconcileEntry       func(childComplexity int, input model.ReconcileEntryInput) int
+		RejectReplay         func(childComplexity int, input model.RejectReplayInput) int
+		RequestReplay        func(childComplexity int, input model.RequestReplayInput) int
+		RequestRestart       func(childComplexity int, input model.RequestRestartInput) int
+		ResolveAmbiguous     func(childComplexity int, input model.ResolveAmbiguousInput) int
+		ResolveAmbiguousMany func(childComplexity int, input model.ResolveAmbiguousManyInput) int
+		ResumeJob            func(childComplexity int, input model.ResumeJobInput) int
+		SetMaintenance       func(childComplexity int, input model.SetMaintenanceInput) int
+		SilenceAlert         func(childComplexity int, input model.SilenceAlertInput) int
+		StartJob             func(childComplexity int, input model.StartJobInput) int
+		UpdateJobAutoResume  func(childComplexity int, input model.UpdateJobAutoResumeInput) int
+		UpdateJobSchedule    func(childComplexity int, input model.UpdateJobScheduleInput) int
 	}
 
 	PageInfo struct {
@@ -307,11 +311,18 @@ type ComplexityRoot struct {
 		Maintenance      func(childComplexity int) int
 		Me               func(childComplexity int) int
 		Node             func(childComplexity int, id string) int
-		ReplayPreflight  func(childComplexity int, runID string, scope batontype.ReplayScope) int
+		ReplayPreflight  func(childComplexity int, runID string, scope batontype.ReplayScope, targetKeys []string) int
 		ReplayRequests   func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
 		RestartPreflight func(childComplexity int, name string) int
 		Run              func(childComplexity int, id string) int
 		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) int
+		Target           func(childComplexity int, jobName string, targetKey string) int
+	}
+
+	ReconcileEntriesPayload struct {
+		More              func(childComplexity int) int
+		ReconcileRequests func(childComplexity int) int
+		UserErrors        func(childComplexity int) int
 	}
 
 	ReconcileEntryPayload struct {
@@ -340,6 +351,7 @@ type ComplexityRoot struct {
 	}
 
 	ReplayPreflight struct {
+		ActiveRun             func(childComplexity int) int
 		Ambiguous             func(childComplexity int) int
 		ApprovalReasons       func(childComplexity int) int
 		Blocked               func(childComplexity int) int
@@ -363,6 +375,7 @@ type ComplexityRoot struct {
 		Run                   func(childComplexity int) int
 		RunJobVersion         func(childComplexity int) int
 		Scope                 func(childComplexity int) int
+		TargetKeys            func(childComplexity int) int
 		TargetsInScope        func(childComplexity int) int
 	}
 
@@ -384,6 +397,7 @@ type ComplexityRoot struct {
 		Scope           func(childComplexity int) int
 		SourceRun       func(childComplexity int) int
 		Status          func(childComplexity int) int
+		TargetKeys      func(childComplexity int) int
 	}
 
 	ReplayRequestConnection struct {
@@ -405,6 +419,11 @@ type ComplexityRoot struct {
 	RequestRestartPayload struct {
 		ReplayRequest func(childComplexity int) int
 		Run           func(childComplexity int) int
+		UserErrors    func(childComplexity int) int
+	}
+
+	ResolveAmbiguousManyPayload struct {
+		LedgerEntries func(childComplexity int) int
 		UserErrors    func(childComplexity int) int
 	}
 
@@ -444,6 +463,7 @@ type ComplexityRoot struct {
 		NeedsAttention    func(childComplexity int) int
 		PauseRequested    func(childComplexity int) int
 		Progress          func(childComplexity int) int
+		ReplayRequest     func(childComplexity int) int
 		RequestedBy       func(childComplexity int) int
 		ResumedFrom       func(childComplexity int) int
 		ScheduledFor      func(childComplexity int) int
@@ -484,6 +504,7 @@ type ComplexityRoot struct {
 		FailureClass func(childComplexity int) int
 		ItemKey      func(childComplexity int) int
 		Message      func(childComplexity int) int
+		Run          func(childComplexity int) int
 	}
 
 	RunErrorConnection struct {
@@ -542,6 +563,14 @@ type ComplexityRoot struct {
 		ReconcileRequest func(childComplexity int, id string) int
 		RunEvents        func(childComplexity int, jobName *string) int
 		RunProgress      func(childComplexity int, runID string) int
+	}
+
+	TargetHistory struct {
+		Entries   func(childComplexity int, first *int, after *string) int
+		Errors    func(childComplexity int, first *int, after *string) int
+		Job       func(childComplexity int) int
+		JobName   func(childComplexity int) int
+		TargetKey func(childComplexity int) int
 	}
 
 	UpdateJobAutoResumePayload struct {
@@ -621,6 +650,8 @@ type MutationResolver interface {
 	UpdateJobAutoResume(ctx context.Context, input model.UpdateJobAutoResumeInput) (*model.UpdateJobAutoResumePayload, error)
 	ResolveAmbiguous(ctx context.Context, input model.ResolveAmbiguousInput) (*model.ResolveAmbiguousPayload, error)
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
+	ResolveAmbiguousMany(ctx context.Context, input model.ResolveAmbiguousManyInput) (*model.ResolveAmbiguousManyPayload, error)
+	ReconcileEntries(ctx context.Context, input model.ReconcileEntriesInput) (*model.ReconcileEntriesPayload, error)
 	RequestReplay(ctx context.Context, input model.RequestReplayInput) (*model.RequestReplayPayload, error)
 	RequestRestart(ctx context.Context, input model.RequestRestartInput) (*model.RequestRestartPayload, error)
 	ApproveReplay(ctx context.Context, input model.ApproveReplayInput) (*model.ApproveReplayPayload, error)
@@ -640,11 +671,12 @@ type QueryResolver interface {
 	Job(ctx context.Context, name string) (*batontype.JobSettings, error)
 	CronPreview(ctx context.Context, cron string, timezone *string, n *int) (*model.CronPreview, error)
 	Ledger(ctx context.Context, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) (*model.LedgerEntryConnection, error)
-	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope) (*batontype.Preflight, error)
+	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope, targetKeys []string) (*batontype.Preflight, error)
 	RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error)
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
 	Runs(ctx context.Context, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) (*model.RunConnection, error)
 	Run(ctx context.Context, id string) (*batontype.RunRecord, error)
+	Target(ctx context.Context, jobName string, targetKey string) (*model.TargetHistory, error)
 }
 type ReconcileRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReconcileRequest) (string, error)
@@ -654,6 +686,8 @@ type ReplayPreflightResolver interface {
 	Run(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error)
 
 	FailedByClass(ctx context.Context, obj *batontype.Preflight) ([]*model.LedgerCount, error)
+
+	ActiveRun(ctx context.Context, obj *batontype.Preflight) (*batontype.RunRecord, error)
 }
 type ReplayRequestResolver interface {
 	ID(ctx context.Context, obj *batontype.ReplayRequest) (string, error)
@@ -682,6 +716,7 @@ type RunResolver interface {
 	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
 	NeedsAttention(ctx context.Context, obj *batontype.RunRecord) (bool, error)
 	Attention(ctx context.Context, obj *batontype.RunRecord) (*model.RunAttention, error)
+	ReplayRequest(ctx context.Context, obj *batontype.RunRecord) (*batontype.ReplayRequest, error)
 }
 type RunAutoResumeResolver interface {
 	Outcome(ctx context.Context, obj *batontype.RunRecord) (model.AutoResumeOutcome, error)
@@ -689,11 +724,19 @@ type RunAutoResumeResolver interface {
 	ResumedBy(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
 	MaxAttempts(ctx context.Context, obj *batontype.RunRecord) (int, error)
 }
+type RunErrorResolver interface {
+	Run(ctx context.Context, obj *batontype.RunError) (*batontype.RunRecord, error)
+}
 type SubscriptionResolver interface {
 	AlertRaised(ctx context.Context) (<-chan *batontype.Alert, error)
 	ReconcileRequest(ctx context.Context, id string) (<-chan *batontype.ReconcileRequest, error)
 	RunProgress(ctx context.Context, runID string) (<-chan *batontype.RunRecord, error)
 	RunEvents(ctx context.Context, jobName *string) (<-chan *model.RunEvent, error)
+}
+type TargetHistoryResolver interface {
+	Job(ctx context.Context, obj *model.TargetHistory) (*batontype.JobSettings, error)
+	Entries(ctx context.Context, obj *model.TargetHistory, first *int, after *string) (*model.LedgerEntryConnection, error)
+	Errors(ctx context.Context, obj *model.TargetHistory, first *int, after *string) (*model.RunErrorConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1623,6 +1666,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseJob(childComplexity, args["input"].(model.PauseJobInput)), true
+	case "Mutation.reconcileEntries":
+		if e.ComplexityRoot.Mutation.ReconcileEntries == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reconcileEntries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReconcileEntries(childComplexity, args["input"].(model.ReconcileEntriesInput)), true
 	case "Mutation.reconcileEntry":
 		if e.ComplexityRoot.Mutation.ReconcileEntry == nil {
 			break
@@ -1678,6 +1732,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResolveAmbiguous(childComplexity, args["input"].(model.ResolveAmbiguousInput)), true
+	case "Mutation.resolveAmbiguousMany":
+		if e.ComplexityRoot.Mutation.ResolveAmbiguousMany == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resolveAmbiguousMany_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResolveAmbiguousMany(childComplexity, args["input"].(model.ResolveAmbiguousManyInput)), true
 	case "Mutation.resumeJob":
 		if e.ComplexityRoot.Mutation.ResumeJob == nil {
 			break
@@ -1925,7 +1990,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.ReplayPreflight(childComplexity, args["runId"].(string), args["scope"].(batontype.ReplayScope)), true
+		return e.ComplexityRoot.Query.ReplayPreflight(childComplexity, args["runId"].(string), args["scope"].(batontype.ReplayScope), args["targetKeys"].([]string)), true
 	case "Query.replayRequests":
 		if e.ComplexityRoot.Query.ReplayRequests == nil {
 			break
@@ -1970,6 +2035,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Runs(childComplexity, args["jobName"].(*string), args["status"].([]batontype.RunStatus), args["filter"].(*model.RunsFilter), args["first"].(*int), args["after"].(*string)), true
+	case "Query.target":
+		if e.ComplexityRoot.Query.Target == nil {
+			break
+		}
+
+		args, err := ec.field_Query_target_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Target(childComplexity, args["jobName"].(string), args["targetKey"].(string)), true
+
+	case "ReconcileEntriesPayload.more":
+		if e.ComplexityRoot.ReconcileEntriesPayload.More == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileEntriesPayload.More(childComplexity), true
+	case "ReconcileEntriesPayload.reconcileRequests":
+		if e.ComplexityRoot.ReconcileEntriesPayload.ReconcileRequests == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileEntriesPayload.ReconcileRequests(childComplexity), true
+	case "ReconcileEntriesPayload.userErrors":
+		if e.ComplexityRoot.ReconcileEntriesPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileEntriesPayload.UserErrors(childComplexity), true
 
 	case "ReconcileEntryPayload.reconcileRequest":
 		if e.ComplexityRoot.ReconcileEntryPayload.ReconcileRequest == nil {
@@ -2070,6 +2165,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RejectReplayPayload.UserErrors(childComplexity), true
 
+	case "ReplayPreflight.activeRun":
+		if e.ComplexityRoot.ReplayPreflight.ActiveRun == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayPreflight.ActiveRun(childComplexity), true
 	case "ReplayPreflight.ambiguous":
 		if e.ComplexityRoot.ReplayPreflight.Ambiguous == nil {
 			break
@@ -2208,6 +2309,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayPreflight.Scope(childComplexity), true
+	case "ReplayPreflight.targetKeys":
+		if e.ComplexityRoot.ReplayPreflight.TargetKeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayPreflight.TargetKeys(childComplexity), true
 	case "ReplayPreflight.targetsInScope":
 		if e.ComplexityRoot.ReplayPreflight.TargetsInScope == nil {
 			break
@@ -2317,6 +2424,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayRequest.Status(childComplexity), true
+	case "ReplayRequest.targetKeys":
+		if e.ComplexityRoot.ReplayRequest.TargetKeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayRequest.TargetKeys(childComplexity), true
 
 	case "ReplayRequestConnection.edges":
 		if e.ComplexityRoot.ReplayRequestConnection.Edges == nil {
@@ -2381,6 +2494,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RequestRestartPayload.UserErrors(childComplexity), true
+
+	case "ResolveAmbiguousManyPayload.ledgerEntries":
+		if e.ComplexityRoot.ResolveAmbiguousManyPayload.LedgerEntries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResolveAmbiguousManyPayload.LedgerEntries(childComplexity), true
+	case "ResolveAmbiguousManyPayload.userErrors":
+		if e.ComplexityRoot.ResolveAmbiguousManyPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResolveAmbiguousManyPayload.UserErrors(childComplexity), true
 
 	case "ResolveAmbiguousPayload.ledgerEntry":
 		if e.ComplexityRoot.ResolveAmbiguousPayload.LedgerEntry == nil {
@@ -2563,6 +2689,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.Progress(childComplexity), true
+	case "Run.replayRequest":
+		if e.ComplexityRoot.Run.ReplayRequest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.ReplayRequest(childComplexity), true
 	case "Run.requestedBy":
 		if e.ComplexityRoot.Run.RequestedBy == nil {
 			break
@@ -2718,6 +2850,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RunError.Message(childComplexity), true
+	case "RunError.run":
+		if e.ComplexityRoot.RunError.Run == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunError.Run(childComplexity), true
 
 	case "RunErrorConnection.edges":
 		if e.ComplexityRoot.RunErrorConnection.Edges == nil {
@@ -2929,6 +3067,47 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.RunProgress(childComplexity, args["runId"].(string)), true
 
+	case "TargetHistory.entries":
+		if e.ComplexityRoot.TargetHistory.Entries == nil {
+			break
+		}
+
+		args, err := ec.field_TargetHistory_entries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.TargetHistory.Entries(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "TargetHistory.errors":
+		if e.ComplexityRoot.TargetHistory.Errors == nil {
+			break
+		}
+
+		args, err := ec.field_TargetHistory_errors_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.TargetHistory.Errors(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "TargetHistory.job":
+		if e.ComplexityRoot.TargetHistory.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TargetHistory.Job(childComplexity), true
+	case "TargetHistory.jobName":
+		if e.ComplexityRoot.TargetHistory.JobName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TargetHistory.JobName(childComplexity), true
+	case "TargetHistory.targetKey":
+		if e.ComplexityRoot.TargetHistory.TargetKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TargetHistory.TargetKey(childComplexity), true
+
 	case "UpdateJobAutoResumePayload.job":
 		if e.ComplexityRoot.UpdateJobAutoResumePayload.Job == nil {
 			break
@@ -3003,11 +3182,13 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CancelRunsInput", ec.unmarshalInputCancelRunsInput),
 			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
+			graphql.NewInputUnmarshaler("ReconcileEntriesInput", ec.unmarshalInputReconcileEntriesInput),
 			graphql.NewInputUnmarshaler("ReconcileEntryInput", ec.unmarshalInputReconcileEntryInput),
 			graphql.NewInputUnmarshaler("RejectReplayInput", ec.unmarshalInputRejectReplayInput),
 			graphql.NewInputUnmarshaler("RequestReplayInput", ec.unmarshalInputRequestReplayInput),
 			graphql.NewInputUnmarshaler("RequestRestartInput", ec.unmarshalInputRequestRestartInput),
 			graphql.NewInputUnmarshaler("ResolveAmbiguousInput", ec.unmarshalInputResolveAmbiguousInput),
+			graphql.NewInputUnmarshaler("ResolveAmbiguousManyInput", ec.unmarshalInputResolveAmbiguousManyInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("RunsFilter", ec.unmarshalInputRunsFilter),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
@@ -3666,6 +3847,57 @@ extend type Mutation {
   is not AMBIGUOUS_EFFECT), ALREADY_RUNNING (a reconcile of the entry is already open).
   """
   reconcileEntry(input: ReconcileEntryInput!): ReconcileEntryPayload @hasRole(role: OPERATOR)
+  """
+  Resolves many AMBIGUOUS_EFFECT entries by hand with one note (and, for CONFIRMED, one
+  evidence reference), audited as ONE entry (action resolveAmbiguousMany) that lists every
+  member and what became of it. A bad resolution, note or evidence, or no entries or more than
+  100, refuses the whole call (one INVALID_INPUT). Past that, each entry still in doubt is
+  resolved and each that is not gets its own user error (field entryIds[i]: NOT_FOUND,
+  CONFLICT, INVALID_INPUT for a malformed id) and is left as it was.
+  """
+  resolveAmbiguousMany(input: ResolveAmbiguousManyInput!): ResolveAmbiguousManyPayload @hasRole(role: OPERATOR)
+  """
+  Asks for a reconcile of many AMBIGUOUS_EFFECT entries: the selected ones (entryIds), or all
+  of a job's (jobName), up to 100 a call (more says whether others remain). Audited as ONE
+  entry (action reconcileMany) that lists every member and what became of it. Each entry that
+  can be reconciled gets its PENDING request, as reconcileEntry; each that cannot gets its own
+  user error (field entryIds[i], or entryIds for a member of jobName's: NOT_FOUND,
+  INVALID_INPUT, CONFLICT, ALREADY_RUNNING).
+  """
+  reconcileEntries(input: ReconcileEntriesInput!): ReconcileEntriesPayload @hasRole(role: OPERATOR)
+}
+
+input ResolveAmbiguousManyInput {
+  "The entries to resolve, 1 to 100."
+  entryIds: [ID!]!
+  resolution: AmbiguousResolution!
+  "Required to resolve CONFIRMED: where the proof of the effects is."
+  evidenceRef: String
+  "Required: why, for every member."
+  note: String
+}
+
+type ResolveAmbiguousManyPayload {
+  "The entries resolved."
+  ledgerEntries: [LedgerEntry!]!
+  "One per member refused, and any refusal of the whole call."
+  userErrors: [UserError!]!
+}
+
+input ReconcileEntriesInput {
+  "The entries to reconcile, 1 to 100; or give jobName instead."
+  entryIds: [ID!]
+  "Every AMBIGUOUS_EFFECT entry of the job (up to 100 a call), instead of entryIds."
+  jobName: String
+}
+
+type ReconcileEntriesPayload {
+  "The requests made, PENDING."
+  reconcileRequests: [ReconcileRequest!]!
+  "jobName's entries beyond this call's 100 remain: call again once these are done."
+  more: Boolean!
+  "One per member refused, and any refusal of the whole call."
+  userErrors: [UserError!]!
 }
 
 extend type Subscription {
@@ -3764,8 +3996,11 @@ type RunAttention {
 	{Name: "../replay.graphqls", Input: `# Replays and gated RESTARTs: preflight, four-eyes approval.
 
 extend type Query {
-  "What replaying scope of a run's generation would do, and whether it may."
-  replayPreflight(runId: ID!, scope: ReplayScope!): ReplayPreflight!
+  """
+  What replaying scope of a run's generation would do, and whether it may; with targetKeys,
+  what replaying only those targets of the scope would do (1 to 100 keys).
+  """
+  replayPreflight(runId: ID!, scope: ReplayScope!, targetKeys: [String!]): ReplayPreflight!
   """
   What a RESTART of the job would do and whether it may: blocked while its current generation
   holds AMBIGUOUS_EFFECT or IN_FLIGHT targets, approval required for a HIGH-risk job. When it
@@ -3847,6 +4082,14 @@ type ReplayPreflight {
   blockingReasons: [String!]!
   checks: [PreflightCheck!]!
   computedAt: Time!
+  """
+  The job's active run when the preflight was computed, if any. Right after a replay request
+  executes it is the replay's own run (its replayRequest says so): it blocks a further replay
+  until it ends, and says nothing against the request just made.
+  """
+  activeRun: Run
+  "The selected targets of a replay of selected targets; null for a replay of the whole scope."
+  targetKeys: [String!]
 }
 
 "A request to replay part of a generation, or (kind RESTART) to restart the job in a new one."
@@ -3857,6 +4100,8 @@ type ReplayRequest implements Node {
   sourceRun: Run!
   generation: Int!
   scope: ReplayScope!
+  "The only targets the replay retries (of its scope); null: every target of the scope."
+  targetKeys: [String!]
   status: ReplayStatus!
   "The preflight recorded when the request was made."
   preflight: ReplayPreflight!
@@ -3870,6 +4115,14 @@ type ReplayRequest implements Node {
   createdAt: Time!
   decidedAt: Time
   executedAt: Time
+}
+
+extend type Run {
+  """
+  The replay or RESTART request that started this run, if one did. The run's requestedBy is
+  the request's requester; the approver is the request's decidedBy.
+  """
+  replayRequest: ReplayRequest
 }
 
 type ReplayRequestConnection {
@@ -3935,6 +4188,12 @@ input RequestReplayInput {
   reason: String!
   "Required for HIGH-risk jobs: where the compensation plan lives."
   compensationRef: String
+  """
+  Replay only these targets of the scope (1 to 100), through the same preflight and approval;
+  the run skips every other target and leaves its ledger row as it is. Absent: every target of
+  the scope.
+  """
+  targetKeys: [String!]
 }
 
 type RequestReplayPayload {
@@ -4414,6 +4673,36 @@ type SetMaintenancePayload {
   userErrors: [UserError!]!
 }
 `, BuiltIn: false},
+	{Name: "../targets.graphqls", Input: `# A ledger target's history across runs and generations.
+
+extend type Query {
+  """
+  One target of a job's ledger, read across its runs and generations: its entries (state,
+  attempts, idempotency key, effect and evidence refs, one per generation and step) and the
+  errors its runs met. Null when the job has neither an entry nor an error for the target. The
+  key may hold any characters (it is matched exactly). BAD_USER_INPUT for an empty key or one
+  longer than 200 characters.
+  """
+  target(jobName: String!, targetKey: String!): TargetHistory
+}
+
+"A ledger target of a job: its history across runs and generations."
+type TargetHistory {
+  jobName: String!
+  targetKey: String!
+  "The job, if it is still known."
+  job: Job
+  "The target's ledger entries, one per generation and step, oldest first (keyset pages)."
+  entries(first: Int, after: String): LedgerEntryConnection!
+  "The errors the job's runs recorded for the target, oldest first (keyset pages)."
+  errors(first: Int, after: String): RunErrorConnection!
+}
+
+extend type RunError {
+  "The run that met the error."
+  run: Run!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -4873,6 +5162,18 @@ func (ec *executionContext) childFields_PreflightCheck(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type PreflightCheck", field.Name)
 }
 
+func (ec *executionContext) childFields_ReconcileEntriesPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "reconcileRequests":
+		return ec.fieldContext_ReconcileEntriesPayload_reconcileRequests(ctx, field)
+	case "more":
+		return ec.fieldContext_ReconcileEntriesPayload_more(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_ReconcileEntriesPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReconcileEntriesPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ReconcileEntryPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "reconcileRequest":
@@ -4973,6 +5274,10 @@ func (ec *executionContext) childFields_ReplayPreflight(ctx context.Context, fie
 		return ec.fieldContext_ReplayPreflight_checks(ctx, field)
 	case "computedAt":
 		return ec.fieldContext_ReplayPreflight_computedAt(ctx, field)
+	case "activeRun":
+		return ec.fieldContext_ReplayPreflight_activeRun(ctx, field)
+	case "targetKeys":
+		return ec.fieldContext_ReplayPreflight_targetKeys(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReplayPreflight", field.Name)
 }
@@ -4991,6 +5296,8 @@ func (ec *executionContext) childFields_ReplayRequest(ctx context.Context, field
 		return ec.fieldContext_ReplayRequest_generation(ctx, field)
 	case "scope":
 		return ec.fieldContext_ReplayRequest_scope(ctx, field)
+	case "targetKeys":
+		return ec.fieldContext_ReplayRequest_targetKeys(ctx, field)
 	case "status":
 		return ec.fieldContext_ReplayRequest_status(ctx, field)
 	case "preflight":
@@ -5059,6 +5366,16 @@ func (ec *executionContext) childFields_RequestRestartPayload(ctx context.Contex
 		return ec.fieldContext_RequestRestartPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RequestRestartPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ResolveAmbiguousManyPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ledgerEntries":
+		return ec.fieldContext_ResolveAmbiguousManyPayload_ledgerEntries(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_ResolveAmbiguousManyPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResolveAmbiguousManyPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_ResolveAmbiguousPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5149,6 +5466,8 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_needsAttention(ctx, field)
 	case "attention":
 		return ec.fieldContext_Run_attention(ctx, field)
+	case "replayRequest":
+		return ec.fieldContext_Run_replayRequest(ctx, field)
 	case "number":
 		return ec.fieldContext_Run_number(ctx, field)
 	}
@@ -5215,6 +5534,8 @@ func (ec *executionContext) childFields_RunError(ctx context.Context, field grap
 		return ec.fieldContext_RunError_attempt(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_RunError_createdAt(ctx, field)
+	case "run":
+		return ec.fieldContext_RunError_run(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RunError", field.Name)
 }
@@ -5319,6 +5640,22 @@ func (ec *executionContext) childFields_StartJobPayload(ctx context.Context, fie
 		return ec.fieldContext_StartJobPayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type StartJobPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_TargetHistory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "jobName":
+		return ec.fieldContext_TargetHistory_jobName(ctx, field)
+	case "targetKey":
+		return ec.fieldContext_TargetHistory_targetKey(ctx, field)
+	case "job":
+		return ec.fieldContext_TargetHistory_job(ctx, field)
+	case "entries":
+		return ec.fieldContext_TargetHistory_entries(ctx, field)
+	case "errors":
+		return ec.fieldContext_TargetHistory_errors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TargetHistory", field.Name)
 }
 
 func (ec *executionContext) childFields_UpdateJobAutoResumePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5635,6 +5972,20 @@ func (ec *executionContext) field_Mutation_pauseJob_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_reconcileEntries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReconcileEntriesInput, error) {
+			return ec.unmarshalNReconcileEntriesInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reconcileEntry_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5683,6 +6034,20 @@ func (ec *executionContext) field_Mutation_requestRestart_args(ctx context.Conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RequestRestartInput, error) {
 			return ec.unmarshalNRequestRestartInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRequestRestartInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resolveAmbiguousMany_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ResolveAmbiguousManyInput, error) {
+			return ec.unmarshalNResolveAmbiguousManyInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6038,6 +6403,14 @@ func (ec *executionContext) field_Query_replayPreflight_args(ctx context.Context
 		return nil, err
 	}
 	args["scope"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "targetKeys",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["targetKeys"] = arg2
 	return args, nil
 }
 
@@ -6145,6 +6518,28 @@ func (ec *executionContext) field_Query_runs_args(ctx context.Context, rawArgs m
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_target_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "jobName",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["jobName"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "targetKey",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["targetKey"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Run_errors_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6222,6 +6617,50 @@ func (ec *executionContext) field_Subscription_runProgress_args(ctx context.Cont
 		return nil, err
 	}
 	args["runId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_TargetHistory_entries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_TargetHistory_errors_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -10415,6 +10854,130 @@ func (ec *executionContext) fieldContext_Mutation_reconcileEntry(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_resolveAmbiguousMany(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resolveAmbiguousMany(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResolveAmbiguousMany(ctx, fc.Args["input"].(model.ResolveAmbiguousManyInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.ResolveAmbiguousManyPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.ResolveAmbiguousManyPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ResolveAmbiguousManyPayload) graphql.Marshaler {
+			return ec.marshalOResolveAmbiguousManyPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resolveAmbiguousMany(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ResolveAmbiguousManyPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resolveAmbiguousMany_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_reconcileEntries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reconcileEntries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReconcileEntries(ctx, fc.Args["input"].(model.ReconcileEntriesInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.ReconcileEntriesPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.ReconcileEntriesPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReconcileEntriesPayload) graphql.Marshaler {
+			return ec.marshalOReconcileEntriesPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reconcileEntries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReconcileEntriesPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reconcileEntries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_requestReplay(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11555,7 +12118,7 @@ func (ec *executionContext) _Query_replayPreflight(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().ReplayPreflight(ctx, fc.Args["runId"].(string), fc.Args["scope"].(batontype.ReplayScope))
+			return ec.Resolvers.Query().ReplayPreflight(ctx, fc.Args["runId"].(string), fc.Args["scope"].(batontype.ReplayScope), fc.Args["targetKeys"].([]string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Preflight) graphql.Marshaler {
@@ -11765,6 +12328,50 @@ func (ec *executionContext) fieldContext_Query_run(ctx context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_target(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_target(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Target(ctx, fc.Args["jobName"].(string), fc.Args["targetKey"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TargetHistory) graphql.Marshaler {
+			return ec.marshalOTargetHistory2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐTargetHistory(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_target(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TargetHistory(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_target_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11836,6 +12443,93 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileEntriesPayload_reconcileRequests(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileEntriesPayload_reconcileRequests(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReconcileRequests, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.ReconcileRequest) graphql.Marshaler {
+			return ec.marshalNReconcileRequest2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequestᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileEntriesPayload_reconcileRequests(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReconcileEntriesPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReconcileRequest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileEntriesPayload_more(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileEntriesPayload_more(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.More, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileEntriesPayload_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileEntriesPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ReconcileEntriesPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileEntriesPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileEntriesPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileEntriesPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReconcileEntriesPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12833,6 +13527,61 @@ func (ec *executionContext) fieldContext_ReplayPreflight_computedAt(_ context.Co
 	return graphql.NewScalarFieldContext("ReplayPreflight", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ReplayPreflight_activeRun(ctx context.Context, field graphql.CollectedField, obj *batontype.Preflight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayPreflight_activeRun(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ReplayPreflight().ActiveRun(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayPreflight_activeRun(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReplayPreflight",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReplayPreflight_targetKeys(ctx context.Context, field graphql.CollectedField, obj *batontype.Preflight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayPreflight_targetKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetKeys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayPreflight_targetKeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayPreflight", field, false, false, "String")
+}
+
 func (ec *executionContext) _ReplayRequest_id(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12987,6 +13736,29 @@ func (ec *executionContext) _ReplayRequest_scope(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ReplayRequest_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "ReplayScope")
+}
+
+func (ec *executionContext) _ReplayRequest_targetKeys(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayRequest_targetKeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetKeys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayRequest_targetKeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "String")
 }
 
 func (ec *executionContext) _ReplayRequest_status(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
@@ -13561,6 +14333,70 @@ func (ec *executionContext) _RequestRestartPayload_userErrors(ctx context.Contex
 func (ec *executionContext) fieldContext_RequestRestartPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RequestRestartPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ResolveAmbiguousManyPayload_ledgerEntries(ctx context.Context, field graphql.CollectedField, obj *model.ResolveAmbiguousManyPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResolveAmbiguousManyPayload_ledgerEntries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LedgerEntries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.LedgerEntry) graphql.Marshaler {
+			return ec.marshalNLedgerEntry2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐLedgerEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResolveAmbiguousManyPayload_ledgerEntries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ResolveAmbiguousManyPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LedgerEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ResolveAmbiguousManyPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.ResolveAmbiguousManyPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResolveAmbiguousManyPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResolveAmbiguousManyPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ResolveAmbiguousManyPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -14551,6 +15387,38 @@ func (ec *executionContext) fieldContext_Run_attention(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Run_replayRequest(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_replayRequest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().ReplayRequest(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReplayRequest) graphql.Marshaler {
+			return ec.marshalOReplayRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayRequest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_replayRequest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayRequest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Run_number(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15008,6 +15876,38 @@ func (ec *executionContext) _RunError_createdAt(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_RunError_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RunError", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RunError_run(ctx context.Context, field graphql.CollectedField, obj *batontype.RunError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunError_run(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunError().Run(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunError_run(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RunError",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _RunErrorConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RunErrorConnection) (ret graphql.Marshaler) {
@@ -15888,6 +16788,172 @@ func (ec *executionContext) fieldContext_Subscription_runEvents(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_runEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TargetHistory_jobName(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_jobName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JobName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_jobName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TargetHistory", field, false, false, "String")
+}
+
+func (ec *executionContext) _TargetHistory_targetKey(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_targetKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_targetKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TargetHistory", field, false, false, "String")
+}
+
+func (ec *executionContext) _TargetHistory_job(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TargetHistory().Job(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.JobSettings) graphql.Marshaler {
+			return ec.marshalOJob2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐJobSettings(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TargetHistory",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TargetHistory_entries(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_entries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.TargetHistory().Entries(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LedgerEntryConnection) graphql.Marshaler {
+			return ec.marshalNLedgerEntryConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐLedgerEntryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_entries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TargetHistory",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LedgerEntryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_TargetHistory_entries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TargetHistory_errors(ctx context.Context, field graphql.CollectedField, obj *model.TargetHistory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TargetHistory_errors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.TargetHistory().Errors(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RunErrorConnection) graphql.Marshaler {
+			return ec.marshalNRunErrorConnection2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRunErrorConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TargetHistory_errors(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TargetHistory",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunErrorConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_TargetHistory_errors_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17546,6 +18612,55 @@ func UnmarshalPauseJobInput(ctx context.Context, raw any) (model.PauseJobInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReconcileEntriesInput(ctx context.Context, obj any) (model.ReconcileEntriesInput, error) {
+	var it model.ReconcileEntriesInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"entryIds", "jobName"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "entryIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entryIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EntryIds = data
+		case "jobName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.JobName = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReconcileEntriesInput unmarshals raw into the ReconcileEntriesInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReconcileEntriesInput(ctx context.Context, raw any) (model.ReconcileEntriesInput, error) {
+	var out model.ReconcileEntriesInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReconcileEntriesInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputReconcileEntryInput(ctx context.Context, obj any) (model.ReconcileEntryInput, error) {
 	var it model.ReconcileEntryInput
 	if obj == nil {
@@ -17648,7 +18763,7 @@ func (ec *executionContext) unmarshalInputRequestReplayInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"runId", "scope", "reason", "compensationRef"}
+	fieldsInOrder := [...]string{"runId", "scope", "reason", "compensationRef", "targetKeys"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17683,6 +18798,13 @@ func (ec *executionContext) unmarshalInputRequestReplayInput(ctx context.Context
 				return it, err
 			}
 			it.CompensationRef = data
+		case "targetKeys":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetKeys"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetKeys = data
 		}
 	}
 	return it, nil
@@ -17816,6 +18938,69 @@ func (ec *executionContext) unmarshalInputResolveAmbiguousInput(ctx context.Cont
 func UnmarshalResolveAmbiguousInput(ctx context.Context, raw any) (model.ResolveAmbiguousInput, error) {
 	var out model.ResolveAmbiguousInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResolveAmbiguousInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputResolveAmbiguousManyInput(ctx context.Context, obj any) (model.ResolveAmbiguousManyInput, error) {
+	var it model.ResolveAmbiguousManyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"entryIds", "resolution", "evidenceRef", "note"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "entryIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entryIds"))
+			data, err := ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EntryIds = data
+		case "resolution":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("resolution"))
+			data, err := ec.unmarshalNAmbiguousResolution2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAmbiguousResolution(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Resolution = data
+		case "evidenceRef":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("evidenceRef"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EvidenceRef = data
+		case "note":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("note"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Note = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalResolveAmbiguousManyInput unmarshals raw into the ResolveAmbiguousManyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalResolveAmbiguousManyInput(ctx context.Context, raw any) (model.ResolveAmbiguousManyInput, error) {
+	var out model.ResolveAmbiguousManyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ResolveAmbiguousManyInput", raw, &out)
 	return out, err
 }
 
@@ -19750,6 +20935,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "resolveAmbiguousMany":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resolveAmbiguousMany(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reconcileEntries":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reconcileEntries(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "requestReplay":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_requestReplay(ctx, field)
@@ -20064,6 +21263,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_run(ctx, field)
 				})
+		case "target":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_target(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -20077,6 +21282,49 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var reconcileEntriesPayloadImplementors = []string{"ReconcileEntriesPayload"}
+
+func (ec *executionContext) _ReconcileEntriesPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReconcileEntriesPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reconcileEntriesPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReconcileEntriesPayload")
+		case "reconcileRequests":
+			out.Values[i] = ec._ReconcileEntriesPayload_reconcileRequests(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "more":
+			out.Values[i] = ec._ReconcileEntriesPayload_more(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._ReconcileEntriesPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -20394,6 +21642,17 @@ func (ec *executionContext) _ReplayPreflight(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "activeRun":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ReplayPreflight_activeRun(ctx, field, obj)
+				})
+		case "targetKeys":
+			out.Values[i] = ec._ReplayPreflight_targetKeys(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -20453,6 +21712,11 @@ func (ec *executionContext) _ReplayRequest(ctx context.Context, sel ast.Selectio
 		case "scope":
 			out.Values[i] = ec._ReplayRequest_scope(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "targetKeys":
+			out.Values[i] = ec._ReplayRequest_targetKeys(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
@@ -20670,6 +21934,44 @@ func (ec *executionContext) _RequestRestartPayload(ctx context.Context, sel ast.
 			}
 		case "userErrors":
 			out.Values[i] = ec._RequestRestartPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var resolveAmbiguousManyPayloadImplementors = []string{"ResolveAmbiguousManyPayload"}
+
+func (ec *executionContext) _ResolveAmbiguousManyPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ResolveAmbiguousManyPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, resolveAmbiguousManyPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ResolveAmbiguousManyPayload")
+		case "ledgerEntries":
+			out.Values[i] = ec._ResolveAmbiguousManyPayload_ledgerEntries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._ResolveAmbiguousManyPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -20955,6 +22257,12 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_attention(ctx, field, obj)
 				})
+		case "replayRequest":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_replayRequest(ctx, field, obj)
+				})
 		case "number":
 			out.Values[i] = ec._Run_number(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -21166,28 +22474,34 @@ func (ec *executionContext) _RunError(ctx context.Context, sel ast.SelectionSet,
 		case "itemKey":
 			out.Values[i] = ec._RunError_itemKey(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "failureClass":
 			out.Values[i] = ec._RunError_failureClass(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "message":
 			out.Values[i] = ec._RunError_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "attempt":
 			out.Values[i] = ec._RunError_attempt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._RunError_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "run":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunError_run(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21588,6 +22902,62 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var targetHistoryImplementors = []string{"TargetHistory"}
+
+func (ec *executionContext) _TargetHistory(ctx context.Context, sel ast.SelectionSet, obj *model.TargetHistory) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, targetHistoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TargetHistory")
+		case "jobName":
+			out.Values[i] = ec._TargetHistory_jobName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "targetKey":
+			out.Values[i] = ec._TargetHistory_targetKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "job":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TargetHistory_job(ctx, field, obj)
+				})
+		case "entries":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TargetHistory_entries(ctx, field, obj)
+				})
+		case "errors":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TargetHistory_errors(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
 }
 
 var updateJobAutoResumePayloadImplementors = []string{"UpdateJobAutoResumePayload"}
@@ -22692,9 +24062,30 @@ func (ec *executionContext) marshalNPreflightCheck2ᚕgithubᚗcomᚋbatonᚑrun
 	return ret
 }
 
+func (ec *executionContext) unmarshalNReconcileEntriesInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesInput(ctx context.Context, v any) (model.ReconcileEntriesInput, error) {
+	res, err := ec.unmarshalInputReconcileEntriesInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNReconcileEntryInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntryInput(ctx context.Context, v any) (model.ReconcileEntryInput, error) {
 	res, err := ec.unmarshalInputReconcileEntryInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReconcileRequest2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequestᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.ReconcileRequest) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNReconcileRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReconcileRequest(ctx context.Context, sel ast.SelectionSet, v *batontype.ReconcileRequest) graphql.Marshaler {
@@ -22850,6 +24241,11 @@ func (ec *executionContext) unmarshalNRequestRestartInput2githubᚗcomᚋbaton�
 
 func (ec *executionContext) unmarshalNResolveAmbiguousInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousInput(ctx context.Context, v any) (model.ResolveAmbiguousInput, error) {
 	res, err := ec.unmarshalInputResolveAmbiguousInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNResolveAmbiguousManyInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyInput(ctx context.Context, v any) (model.ResolveAmbiguousManyInput, error) {
+	res, err := ec.unmarshalInputResolveAmbiguousManyInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -23579,6 +24975,41 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -23698,6 +25129,13 @@ func (ec *executionContext) marshalOPauseJobPayload2ᚖgithubᚗcomᚋbatonᚑru
 	return ec._PauseJobPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOReconcileEntriesPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReconcileEntriesPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ReconcileEntriesPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOReconcileEntryPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntryPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReconcileEntryPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -23781,6 +25219,13 @@ func (ec *executionContext) marshalORequestRestartPayload2ᚖgithubᚗcomᚋbato
 		return graphql.Null
 	}
 	return ec._RequestRestartPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOResolveAmbiguousManyPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousManyPayload(ctx context.Context, sel ast.SelectionSet, v *model.ResolveAmbiguousManyPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ResolveAmbiguousManyPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOResolveAmbiguousPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResolveAmbiguousPayload(ctx context.Context, sel ast.SelectionSet, v *model.ResolveAmbiguousPayload) graphql.Marshaler {
@@ -23991,6 +25436,41 @@ func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.S
 	return res
 }
 
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -24007,6 +25487,13 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOTargetHistory2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐTargetHistory(ctx context.Context, sel ast.SelectionSet, v *model.TargetHistory) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TargetHistory(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {

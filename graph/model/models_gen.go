@@ -215,6 +215,22 @@ type PauseJobPayload struct {
 type Query struct {
 }
 
+type ReconcileEntriesInput struct {
+	// The entries to reconcile, 1 to 100; or give jobName instead.
+	EntryIds []string `json:"entryIds,omitempty"`
+	// Every AMBIGUOUS_EFFECT entry of the job (up to 100 a call), instead of entryIds.
+	JobName *string `json:"jobName,omitempty"`
+}
+
+type ReconcileEntriesPayload struct {
+	// The requests made, PENDING.
+	ReconcileRequests []*batontype.ReconcileRequest `json:"reconcileRequests"`
+	// jobName's entries beyond this call's 100 remain: call again once these are done.
+	More bool `json:"more"`
+	// One per member refused, and any refusal of the whole call.
+	UserErrors []*UserError `json:"userErrors"`
+}
+
 type ReconcileEntryInput struct {
 	EntryID string `json:"entryId"`
 }
@@ -252,6 +268,10 @@ type RequestReplayInput struct {
 	Reason string                `json:"reason"`
 	// Required for HIGH-risk jobs: where the compensation plan lives.
 	CompensationRef *string `json:"compensationRef,omitempty"`
+	// Replay only these targets of the scope (1 to 100), through the same preflight and approval;
+	// the run skips every other target and leaves its ledger row as it is. Absent: every target of
+	// the scope.
+	TargetKeys []string `json:"targetKeys,omitempty"`
 }
 
 type RequestReplayPayload struct {
@@ -279,6 +299,23 @@ type ResolveAmbiguousInput struct {
 	Resolution  AmbiguousResolution `json:"resolution"`
 	EvidenceRef *string             `json:"evidenceRef,omitempty"`
 	Note        *string             `json:"note,omitempty"`
+}
+
+type ResolveAmbiguousManyInput struct {
+	// The entries to resolve, 1 to 100.
+	EntryIds   []string            `json:"entryIds"`
+	Resolution AmbiguousResolution `json:"resolution"`
+	// Required to resolve CONFIRMED: where the proof of the effects is.
+	EvidenceRef *string `json:"evidenceRef,omitempty"`
+	// Required: why, for every member.
+	Note *string `json:"note,omitempty"`
+}
+
+type ResolveAmbiguousManyPayload struct {
+	// The entries resolved.
+	LedgerEntries []*batontype.LedgerEntry `json:"ledgerEntries"`
+	// One per member refused, and any refusal of the whole call.
+	UserErrors []*UserError `json:"userErrors"`
 }
 
 type ResolveAmbiguousPayload struct {

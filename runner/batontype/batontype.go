@@ -465,17 +465,25 @@ type Preflight struct {
 	BlockingReasons       []string              `json:"blockingReasons"`
 	Checks                []Check               `json:"checks"`
 	ComputedAt            time.Time             `json:"computedAt"`
+	// ActiveRunID is the job's active run when the preflight was computed, if it had one:
+	// right after a replay executes, the replay's own run.
+	ActiveRunID *int64 `json:"activeRunId,omitempty"`
+	// TargetKeys are the selected targets of a replay of selected targets (nil: every target
+	// of the scope); TargetsInScope then counts those of them the scope retries.
+	TargetKeys []string `json:"targetKeys,omitempty"`
 }
 
 // ReplayRequest is a request to replay part of a run's generation, or (Kind RESTART) to
 // restart the job in a new generation.
 type ReplayRequest struct {
-	ID              int64
-	Kind            ReplayKind
-	JobName         string
-	SourceRunID     int64
-	Generation      int64
-	Scope           ReplayScope
+	ID          int64
+	Kind        ReplayKind
+	JobName     string
+	SourceRunID int64
+	Generation  int64
+	Scope       ReplayScope
+	// TargetKeys narrows a replay to these targets of its scope; nil retries every one.
+	TargetKeys      []string
 	Status          ReplayStatus
 	Preflight       Preflight
 	Reason          string

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,11 +48,26 @@ func (s ledgerStore) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.Led
 	if q.TargetPrefix != "" {
 		lq.where("target_key LIKE %s", likePrefix(q.TargetPrefix))
 	}
+	if q.TargetKey != "" {
+		lq.where("target_key = %s", q.TargetKey)
+	}
 	if q.AfterID > 0 {
 		lq.where("id > %s", q.AfterID)
 	}
 	rows, err := lq.rows(ctx, s.pool, `SELECT `+ledgerColumns+` FROM job_ledger`, "id", q.Limit)
 	return collect(rows, err, "list ledger entries", scanLedger)
+}
+
+// TargetErrors lists the error rows the runs of job recorded for target, by id ascending after
+// afterID, on job_run_errors_item_key.
+func (s ledgerStore) TargetErrors(ctx context.Context, job, target string, afterID int64, limit int) ([]bt.RunError, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	rows, err := s.pool.Query(ctx, `SELECT e.id, e.run_id, e.item_key, e.failure_class, e.message, e.attempt, e.created_at
+		FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id
+		WHERE e.item_key = $2 AND r.job_name = $1 AND e.id > $3 ORDER BY e.id LIMIT $4`, job, target, afterID, limit)
+	return collect(rows, err, "list errors of a target", scanRunError)
 }
 
 // LedgerEntry returns one entry, or NOT_FOUND.
@@ -143,6 +159,66 @@ func (s ledgerStore) ResolveAmbiguous(ctx context.Context, id int64, to bt.Ledge
 		return nil, err
 	}
 	return e, tx.Commit(ctx)
+}
+
+// ResolveAmbiguousMany resolves each of ids that is AMBIGUOUS_EFFECT, each under its own
+// savepoint of one transaction, in id order (so two bulk calls lock rows in the same order),
+// and writes the one audit row audit makes of the outcome with them.
+func (s ledgerStore) ResolveAmbiguousMany(ctx context.Context, ids []int64, to bt.LedgerState, evidenceRef *string, note string, audit store.BulkAuditFunc) ([]*bt.LedgerEntry, map[int64]error, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	var resolved []*bt.LedgerEntry
+	failed := map[int64]error{}
+	done, err := eachMember(ctx, tx, ids, failed, func(sp pgx.Tx, id int64) error {
+		e, err := s.resolveAmbiguousIn(ctx, sp, id, to, nil, evidenceRef, note)
+		if err == nil {
+			resolved = append(resolved, e)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := insertAudit(ctx, tx, audit(done, failed)); err != nil {
+		return nil, nil, err
+	}
+	return resolved, failed, tx.Commit(ctx)
+}
+
+// eachMember runs do for each of ids (sorted, without repeats) under its own savepoint of tx:
+// a member refused with a coded error is rolled back alone and recorded in failed; any other
+// error ends the whole operation. It returns the members done.
+func eachMember(ctx context.Context, tx pgx.Tx, ids []int64, failed map[int64]error, do func(sp pgx.Tx, id int64) error) ([]int64, error) {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	done := []int64{}
+	for _, id := range sorted {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = do(sp, id)
+		var coded *bt.Error
+		switch {
+		case err == nil:
+			if err := sp.Commit(ctx); err != nil {
+				return nil, err
+			}
+			done = append(done, id)
+		case errors.As(err, &coded):
+			if err := sp.Rollback(ctx); err != nil {
+				return nil, err
+			}
+			failed[id] = err
+		default:
+			return nil, err
+		}
+	}
+	return done, nil
 }
 
 // resolveAmbiguousIn is ResolveAmbiguous's ledger write, in tx: CONFLICT when the entry is no

@@ -50,6 +50,46 @@ func (s reconcileStore) InsertReconcile(ctx context.Context, entryID int64, requ
 		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
+	q, err := s.insertReconcileIn(ctx, tx, entryID, requestedBy)
+	if err != nil {
+		return nil, err
+	}
+	audit.Arguments = withArg(audit.Arguments, "requestId", q.ID)
+	if err := insertAudit(ctx, tx, audit); err != nil {
+		return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
+	}
+	return q, tx.Commit(ctx)
+}
+
+// InsertReconcileMany records a PENDING reconcile request for each of entryIDs that can have
+// one, each under its own savepoint of one transaction, and writes the one audit row audit
+// makes of the outcome with them.
+func (s reconcileStore) InsertReconcileMany(ctx context.Context, entryIDs []int64, requestedBy string, audit store.BulkAuditFunc) ([]*bt.ReconcileRequest, map[int64]error, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("insert reconciles: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	var requested []*bt.ReconcileRequest
+	failed := map[int64]error{}
+	done, err := eachMember(ctx, tx, entryIDs, failed, func(sp pgx.Tx, id int64) error {
+		q, err := s.insertReconcileIn(ctx, sp, id, requestedBy)
+		if err == nil {
+			requested = append(requested, q)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := insertAudit(ctx, tx, audit(done, failed)); err != nil {
+		return nil, nil, fmt.Errorf("audit reconciles: %w", err)
+	}
+	return requested, failed, tx.Commit(ctx)
+}
+
+// insertReconcileIn is InsertReconcile's insert, in tx.
+func (s reconcileStore) insertReconcileIn(ctx context.Context, tx pgx.Tx, entryID int64, requestedBy string) (*bt.ReconcileRequest, error) {
 	// Conditioned on the entry's state in the same statement: a resolution committed since the
 	// caller read the entry leaves nothing to reconcile.
 	q, err := scanReconcile(tx.QueryRow(ctx, `INSERT INTO reconcile_requests (entry_id, job_name, requested_by)
@@ -72,11 +112,7 @@ func (s reconcileStore) InsertReconcile(ctx context.Context, entryID int64, requ
 	case err != nil:
 		return nil, fmt.Errorf("insert reconcile of ledger entry %d: %w", entryID, err)
 	}
-	audit.Arguments = withArg(audit.Arguments, "requestId", q.ID)
-	if err := insertAudit(ctx, tx, audit); err != nil {
-		return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
-	}
-	return q, tx.Commit(ctx)
+	return q, nil
 }
 
 func (s reconcileStore) openReconcile(ctx context.Context, entryID int64) (*bt.ReconcileRequest, error) {

@@ -16,7 +16,7 @@ type replayStore struct{ *Store }
 
 const replayColumns = `id, job_name, source_run_id, generation, scope, status, preflight, reason, compensation_ref,
 	requested_by, decided_by, decision_note, replay_run_id, created_at, decided_at, executed_at,
-	kind, requested_by_token_id, decided_by_token_id`
+	kind, requested_by_token_id, decided_by_token_id, target_keys`
 
 func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	var r bt.ReplayRequest
@@ -24,7 +24,7 @@ func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	var pf []byte
 	err := row.Scan(&r.ID, &r.JobName, &r.SourceRunID, &r.Generation, &scope, &status, &pf, &r.Reason, &r.CompensationRef,
 		&r.RequestedBy, &r.DecidedBy, &r.DecisionNote, &r.ReplayRunID, &r.CreatedAt, &r.DecidedAt, &r.ExecutedAt,
-		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID)
+		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID, &r.TargetKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -55,10 +55,10 @@ func (s replayStore) InsertReplay(ctx context.Context, r *bt.ReplayRequest, audi
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	out, err := scanReplay(tx.QueryRow(ctx, `INSERT INTO replay_requests (job_name, source_run_id, generation, scope, status,
-			preflight, reason, compensation_ref, requested_by, kind, requested_by_token_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+replayColumns,
+			preflight, reason, compensation_ref, requested_by, kind, requested_by_token_id, target_keys)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+replayColumns,
 		r.JobName, r.SourceRunID, r.Generation, string(r.Scope), string(r.Status), pf, r.Reason, r.CompensationRef, r.RequestedBy,
-		string(kind), r.RequestedByTokenID))
+		string(kind), r.RequestedByTokenID, r.TargetKeys))
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,18 @@ type Ledger interface {
 	// compare-and-set on its state (CONFLICT when it is no longer in doubt), keeping the
 	// counters in step, and records audit with it.
 	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit AuditRecord) (*bt.LedgerEntry, error)
+	// ResolveAmbiguousMany is ResolveAmbiguous for many entries, in one transaction: each
+	// member that can be resolved is, each that cannot (NOT_FOUND, CONFLICT) is left as it was
+	// and reported in failed, and audit's one row, made from the outcome, commits with them.
+	ResolveAmbiguousMany(ctx context.Context, ids []int64, to bt.LedgerState, evidenceRef *string, note string, audit BulkAuditFunc) (resolved []*bt.LedgerEntry, failed map[int64]error, err error)
+	// TargetErrors lists the error rows the runs of job recorded for target, by id
+	// ascending after afterID: the target's failures across runs and generations.
+	TargetErrors(ctx context.Context, job, target string, afterID int64, limit int) ([]bt.RunError, error)
 }
+
+// BulkAuditFunc makes the one audit row of a bulk operation from its outcome: the members done
+// and, for each member refused, why.
+type BulkAuditFunc func(done []int64, failed map[int64]error) AuditRecord
 
 // LedgerQuery selects ledger entries by keyset on id, ascending.
 type LedgerQuery struct {
@@ -34,8 +45,10 @@ type LedgerQuery struct {
 	RunID        int64
 	Generation   int64
 	TargetPrefix string
-	AfterID      int64
-	Limit        int
+	// TargetKey selects one target exactly ("": any).
+	TargetKey string
+	AfterID   int64
+	Limit     int
 }
 
 // CountsKey names one set of ledger counts: a generation's (RunID 0) or one run's.

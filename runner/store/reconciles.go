@@ -14,6 +14,10 @@ type Reconciles interface {
 	// together: NOT_FOUND for an unknown entry, CONFLICT for one not in doubt, ALREADY_RUNNING
 	// when a reconcile of the entry is already open.
 	InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit AuditRecord) (*bt.ReconcileRequest, error)
+	// InsertReconcileMany is InsertReconcile for many entries, in one transaction: each member
+	// that can be requested is, each that cannot (NOT_FOUND, CONFLICT, ALREADY_RUNNING) is
+	// reported in failed, and audit's one row, made from the outcome, commits with them.
+	InsertReconcileMany(ctx context.Context, entryIDs []int64, requestedBy string, audit BulkAuditFunc) (requested []*bt.ReconcileRequest, failed map[int64]error, err error)
 	// ReconcileRequest returns one request, or NOT_FOUND.
 	ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error)
 	// PendingReconciles counts the PENDING requests of jobs.

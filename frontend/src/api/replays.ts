@@ -36,11 +36,18 @@ export const PreflightFields = graphql(`
       detail
     }
     computedAt
+    activeRun {
+      id
+      status
+      replayRequest {
+        id
+      }
+    }
   }
 `);
 
 export const ReplayPreflightQuery = graphql(`
-  query ReplayPreflight($runId: ID!, $scope: ReplayScope!) {
+  query ReplayPreflight($runId: ID!, $scope: ReplayScope!, $targetKeys: [String!]) {
     run(id: $runId) {
       id
       jobName
@@ -54,7 +61,7 @@ export const ReplayPreflightQuery = graphql(`
         riskLevel
       }
     }
-    replayPreflight(runId: $runId, scope: $scope) {
+    replayPreflight(runId: $runId, scope: $scope, targetKeys: $targetKeys) {
       ...PreflightFields
     }
   }
@@ -66,6 +73,7 @@ export const ReplayRequestFields = graphql(`
     kind
     generation
     scope
+    targetKeys
     status
     reason
     compensationRef
@@ -201,3 +209,19 @@ export const ExecuteReplayMutation = graphql(`
     }
   }
 `);
+
+/**
+ * ownReplayRunning reports whether a preflight is blocked only because the replay just
+ * requested (request id) is running: its own run is the active run. The page then says so
+ * instead of showing the preflight as a red refusal of the request it just made.
+ */
+export function ownReplayRunning(pf: { activeRun?: { replayRequest?: { id: string } | null } | null }, requestId: string | null | undefined): boolean {
+  return !!requestId && pf.activeRun?.replayRequest?.id === requestId;
+}
+
+/** replayTargetsPath is the replay page of a run for only the given targets of the scope. */
+export function replayTargetsPath(runPathOfRun: string, targets: readonly string[]): string {
+  const q = new URLSearchParams();
+  for (const t of targets) q.append('target', t);
+  return `${runPathOfRun}/replay?${q.toString()}`;
+}

@@ -100,6 +100,7 @@ export const RunErrorsQuery = graphql(`
   query RunErrors($id: ID!, $first: Int, $after: String, $failureClass: String, $search: String) {
     run(id: $id) {
       id
+      jobName
       errors(first: $first, after: $after, failureClass: $failureClass, search: $search) {
         totalCount
         nodes {

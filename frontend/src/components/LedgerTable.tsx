@@ -1,12 +1,13 @@
 // The ledger of a job (optionally of one run): filter by state, search by target key prefix,
 // keyset pages.
-import { Anchor, Code, Group, MultiSelect, Stack, Table, Text, TextInput, Tooltip } from '@mantine/core';
+import { Anchor, Button, Checkbox, Group, MultiSelect, Stack, Table, Text, TextInput } from '@mantine/core';
 import { IconSearch } from '@tabler/icons-react';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
 import { useQuery } from 'urql';
 
-import { LedgerQuery } from '../api/ledger';
+import { attemptText, LedgerQuery } from '../api/ledger';
+import { replayTargetsPath } from '../api/replays';
 import { runNumber, runPath } from '../api/runs';
 import type { LedgerState } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
@@ -14,13 +15,20 @@ import { useDebounced } from '../hooks/useDebounced';
 import { LEDGER_STATES, ledgerStateMeta } from '../model/status';
 import { LedgerStateBadge } from './Badges';
 import { Pager } from './Pager';
+import { TargetLink } from './TargetLink';
 import { Empty, ErrorAlert, Loading } from './QueryState';
 import { TimeAgo } from './Time';
 
 const PAGE = 20;
 
+/**
+ * LedgerTable lists a job's ledger, or one run's (runId). A run's ledger can select targets
+ * and replay only those, through the replay page's preflight and approval.
+ */
 export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: string; runId?: string; initialStates?: LedgerState[] }) {
   const [states, setStates] = useState<LedgerState[]>(initialStates);
+  const [selected, setSelected] = useState<string[]>([]);
+  const toggle = (key: string) => setSelected((s) => (s.includes(key) ? s.filter((k) => k !== key) : [...s, key]));
   const [search, setSearch] = useState('');
   const prefix = useDebounced(search.trim(), 300);
   const pager = useCursorPager();
@@ -63,6 +71,20 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
           w={240}
           data-testid="ledger-search"
         />
+        {runId && (
+          <Group gap="xs" data-testid="ledger-replay-selected">
+            <Text size="sm">{selected.length} selected</Text>
+            {selected.length > 0 ? (
+              <Button component={Link} to={replayTargetsPath(runPath(runId), selected)} size="xs" variant="light" data-testid="replay-selected">
+                Replay selected…
+              </Button>
+            ) : (
+              <Button size="xs" variant="light" disabled title="Select targets first">
+                Replay selected…
+              </Button>
+            )}
+          </Group>
+        )}
       </Group>
       {error && <ErrorAlert error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />}
       {fetching && !conn && <Loading label="Loading the ledger" />}
@@ -74,6 +96,7 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
           <Table striped highlightOnHover miw={900} verticalSpacing={6}>
             <Table.Thead>
               <Table.Tr>
+                {runId && <Table.Th aria-label="Select" />}
                 <Table.Th>Target</Table.Th>
                 <Table.Th>Step</Table.Th>
                 <Table.Th>State</Table.Th>
@@ -86,11 +109,14 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
             </Table.Thead>
             <Table.Tbody>
               {conn.nodes.map((e) => (
-                <Table.Tr key={e.id}>
+                <Table.Tr key={e.id} data-testid="ledger-row">
+                  {runId && (
+                    <Table.Td>
+                      <Checkbox aria-label={`Select ${e.targetKey}`} checked={selected.includes(e.targetKey)} onChange={() => toggle(e.targetKey)} data-testid="ledger-select" />
+                    </Table.Td>
+                  )}
                   <Table.Td>
-                    <Tooltip label={`Idempotency key ${e.idempotencyKey}`} withArrow multiline maw={360}>
-                      <Code>{e.targetKey}</Code>
-                    </Tooltip>
+                    <TargetLink jobName={e.jobName} targetKey={e.targetKey} hint={`Idempotency key ${e.idempotencyKey}: open the target's history`} />
                     {e.inputChanged && (
                       <Text size="xs" c="orange">
                         input changed
@@ -108,7 +134,7 @@ export function LedgerTable({ jobName, runId, initialStates = [] }: { jobName: s
                   <Table.Td>
                     <LedgerStateBadge state={e.state} />
                   </Table.Td>
-                  <Table.Td>{e.attempt}</Table.Td>
+                  <Table.Td>{attemptText(e.attempt)}</Table.Td>
                   <Table.Td>
                     <Text className="mono">{e.effectRef ?? '—'}</Text>
                     {e.evidenceRef && <Text className="mono" c="dimmed">{e.evidenceRef}</Text>}

@@ -11,6 +11,7 @@ import { useDebounced } from '../hooks/useDebounced';
 import { ledgerStateMeta } from '../model/status';
 import type { LedgerState } from '../gql/graphql';
 import { Pager } from './Pager';
+import { TargetLink } from './TargetLink';
 import { Empty, ErrorAlert, Loading } from './QueryState';
 import { TimeAgo } from './Time';
 
@@ -106,7 +107,7 @@ export function RunErrors({ runId, refreshKey }: { runId: string; refreshKey: nu
               {rows.map((e, i) => (
                 <Table.Tr key={`${e.itemKey}-${e.attempt}-${i}`} data-testid="error-row">
                   <Table.Td>
-                    <Code>{e.itemKey}</Code>
+                    {data?.run ? <TargetLink jobName={data.run.jobName} targetKey={e.itemKey} /> : <Code>{e.itemKey}</Code>}
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm" fw={600}>

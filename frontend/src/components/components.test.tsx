@@ -103,10 +103,12 @@ describe('action guards', () => {
     expect(executeBlockedBy({ status: 'APPROVED', replayRun: { id: 'x' } })).toMatch(/started/);
     expect(executeBlockedBy({ status: 'PENDING_APPROVAL', replayRun: null })).toMatch(/approved/);
   });
-  it('hand resolution needs evidence to confirm', () => {
-    expect(resolveBlockedBy(null, '')).toMatch(/Choose/);
-    expect(resolveBlockedBy('CONFIRMED', '')).toMatch(/evidence/);
-    expect(resolveBlockedBy('NOT_APPLIED', '')).toBeNull();
+  it('hand resolution needs evidence to confirm, and a note either way', () => {
+    expect(resolveBlockedBy(null, '', 'checked')).toMatch(/Choose/);
+    expect(resolveBlockedBy('CONFIRMED', '', 'checked')).toMatch(/evidence/);
+    expect(resolveBlockedBy('CONFIRMED', 'PSP-1', 'checked')).toBeNull();
+    expect(resolveBlockedBy('NOT_APPLIED', '', '   ')).toMatch(/note/);
+    expect(resolveBlockedBy('NOT_APPLIED', '', 'provider has no record')).toBeNull();
   });
 });
 

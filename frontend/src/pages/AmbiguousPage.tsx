@@ -1,41 +1,75 @@
 // The ambiguous queue across jobs: targets whose external effect is in doubt. Ask the job's
 // reconcile hook (a worker asks it; the row shows "reconciling…" and then the outcome, live),
 // or resolve by hand with evidence.
-import { Anchor, Badge, Button, Card, Code, Group, Modal, Radio, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Anchor, Badge, Button, Card, Checkbox, Code, Group, Modal, Radio, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { notifications } from '@mantine/notifications';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery, useSubscription } from 'urql';
 
 import { JOBS_PAGE_SIZE, JobsQuery } from '../api/jobs';
-import { LedgerQuery, ReconcileEntryMutation, ReconcileRequestSubscription, reconcileView, ResolveAmbiguousMutation } from '../api/ledger';
+import {
+  attemptText,
+  LedgerQuery,
+  ReconcileEntriesMutation,
+  ReconcileEntryMutation,
+  ReconcileRequestSubscription,
+  reconcileView,
+  resolveBlockedBy,
+  ResolveAmbiguousManyMutation,
+  ResolveAmbiguousMutation,
+} from '../api/ledger';
 import { jobPath, runNumber, runPath } from '../api/runs';
 import { ActionButton } from '../components/ActionButton';
 import { RiskBadge } from '../components/Badges';
 import { Pager } from '../components/Pager';
 import { Empty, ErrorAlert, Loading, UserErrorList } from '../components/QueryState';
 import { report } from '../components/report';
+import { TargetLink } from '../components/TargetLink';
 import { TimeAgo } from '../components/Time';
 import { useCursorPager } from '../hooks/useCursorPager';
 import type { AmbiguousResolution, LedgerEntryFieldsFragment } from '../gql/graphql';
 import type { UserErrorLike } from '../model/errors';
 
-/** resolveBlockedBy says why a hand resolution cannot be sent, or null. */
-export function resolveBlockedBy(resolution: AmbiguousResolution | null, evidenceRef: string): string | null {
-  if (!resolution) return 'Choose whether the effect happened.';
-  if (resolution === 'CONFIRMED' && evidenceRef.trim() === '') return 'Confirming an effect needs evidence (a provider reference, a screenshot link).';
-  return null;
-}
+export { resolveBlockedBy };
 
-function ResolveModal({ entry, onClose }: { entry: LedgerEntryFieldsFragment; onClose: (changed: boolean) => void }) {
+/**
+ * ResolveModal records what a person found for one entry in doubt, or for several at once
+ * (one note for all, one audit entry listing them).
+ */
+export function ResolveModal({ entries, onClose }: { entries: LedgerEntryFieldsFragment[]; onClose: (changed: boolean) => void }) {
   const [resolution, setResolution] = useState<AmbiguousResolution | null>(null);
   const [evidenceRef, setEvidenceRef] = useState('');
   const [note, setNote] = useState('');
   const [errors, setErrors] = useState<UserErrorLike[]>([]);
   const [state, resolve] = useMutation(ResolveAmbiguousMutation);
+  const [manyState, resolveMany] = useMutation(ResolveAmbiguousManyMutation);
+  const [resolvedSome, setResolvedSome] = useState(false);
+  const entry = entries[0];
+  if (!entry) return null;
+  const many = entries.length > 1;
   const submit = async () => {
     if (!resolution) return;
-    const res = await resolve({ input: { entryId: entry.id, resolution, evidenceRef: evidenceRef.trim() || null, note: note.trim() || null } });
+    const common = { resolution, evidenceRef: evidenceRef.trim() || null, note: note.trim() || null };
+    if (many) {
+      const res = await resolveMany({ input: { entryIds: entries.map((e) => e.id), ...common } });
+      const p = res.data?.resolveAmbiguousMany;
+      if (!p) {
+        report(res, (d) => d.resolveAmbiguousMany, null);
+        return;
+      }
+      if (p.ledgerEntries.length > 0) {
+        setResolvedSome(true);
+        notifications.show({ color: 'green', message: `${p.ledgerEntries.length} of ${entries.length} targets resolved as ${resolution}` });
+      }
+      if (p.userErrors.length) {
+        setErrors(p.userErrors);
+        return;
+      }
+      onClose(true);
+      return;
+    }
+    const res = await resolve({ input: { entryId: entry.id, ...common } });
     const errs = res.data?.resolveAmbiguous?.userErrors ?? [];
     if (errs.length) {
       setErrors(errs);
@@ -43,27 +77,51 @@ function ResolveModal({ entry, onClose }: { entry: LedgerEntryFieldsFragment; on
     }
     if (report(res, (d) => d.resolveAmbiguous, `${entry.targetKey}: resolved as ${resolution}`)) onClose(true);
   };
+  const close = () => onClose(resolvedSome);
   return (
-    <Modal opened onClose={() => onClose(false)} title={`Resolve ${entry.targetKey} by hand`} size="lg">
+    <Modal opened onClose={close} title={many ? `Resolve ${entries.length} targets by hand` : `Resolve ${entry.targetKey} by hand`} size="lg">
       <Stack>
-        <Text size="sm">
-          Check the other side (idempotency key <Code>{entry.idempotencyKey}</Code>) and record what you found.
-        </Text>
+        {many ? (
+          <Text size="sm" data-testid="resolve-members">
+            One resolution and one note for all of: {entries.map((e) => e.targetKey).join(', ')}. Check each on the other side first.
+          </Text>
+        ) : (
+          <Text size="sm">
+            Check the other side (idempotency key <Code>{entry.idempotencyKey}</Code>) and record what you found.
+          </Text>
+        )}
         <Radio.Group label="Did the effect happen?" value={resolution} onChange={(v) => setResolution(v as AmbiguousResolution)} required>
           <Stack gap="xs" mt="xs">
             <Radio value="CONFIRMED" label="Yes — it happened (CONFIRMED; never retried)" data-testid="resolve-confirmed" />
             <Radio value="NOT_APPLIED" label="No — it did not happen (NOT_APPLIED; safe to retry)" data-testid="resolve-not-applied" />
           </Stack>
         </Radio.Group>
-        <TextInput label="Evidence reference" description="Required to confirm: provider reference, ticket, log link" value={evidenceRef} onChange={(e) => setEvidenceRef(e.currentTarget.value)} data-testid="resolve-evidence" />
-        <Textarea label="Note" value={note} onChange={(e) => setNote(e.currentTarget.value)} autosize minRows={2} />
+        <TextInput label="Evidence reference" description="Required to confirm: provider reference, ticket, log link" required={resolution === 'CONFIRMED'} maxLength={500} value={evidenceRef} onChange={(e) => setEvidenceRef(e.currentTarget.value)} data-testid="resolve-evidence" />
+        <Textarea
+          label="Note"
+          description="Required: what you checked, for the audit log"
+          value={note}
+          onChange={(e) => setNote(e.currentTarget.value)}
+          autosize
+          minRows={2}
+          required
+          maxLength={2000}
+          data-testid="resolve-note"
+        />
         <UserErrorList errors={errors} />
         {state.error && <ErrorAlert error={state.error} />}
+        {manyState.error && <ErrorAlert error={manyState.error} />}
         <Group justify="flex-end">
-          <Button variant="default" onClick={() => onClose(false)}>
-            Cancel
+          <Button variant="default" onClick={close}>
+            {resolvedSome ? 'Close' : 'Cancel'}
           </Button>
-          <ActionButton need="OPERATOR" blockedBy={resolveBlockedBy(resolution, evidenceRef)} loading={state.fetching} onClick={() => void submit()} data-testid="resolve-submit">
+          <ActionButton
+            need="OPERATOR"
+            blockedBy={resolveBlockedBy(resolution, evidenceRef, note)}
+            loading={state.fetching || manyState.fetching}
+            onClick={() => void submit()}
+            data-testid="resolve-submit"
+          >
             Record resolution
           </ActionButton>
         </Group>
@@ -104,9 +162,35 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
   const [busy, setBusy] = useState<string | null>(null);
   // entry id → the reconcile request followed live on its row
   const [reconciling, setReconciling] = useState<Record<string, string>>({});
-  const [resolving, setResolving] = useState<LedgerEntryFieldsFragment | null>(null);
+  const [resolving, setResolving] = useState<LedgerEntryFieldsFragment[] | null>(null);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [bulkErrors, setBulkErrors] = useState<UserErrorLike[]>([]);
+  const [bulkState, reconcileMany] = useMutation(ReconcileEntriesMutation);
   const refresh = () => refetch({ requestPolicy: 'network-only' });
   const entries = data?.ledger.nodes ?? [];
+  const chosen = entries.filter((e) => selected.has(e.id));
+  const toggle = (id: string) =>
+    setSelected((s) => {
+      const next = new Set(s);
+      if (next.has(id)) next.delete(id);
+      else next.add(id);
+      return next;
+    });
+  const reconcileBulk = async (all: boolean) => {
+    setBulkErrors([]);
+    const res = await reconcileMany({ input: all ? { jobName } : { entryIds: chosen.map((e) => e.id) } });
+    const p = report(res, (d) => d.reconcileEntries, null);
+    if (!p) return;
+    const started: Record<string, string> = {};
+    for (const q of p.reconcileRequests) started[q.entry.id] = q.id;
+    setReconciling((m) => ({ ...m, ...started }));
+    setSelected(new Set());
+    if (p.userErrors.length) setBulkErrors(p.userErrors);
+    notifications.show({
+      color: p.userErrors.length ? 'orange' : 'blue',
+      message: `${jobName}: ${p.reconcileRequests.length} reconcile(s) asked${p.userErrors.length ? `, ${p.userErrors.length} refused` : ''}${p.more ? '; more remain: run again once these are done' : ''}`,
+    });
+  };
 
   if (error) return <ErrorAlert error={error} onRetry={refresh} />;
   if (fetching && !data) return <Loading lines={2} label={`Loading ${jobName}`} />;
@@ -124,10 +208,47 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
           {data?.ledger.pageInfo.hasNextPage ? '+' : ''} in doubt
         </Text>
       </Group>
+      <Group gap="xs" mb="sm" data-testid="bulk-actions">
+        <Text size="sm">{chosen.length} selected</Text>
+        <ActionButton
+          need="OPERATOR"
+          size="xs"
+          variant="light"
+          blockedBy={chosen.length === 0 ? 'Select targets first.' : null}
+          loading={bulkState.fetching}
+          onClick={() => void reconcileBulk(false)}
+          data-testid="bulk-reconcile"
+        >
+          Reconcile selected
+        </ActionButton>
+        <ActionButton
+          need="OPERATOR"
+          size="xs"
+          variant="light"
+          blockedBy={chosen.length === 0 ? 'Select targets first.' : null}
+          onClick={() => setResolving(chosen)}
+          data-testid="bulk-resolve"
+        >
+          Resolve selected…
+        </ActionButton>
+        <ActionButton need="OPERATOR" size="xs" variant="subtle" loading={bulkState.fetching} onClick={() => void reconcileBulk(true)} data-testid="reconcile-all">
+          Reconcile all
+        </ActionButton>
+      </Group>
+      <UserErrorList errors={bulkErrors} />
       <div className="table-wrap">
         <Table striped miw={880} verticalSpacing={6}>
           <Table.Thead>
             <Table.Tr>
+              <Table.Th>
+                <Checkbox
+                  aria-label={`Select every target of ${jobName}`}
+                  checked={entries.length > 0 && chosen.length === entries.length}
+                  indeterminate={chosen.length > 0 && chosen.length < entries.length}
+                  onChange={() => setSelected(chosen.length === entries.length ? new Set() : new Set(entries.map((e) => e.id)))}
+                  data-testid="select-all"
+                />
+              </Table.Th>
               <Table.Th>Target</Table.Th>
               <Table.Th>Step</Table.Th>
               <Table.Th>Attempt</Table.Th>
@@ -144,10 +265,13 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
               return (
               <Table.Tr key={e.id} data-testid="ambiguous-row">
                 <Table.Td>
-                  <Code>{e.targetKey}</Code>
+                  <Checkbox aria-label={`Select ${e.targetKey}`} checked={selected.has(e.id)} onChange={() => toggle(e.id)} data-testid="select-row" />
+                </Table.Td>
+                <Table.Td>
+                  <TargetLink jobName={jobName} targetKey={e.targetKey} />
                 </Table.Td>
                 <Table.Td>{e.step}</Table.Td>
-                <Table.Td>{e.attempt}</Table.Td>
+                <Table.Td>{attemptText(e.attempt)}</Table.Td>
                 <Table.Td>
                   <Text className="mono">{e.idempotencyKey}</Text>
                 </Table.Td>
@@ -194,7 +318,7 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
                         Run reconcile
                       </ActionButton>
                     )}
-                    <ActionButton need="OPERATOR" size="xs" variant="light" onClick={() => setResolving(e)} data-testid="resolve">
+                    <ActionButton need="OPERATOR" size="xs" variant="light" onClick={() => setResolving([e])} data-testid="resolve">
                       Resolve…
                     </ActionButton>
                   </Group>
@@ -207,10 +331,13 @@ function JobQueue({ jobName, risk }: { jobName: string; risk: 'LOW' | 'MEDIUM' |
       </div>
       {resolving && (
         <ResolveModal
-          entry={resolving}
+          entries={resolving}
           onClose={(changed) => {
             setResolving(null);
-            if (changed) refresh();
+            if (changed) {
+              setSelected(new Set());
+              refresh();
+            }
           }}
         />
       )}

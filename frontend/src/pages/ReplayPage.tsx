@@ -2,17 +2,18 @@
 // risk, a compensation reference). The request runs at once, waits for approval, or is blocked.
 import { Alert, Anchor, Button, Card, Group, SegmentedControl, Stack, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useParams, useSearchParams } from 'react-router';
 import { useMutation, useQuery } from 'urql';
 
-import { ReplayPreflightQuery, RequestReplayMutation } from '../api/replays';
+import { ownReplayRunning, ReplayPreflightQuery, RequestReplayMutation } from '../api/replays';
 import { jobPath, runNumber, runPath } from '../api/runs';
 import { ActionButton } from '../components/ActionButton';
 import { ReplayStatusBadge, RiskBadge, RunStatusBadge } from '../components/Badges';
 import { PreflightPanel } from '../components/PreflightPanel';
+import { TargetLink } from '../components/TargetLink';
 import { Empty, ErrorAlert, Loading, UserErrorList } from '../components/QueryState';
 import type { ReplayRequestFieldsFragment, ReplayScope } from '../gql/graphql';
-import type { UserErrorLike } from '../model/errors';
+import { describeError, type UserErrorLike } from '../model/errors';
 import { isActive } from '../model/status';
 
 const SCOPES: { value: ReplayScope; label: string; description: string }[] = [
@@ -59,26 +60,54 @@ function Outcome({ req }: { req: ReplayRequestFieldsFragment }) {
 
 export function ReplayPage() {
   const runId = useParams()['id'] ?? '';
+  // A replay of selected targets (from a run's ledger): ?target=k1&target=k2.
+  const [search] = useSearchParams();
+  const selected = search.getAll('target');
+  const targetKeys = selected.length > 0 ? selected : null;
   const [scope, setScope] = useState<ReplayScope>('TRANSIENT');
   const [reason, setReason] = useState('');
   const [compensationRef, setCompensationRef] = useState('');
   const [userErrors, setUserErrors] = useState<UserErrorLike[]>([]);
   const [outcome, setOutcome] = useState<ReplayRequestFieldsFragment | null>(null);
   const [sending, setSending] = useState(false);
-  const [{ data, fetching, error }, refetch] = useQuery({ query: ReplayPreflightQuery, variables: { runId, scope }, requestPolicy: 'network-only' });
+  const [{ data, fetching, error }, refetch] = useQuery({ query: ReplayPreflightQuery, variables: { runId, scope, targetKeys }, requestPolicy: 'network-only' });
   const [requestState, request] = useMutation(RequestReplayMutation);
 
-  if (error && !data) return <ErrorAlert error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />;
+  const notFound = (
+    <Empty
+      title="No such run"
+      description={`There is no run ${runNumber(runId)} to replay: it may have been pruned by retention, or the address is wrong.`}
+      action={
+        <Group mt="md">
+          <Button component={Link} to="/admin">
+            Go to the jobs
+          </Button>
+          <Button component={Link} to="/admin/replays" variant="default">
+            Replay requests
+          </Button>
+        </Group>
+      }
+    />
+  );
+  if (error && !data) {
+    const code = describeError(error).code;
+    if (code === 'NOT_FOUND' || code === 'BAD_USER_INPUT') return <div data-testid="replay-not-found">{notFound}</div>;
+    return <ErrorAlert error={error} onRetry={() => refetch({ requestPolicy: 'network-only' })} />;
+  }
   if (fetching && !data) return <Loading lines={8} label="Computing the preflight" />;
   const run = data?.run;
-  const pf = data?.replayPreflight;
-  if (!run || !pf) return <Empty title="No such run" description={`There is no run with id ${runId}.`} />;
+  const livePf = data?.replayPreflight;
+  if (!run || !livePf) return <div data-testid="replay-not-found">{notFound}</div>;
+  // Right after a request runs, the job's active run is the replay's own: show the preflight
+  // the request was judged by, and say that a further replay waits for it.
+  const own = ownReplayRunning(livePf, outcome?.id);
+  const pf = own && outcome ? outcome.preflight : livePf;
   const highRisk = pf.riskLevel === 'HIGH';
 
   const send = async () => {
     setSending(true);
     setUserErrors([]);
-    const res = await request({ input: { runId, scope, reason: reason.trim(), compensationRef: compensationRef.trim() || null } });
+    const res = await request({ input: { runId, scope, reason: reason.trim(), compensationRef: compensationRef.trim() || null, targetKeys } });
     setSending(false);
     const p = res.data?.requestReplay;
     if (p?.replayRequest) setOutcome(p.replayRequest);
@@ -139,6 +168,32 @@ export function ReplayPage() {
             </Text>
           </div>
           {error && <ErrorAlert error={error} />}
+          {own && livePf.activeRun && (
+            <Alert color="blue" variant="light" data-testid="own-replay-running">
+              The replay you requested started as{' '}
+              <Anchor component={Link} to={runPath(livePf.activeRun.id)}>
+                run #{runNumber(livePf.activeRun.id)}
+              </Anchor>
+              . Below is the preflight it was requested with; a further replay waits until that run ends.
+            </Alert>
+          )}
+          {targetKeys && (
+            <Alert color="blue" variant="light" title={`Only ${targetKeys.length} selected target(s)`} data-testid="replay-selected-targets">
+              <Stack gap={4}>
+                <Group gap={6} wrap="wrap">
+                  {targetKeys.map((k) => (
+                    <TargetLink key={k} jobName={run.jobName} targetKey={k} />
+                  ))}
+                </Group>
+                <Text size="xs">
+                  The replay calls these again (those its scope retries) and leaves every other target as it is.{' '}
+                  <Anchor component={Link} to={`${runPath(run.id)}/replay`}>
+                    Replay the whole scope instead
+                  </Anchor>
+                </Text>
+              </Stack>
+            </Alert>
+          )}
           <PreflightPanel pf={pf} />
         </Stack>
       </Card>
@@ -180,7 +235,7 @@ export function ReplayPage() {
             <ActionButton
               need="OPERATOR"
               type="submit"
-              blockedBy={requestBlockedBy(reason, compensationRef, highRisk, pf.blocked)}
+              blockedBy={own ? 'The replay you requested is running: a further one waits for it to end.' : requestBlockedBy(reason, compensationRef, highRisk, pf.blocked)}
               loading={sending}
               data-testid="replay-request"
             >

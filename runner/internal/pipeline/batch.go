@@ -135,6 +135,13 @@ func (b *batch) decide(ctx context.Context, priors map[store.TargetStep]store.Le
 	for i, it := range b.items {
 		st := &b.states[i]
 		st.item, st.base = it, ledgerWrite(&b.run.started, it)
+		if b.run.notSelected(it) {
+			// A replay of selected targets: any other target is out of its scope, untouched.
+			b.decided.Delta.Processed++
+			b.decided.Delta.Skipped++
+			b.run.d.Metrics.Items.WithLabelValues("OUT_OF_SCOPE").Inc()
+			continue
+		}
 		prior, known := priors[store.TargetStep{Target: it.Target, Step: it.Step}]
 		// Read under this run's lease (or known absent from a generation that was empty):
 		// nobody else adds rows to the generation while the lease holds.

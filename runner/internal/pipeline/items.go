@@ -69,6 +69,9 @@ func (run *Run) Skip(ctx context.Context, item bt.Item, reason string) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
+	if run.notSelected(item) {
+		return run.skipNotSelected(ctx, item)
+	}
 	l := ledgerWrite(&run.started, item)
 	l.State, l.CountInRun, l.LastError, l.Kind = bt.LedgerSkipped, true, &reason, store.WriteSkip
 	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Ledger: []store.LedgerWrite{l},
@@ -90,6 +93,9 @@ func (run *Run) Fail(ctx context.Context, item bt.Item, cause error) error {
 	if cause == nil {
 		return bt.Errorf(bt.CodeInvalidInput, "Fail needs a cause")
 	}
+	if run.notSelected(item) {
+		return run.skipNotSelected(ctx, item)
+	}
 	state := ClassOf(cause, false)
 	l := ledgerWrite(&run.started, item)
 	delta := store.RunDelta{Processed: 1}
@@ -100,6 +106,22 @@ func (run *Run) Fail(ctx context.Context, item bt.Item, cause error) error {
 		return err
 	}
 	run.d.Metrics.Items.WithLabelValues(string(state)).Inc()
+	return nil
+}
+
+// notSelected reports whether the run is a replay of selected targets that item is not one of.
+func (run *Run) notSelected(item bt.Item) bool {
+	return run.targets != nil && !run.targets[item.Target]
+}
+
+// skipNotSelected counts an item outside a replay's selected targets as skipped and advances
+// the checkpoint past it, writing nothing to its ledger row: the replay leaves it as it was.
+func (run *Run) skipNotSelected(ctx context.Context, item bt.Item) error {
+	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Checkpoint: checkpointOf(item), Shard: item.Shard}
+	if err := run.writes.write(ctx, w, nil); err != nil {
+		return err
+	}
+	run.d.Metrics.Items.WithLabelValues("OUT_OF_SCOPE").Inc()
 	return nil
 }
 

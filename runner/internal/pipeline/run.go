@@ -61,6 +61,9 @@ type Settings struct {
 	Token string
 	// Scope is a replay's scope; empty for other runs.
 	Scope bt.ReplayScope
+	// Targets narrows a replay to these targets; nil means every target of Scope. Any other
+	// item of the run is out of scope: skipped, its ledger row untouched.
+	Targets []string
 	// Retry governs TRANSIENT failures within the run; its zero fields are not defaulted here.
 	Retry Retry
 	// StopConditions of the job; nil means DefaultStopConditions, empty disables them.
@@ -97,6 +100,8 @@ type Run struct {
 	scope              map[bt.LedgerState]bool
 	scopeStates        []bt.LedgerState
 	replay, replayFull bool
+	// targets, if not nil, are the only targets a replay of selected targets retries.
+	targets map[string]bool
 
 	// jobCtx is the job's context, made with the run so that Abandon can end it whenever
 	// the runner's shutdown calls it.
@@ -127,6 +132,12 @@ func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 		conds = DefaultStopConditions()
 	}
 	run.stats = newCallStats(d.NowFunc, conds)
+	if s.Targets != nil {
+		run.targets = make(map[string]bool, len(s.Targets))
+		for _, t := range s.Targets {
+			run.targets[t] = true
+		}
+	}
 	if s.Scope != "" {
 		run.scope = map[bt.LedgerState]bool{}
 		for _, st := range s.Scope.States() {

@@ -3,9 +3,11 @@ package replay
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // measured is what a preflight judges by.
@@ -82,6 +84,14 @@ func (m *measured) check(name string, value, threshold float64, v bt.Verdict, de
 // five minutes, whether the job's code changed since the run, whether approval is needed, and
 // every check with its value and verdict.
 func (s *Service) Preflight(ctx context.Context, runID int64, scope bt.ReplayScope) (*bt.Preflight, error) {
+	return s.PreflightOf(ctx, runID, scope, nil)
+}
+
+// PreflightOf is Preflight for a replay of the selected targets (nil: every target of the
+// scope): TargetsInScope counts the selected targets the scope retries, a check lists the
+// others (confirmed, in doubt, or without an entry in the generation: left as they are), and
+// it is blocked when none is in scope.
+func (s *Service) PreflightOf(ctx context.Context, runID int64, scope bt.ReplayScope, targets []string) (*bt.Preflight, error) {
 	if !scope.Valid() {
 		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown replay scope %q (TRANSIENT, FAILED or FULL)", scope), Field: "scope"}
 	}
@@ -97,11 +107,47 @@ func (s *Service) Preflight(ctx context.Context, runID int64, scope bt.ReplaySco
 	if err != nil {
 		return nil, err
 	}
-	for _, state := range scope.States() {
-		m.p.TargetsInScope += m.counts[state]
+	if targets == nil {
+		for _, state := range scope.States() {
+			m.p.TargetsInScope += m.counts[state]
+		}
+	} else if err := s.countSelected(ctx, m, run, targets); err != nil {
+		return nil, err
 	}
 	s.judgeReplay(ctx, m, run, settings)
 	return m.p, nil
+}
+
+// countSelected counts the selected targets the scope retries, and records a check for the
+// others.
+func (s *Service) countSelected(ctx context.Context, m *measured, run *bt.RunRecord, targets []string) error {
+	in := map[bt.LedgerState]bool{}
+	for _, st := range m.p.Scope.States() {
+		in[st] = true
+	}
+	m.p.TargetKeys = targets
+	var outside []string
+	for _, key := range targets {
+		rows, err := s.cfg.Store.Ledger(ctx, store.LedgerQuery{JobName: run.JobName, Generation: run.Generation, TargetKey: key, Limit: 50})
+		if err != nil {
+			return err
+		}
+		retried := false
+		for _, e := range rows {
+			retried = retried || in[e.State]
+		}
+		if retried {
+			m.p.TargetsInScope++
+		} else {
+			outside = append(outside, key)
+		}
+	}
+	if len(outside) > 0 {
+		m.check("selected targets outside the scope", float64(len(outside)), 0, bt.VerdictWarn,
+			fmt.Sprintf("%d selected target(s) are not retried by scope %s (confirmed, in doubt, or unknown in generation %d): %s",
+				len(outside), m.p.Scope, run.Generation, strings.Join(outside, ", ")))
+	}
+	return nil
 }
 
 // judgeReplay adds a replay preflight's checks, blocking and approval reasons.
@@ -113,8 +159,12 @@ func (s *Service) judgeReplay(ctx context.Context, m *measured, run *bt.RunRecor
 	if run.Status.Active() {
 		m.block(fmt.Sprintf("run %d is still %s: wait for it to finish or cancel it", run.ID, run.Status))
 	}
-	if active, err := s.cfg.Store.ActiveRun(ctx, run.JobName); err == nil && active != nil && active.ID != run.ID {
-		m.block(fmt.Sprintf("job %s has an active run (%d)", run.JobName, active.ID))
+	if active, err := s.cfg.Store.ActiveRun(ctx, run.JobName); err == nil && active != nil {
+		id := active.ID
+		p.ActiveRunID = &id
+		if active.ID != run.ID {
+			m.block(activeRunReason(run.JobName, active))
+		}
 	}
 	switch {
 	case p.Ambiguous > 0 && p.Scope == bt.ScopeFull:
@@ -138,7 +188,7 @@ func (s *Service) judgeReplay(ctx context.Context, m *measured, run *bt.RunRecor
 		m.check("ledger rows", 0, 1, bt.VerdictBlock, "the generation has no ledger rows: a replay would call every target anew")
 		m.block(fmt.Sprintf("generation %d has no ledger rows (pruned by retention, or never written): nothing to replay from", run.Generation))
 	}
-	if p.TargetsInScope == 0 && p.Scope != bt.ScopeFull {
+	if p.TargetsInScope == 0 && (p.Scope != bt.ScopeFull || p.TargetKeys != nil) {
 		m.check("targets in scope", 0, 1, bt.VerdictBlock, "nothing to replay")
 		m.block(fmt.Sprintf("no target of generation %d is in scope %s", run.Generation, p.Scope))
 	} else {
@@ -201,7 +251,9 @@ func (s *Service) judgeRestart(ctx context.Context, m *measured, settings *bt.Jo
 	if active, err := s.cfg.Store.ActiveRun(ctx, job); err != nil {
 		return err
 	} else if active != nil {
-		m.block(fmt.Sprintf("job %s has an active run (%d): wait for it to finish or cancel it", job, active.ID))
+		id := active.ID
+		p.ActiveRunID = &id
+		m.block(activeRunReason(job, active))
 	}
 	if p.Ambiguous > 0 {
 		m.check("ambiguous effects", float64(p.Ambiguous), 0, bt.VerdictBlock, "a new generation would call them again under new keys")
@@ -224,6 +276,17 @@ func (s *Service) judgeRestart(ctx context.Context, m *measured, settings *bt.Jo
 		m.approve("HIGH-risk job: a RESTART calls every target again, so a second person must approve, with a compensation reference")
 	}
 	return nil
+}
+
+// activeRunReason says why a job's active run blocks a replay or RESTART, naming the replay
+// request that started it, if one did: right after a request executes, the run in the way is
+// the request's own.
+func activeRunReason(job string, active *bt.RunRecord) string {
+	if active.ReplayRequestID != nil {
+		return fmt.Sprintf("run %d of job %s, started by replay request %d, is %s: a further replay or RESTART waits for it to end",
+			active.ID, job, *active.ReplayRequestID, active.Status)
+	}
+	return fmt.Sprintf("job %s has an active run (%d): wait for it to finish or cancel it", job, active.ID)
 }
 
 // restartSource returns the run a RESTART of the job supersedes: the newest run of its current

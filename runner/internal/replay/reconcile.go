@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -43,6 +44,7 @@ const attempts = 3
 type ReconcileStore interface {
 	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
 	InsertReconcile(ctx context.Context, entryID int64, requestedBy string, audit store.AuditRecord) (*bt.ReconcileRequest, error)
+	InsertReconcileMany(ctx context.Context, entryIDs []int64, requestedBy string, audit store.BulkAuditFunc) ([]*bt.ReconcileRequest, map[int64]error, error)
 	ReconcileRequest(ctx context.Context, id int64) (*bt.ReconcileRequest, error)
 	RecoverReconciles(ctx context.Context, maxAttempts int) ([]*bt.ReconcileRequest, error)
 	PendingReconciles(ctx context.Context, jobs []string) (int, error)
@@ -129,6 +131,54 @@ func (c *Reconciles) record(ctx context.Context, entryID int64, actor string, ar
 	}
 	return c.cfg.Store.InsertReconcile(ctx, entryID, NameOr(actor),
 		store.AuditRecord{Actor: NameOr(actor), Action: "reconcile", Target: target, Arguments: args, Outcome: string(bt.ReconcilePending)})
+}
+
+// RequestMany is Request for many entries at once, audited as one row (action
+// "reconcileMany") that lists every member and what became of it. Each entry that can be
+// reconciled gets its PENDING request; each that cannot (NOT_FOUND, INVALID_INPUT, CONFLICT,
+// ALREADY_RUNNING) is reported in failed and left as it was.
+func (c *Reconciles) RequestMany(ctx context.Context, entryIDs []int64, actor string) ([]*bt.ReconcileRequest, map[int64]error, error) {
+	args := map[string]any{"entryIds": entryIDs}
+	if err := checkMembers(entryIDs); err != nil {
+		c.cfg.AuditFunc(ctx, actor, "reconcileMany", "", args, err)
+		return nil, nil, err
+	}
+	failed := map[int64]error{}
+	var ok []int64
+	for _, id := range entryIDs {
+		e, err := c.cfg.Store.LedgerEntry(ctx, id)
+		switch {
+		case bt.CodeOf(err) != "":
+			failed[id] = err
+		case err != nil:
+			return nil, nil, err
+		default:
+			if job, has := c.cfg.JobFunc(e.JobName); !has || job.Hook == nil {
+				failed[id] = bt.Errorf(bt.CodeInvalidInput, "job %s has no reconcile hook: resolve the entry by hand", e.JobName)
+			} else {
+				ok = append(ok, id)
+			}
+		}
+	}
+	reqs, refused, err := c.cfg.Store.InsertReconcileMany(ctx, ok, NameOr(actor), func(done []int64, refused map[int64]error) store.AuditRecord {
+		all := maps.Clone(failed)
+		maps.Copy(all, refused)
+		return bulkAudit(actor, "reconcileMany", args, done, all, string(bt.ReconcilePending))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(failed, refused)
+	for _, q := range reqs {
+		c.publish(q)
+	}
+	if len(reqs) > 0 {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return reqs, failed, nil
 }
 
 // Get returns one reconcile request, or NOT_FOUND.

@@ -24,7 +24,9 @@ type Store interface {
 	CheckpointAge(ctx context.Context, job string, gen int64) (*time.Duration, error)
 	CallStats(ctx context.Context, job string, window time.Duration) (calls, downstream, rejects int64, err error)
 	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
+	Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.LedgerEntry, error)
 	ResolveAmbiguous(ctx context.Context, id int64, to bt.LedgerState, effectRef, evidenceRef *string, note string, audit store.AuditRecord) (*bt.LedgerEntry, error)
+	ResolveAmbiguousMany(ctx context.Context, ids []int64, to bt.LedgerState, evidenceRef *string, note string, audit store.BulkAuditFunc) ([]*bt.LedgerEntry, map[int64]error, error)
 	InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error)
 	DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error)
 	ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error)
@@ -54,12 +56,15 @@ type DownstreamLimit struct {
 // StartRequest is the run an executed request starts: a RESTART past the gate (the approval
 // answered it), or a REPLAY of Generation with Scope.
 type StartRequest struct {
-	Job        string
+	Job string
+	// Actor is the request's requester, recorded as the run's requestedBy.
 	Actor      string
 	RequestID  int64
 	Restart    bool
 	Generation int64
 	Scope      bt.ReplayScope
+	// Targets narrows a replay to these targets; nil: every target of Scope.
+	Targets []string
 }
 
 // Config wires a Service.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/store"
@@ -19,18 +20,45 @@ type ReplayParams struct {
 	Actor           string
 	// ActorTokenID is the requester's api_tokens id; 0 for a request made by code.
 	ActorTokenID int64
+	// TargetKeys narrows the replay to these targets of its scope (1 to MaxMembers); nil
+	// replays every target of the scope.
+	TargetKeys []string
 }
 
-// checkRequestText trims and checks a request's reason and compensation reference.
+// CheckTargets trims, dedupes and checks the selected targets of a replay: 1 to MaxMembers
+// keys of 1 to 200 characters.
+func CheckTargets(keys []string) ([]string, error) {
+	if keys == nil {
+		return nil, nil
+	}
+	out := make([]string, 0, len(keys))
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if k == "" || utf8.RuneCountInString(k) > 200 {
+			return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: "a target key is 1 to 200 characters", Field: "targetKeys"}
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 || len(out) > MaxMembers {
+		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("select 1 to %d targets", MaxMembers), Field: "targetKeys"}
+	}
+	return out, nil
+}
+
+// checkRequestText trims and checks a request's reason and compensation reference (limits in
+// characters, as the API counts them).
 func checkRequestText(reason, compensationRef *string) error {
 	*reason = strings.TrimSpace(*reason)
 	*compensationRef = strings.TrimSpace(*compensationRef)
 	switch {
 	case *reason == "":
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "a replay needs a reason", Field: "reason"}
-	case len(*reason) > 2000:
+	case utf8.RuneCountInString(*reason) > 2000:
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "reason is longer than 2000 characters", Field: "reason"}
-	case len(*compensationRef) > 500:
+	case utf8.RuneCountInString(*compensationRef) > 500:
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "compensation reference is longer than 500 characters", Field: "compensationRef"}
 	}
 	return nil
@@ -42,6 +70,9 @@ func checkRequestText(reason, compensationRef *string) error {
 // request without a compensation reference is refused with APPROVAL_REQUIRED and not recorded.
 func (s *Service) Request(ctx context.Context, p ReplayParams) (req *bt.ReplayRequest, err error) {
 	args := map[string]any{"runId": p.RunID, "scope": p.Scope, "reason": p.Reason, "compensationRef": p.CompensationRef}
+	if p.TargetKeys != nil {
+		args["targetKeys"] = p.TargetKeys
+	}
 	defer func() {
 		if req == nil { // recorded requests are audited with their insert
 			s.cfg.AuditFunc(ctx, p.Actor, "requestReplay", fmt.Sprintf("run:%d", p.RunID), args, err)
@@ -50,7 +81,10 @@ func (s *Service) Request(ctx context.Context, p ReplayParams) (req *bt.ReplayRe
 	if err := checkRequestText(&p.Reason, &p.CompensationRef); err != nil {
 		return nil, err
 	}
-	pf, err := s.Preflight(ctx, p.RunID, p.Scope)
+	if p.TargetKeys, err = CheckTargets(p.TargetKeys); err != nil {
+		return nil, err
+	}
+	pf, err := s.PreflightOf(ctx, p.RunID, p.Scope, p.TargetKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +97,7 @@ func (s *Service) Request(ctx context.Context, p ReplayParams) (req *bt.ReplayRe
 		return nil, err
 	}
 	return s.recordRequest(ctx, &bt.ReplayRequest{Kind: bt.KindReplay, JobName: run.JobName, SourceRunID: run.ID,
-		Generation: run.Generation, Scope: p.Scope, Preflight: *pf, Reason: p.Reason},
+		Generation: run.Generation, Scope: p.Scope, Preflight: *pf, Reason: p.Reason, TargetKeys: p.TargetKeys},
 		p.CompensationRef, Actor{Name: p.Actor, TokenID: p.ActorTokenID}, "requestReplay", args)
 }
 
@@ -193,7 +227,7 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 // for what that generation held.
 func (s *Service) requestPreflight(ctx context.Context, req *bt.ReplayRequest) (*bt.Preflight, error) {
 	if req.Kind != bt.KindRestart {
-		return s.Preflight(ctx, req.SourceRunID, req.Scope)
+		return s.PreflightOf(ctx, req.SourceRunID, req.Scope, req.TargetKeys)
 	}
 	pf, err := s.RestartPreflight(ctx, req.JobName)
 	if err != nil {
@@ -253,10 +287,13 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 // execute starts an APPROVED request's run: a REPLAY of its generation, or a RESTART
 // (past the gate, which the approval answered). A start that fails leaves the request
 // APPROVED and returns it with the error.
+//
+// The run is requested by the request's requester: the approver decided (decidedBy), the
+// requester asked. by, who executes, is audited.
 func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
 	id, actor := req.ID, by.name()
-	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: actor, RequestID: id,
-		Restart: req.Kind == bt.KindRestart, Generation: req.Generation, Scope: req.Scope})
+	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: NameOr(req.RequestedBy), RequestID: id,
+		Restart: req.Kind == bt.KindRestart, Generation: req.Generation, Scope: req.Scope, Targets: req.TargetKeys})
 	if err != nil {
 		s.cfg.AuditFunc(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
 		var be *bt.Error
