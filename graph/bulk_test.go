@@ -208,10 +208,3 @@ func TestReconcileEntries(t *testing.T) {
 		t.Fatalf("%d single reconcile request rows: the bulk call is one entry", n)
 	}
 }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
