@@ -67,7 +67,10 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 		return func() (int, error) { r, err := s.ReplayRequests(ctx, st, before, 20); return n(len(r), err) }
 	}
 	audit := func(before int64) func() (int, error) {
-		return func() (int, error) { r, err := s.AuditLog(ctx, bt.AuditFilter{BeforeID: before, Limit: 20}); return n(len(r), err) }
+		return func() (int, error) {
+			r, err := s.AuditLog(ctx, bt.AuditFilter{BeforeID: before, Limit: 20})
+			return n(len(r), err)
+		}
 	}
 	auditBy := func(f bt.AuditFilter) func() (int, error) {
 		f.Limit = 20
