@@ -183,7 +183,9 @@ test('the replay page of an unknown run says there is no such run, with a way on
 
 test('replay the selected targets of a run: its ledger selects them, the replay page judges only them', async () => {
   const FLAKY = 'demo-flaky';
-  const started = await gql(TOKENS.operator, `mutation { startJob(input: {name: "${FLAKY}"}) { run { id } userErrors { code message } } }`);
+  // A RESTART: a new generation whose records meet their rejections again (a RESUME after a run
+  // that finished its generation would have nothing to do).
+  const started = await gql(TOKENS.operator, `mutation { startJob(input: {name: "${FLAKY}", mode: RESTART}) { run { id } userErrors { code message } } }`);
   const run = started.startJob.run ?? (await gql(TOKENS.viewer, `{ job(name: "${FLAKY}") { activeRun { id } } }`)).job.activeRun;
   assert.ok(run, `startJob: ${JSON.stringify(started.startJob.userErrors)}`);
   await until(
@@ -237,6 +239,18 @@ test('replay the selected targets of a run: its ledger selects them, the replay 
       await gql(TOKENS.viewer, `query($k: String!) { target(jobName: "${FLAKY}", targetKey: $k) { entries { nodes { run { id } } } } }`, { k: chosen.targetKey })
     ).target.entries.nodes;
     assert.equal(mine[0].run.id, req.replayRun.id, 'the selected target was not replayed');
+    // The replay run names its requester (not the approver) and links to its request.
+    await page.goto(`/admin/runs/${encodeURIComponent(req.replayRun.id)}`);
+    const started = page.getByTestId('run-replay-request');
+    await started.waitFor();
+    assert.match(await started.innerText(), /replay request #\d+ of e2e-operator/);
+    assert.match(await page.locator('body').innerText(), /· requested by e2e-operator ·/);
+    await page.getByTestId('run-replay-request-link').click();
+    const card = page.getByTestId('replay-request-card');
+    await card.waitFor();
+    assert.equal(await card.getAttribute('data-requested-by'), 'e2e-operator');
+    assert.equal(await page.getByTestId('replay-request-card').count(), 1, 'the link opens the one request');
+    await shot(page, 'lb-07-replay-run-links-its-request');
   }
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, 'lb-06-replay-selected-390');

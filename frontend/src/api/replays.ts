@@ -102,6 +102,17 @@ export const ReplayRequestFields = graphql(`
   }
 `);
 
+/** ReplayRequestQuery reads one request by its global id (a run's link to what started it). */
+export const ReplayRequestQuery = graphql(`
+  query ReplayRequest($id: ID!) {
+    node(id: $id) {
+      ... on ReplayRequest {
+        ...ReplayRequestFields
+      }
+    }
+  }
+`);
+
 export const ReplayRequestsQuery = graphql(`
   query ReplayRequests($status: [ReplayStatus!], $first: Int, $after: String) {
     replayRequests(status: $status, first: $first, after: $after) {

@@ -72,6 +72,15 @@ export const RunQuery = graphql(`
         status
         checkpoint
       }
+      replayRequest {
+        id
+        kind
+        requestedBy
+        decidedBy
+        sourceRun {
+          id
+        }
+      }
       autoResume {
         outcome
         dueAt

@@ -3,10 +3,10 @@
 // approved request whose run could not start (the job paused, no free slot) is executed here.
 import { Accordion, Anchor, Badge, Card, Chip, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core';
 import { useEffect, useState } from 'react';
-import { Link } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { useMutation, useQuery } from 'urql';
 
-import { ApproveReplayMutation, ExecuteReplayMutation, RejectReplayMutation, ReplayRequestsQuery } from '../api/replays';
+import { ApproveReplayMutation, ExecuteReplayMutation, RejectReplayMutation, ReplayRequestQuery, ReplayRequestsQuery } from '../api/replays';
 import { jobPath, runNumber, runPath } from '../api/runs';
 import { useViewer } from '../auth/AuthContext';
 import { ActionButton } from '../components/ActionButton';
@@ -157,7 +157,32 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
   );
 }
 
+/** OneRequest shows the request a run links to (`?request=<id>`), whatever its status. */
+function OneRequest({ id }: { id: string }) {
+  const [{ data, fetching, error }, refetch] = useQuery({ query: ReplayRequestQuery, variables: { id }, requestPolicy: 'cache-and-network' });
+  const refresh = () => refetch({ requestPolicy: 'network-only' });
+  const node = data?.node;
+  const req = node && 'status' in node ? (node as ReplayRequestFieldsFragment) : null;
+  return (
+    <Stack>
+      <Anchor component={Link} to="/admin/replays" size="sm" data-testid="replays-all-link">
+        ← every replay request
+      </Anchor>
+      {error && <ErrorAlert error={error} onRetry={refresh} />}
+      {fetching && !data && <Loading lines={4} label="Loading the replay request" />}
+      {data && !req && <Empty title="No such replay request" description={`There is no replay request with id ${id}.`} />}
+      {req && <RequestCard req={req} onDecided={refresh} />}
+    </Stack>
+  );
+}
+
 export function ReplaysPage() {
+  const [params] = useSearchParams();
+  const one = params.get('request');
+  return one ? <OneRequest id={one} /> : <ReplayRequestList />;
+}
+
+function ReplayRequestList() {
   const [statuses, setStatuses] = useState<ReplayStatus[]>(['PENDING_APPROVAL']);
   const pager = useCursorPager();
   const { reset } = pager;

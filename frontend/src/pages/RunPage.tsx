@@ -281,6 +281,25 @@ export function RunPage() {
             ({runStatusMeta(fetched.resumedFrom.status).label.toLowerCase()})
           </Text>
         )}
+        {fetched.replayRequest && (
+          <Text size="sm" data-testid="run-replay-request">
+            Started by{' '}
+            <Anchor component={Link} to={`/admin/replays?request=${encodeURIComponent(fetched.replayRequest.id)}`} data-testid="run-replay-request-link">
+              {fetched.replayRequest.kind === 'RESTART' ? 'restart' : 'replay'} request #{runNumber(fetched.replayRequest.id)}
+            </Anchor>{' '}
+            of {fetched.replayRequest.requestedBy}
+            {fetched.replayRequest.decidedBy && <>, approved by {fetched.replayRequest.decidedBy}</>}
+            {fetched.replayRequest.kind !== 'RESTART' && (
+              <>
+                {' '}
+                · replays{' '}
+                <Anchor component={Link} to={runPath(fetched.replayRequest.sourceRun.id)}>
+                  run #{runNumber(fetched.replayRequest.sourceRun.id)}
+                </Anchor>
+              </>
+            )}
+          </Text>
+        )}
         <AutoResumeChain run={chain} now={now} />
       </div>
 
