@@ -54,7 +54,7 @@ func (r *alertResolver) SilencedBy(ctx context.Context, obj *batontype.Alert) (*
 func (r *mutationResolver) AcknowledgeAlert(ctx context.Context, input model.AcknowledgeAlertInput) (*model.AcknowledgeAlertPayload, error) {
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
-	a, err := r.runner.AckAlert(ctx, input.ID, actor(ctx))
+	a, err := r.runner.Alarms().Acknowledge(ctx, input.ID, actor(ctx))
 	if err != nil {
 		ue, err := userErrors(err, "id")
 		return &model.AcknowledgeAlertPayload{UserErrors: ue}, err
@@ -70,7 +70,7 @@ func (r *mutationResolver) SilenceAlert(ctx context.Context, input model.Silence
 	if input.Reason != nil {
 		reason = *input.Reason
 	}
-	a, err := r.runner.SilenceAlert(ctx, input.ID, time.Duration(input.Seconds)*time.Second, actor(ctx), reason)
+	a, err := r.runner.Alarms().Silence(ctx, input.ID, time.Duration(input.Seconds)*time.Second, actor(ctx), reason)
 	if err != nil {
 		ue, err := userErrors(err, "id")
 		return &model.SilenceAlertPayload{UserErrors: ue}, err
@@ -80,7 +80,7 @@ func (r *mutationResolver) SilenceAlert(ctx context.Context, input model.Silence
 
 // Alerts is the resolver for the alerts field.
 func (r *queryResolver) Alerts(ctx context.Context, includeSilenced *bool) ([]*batontype.Alert, error) {
-	alerts, err := r.runner.Alerts(ctx)
+	alerts, err := r.runner.Alarms().Active(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (r *queryResolver) AlertHistory(ctx context.Context, jobName *string, first
 	if jobName != nil {
 		f.JobName = *jobName
 	}
-	rows, err := r.runner.AlertHistory(ctx, f)
+	rows, err := r.runner.Alarms().History(ctx, f)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"fmt"
 	"context"
 	"encoding/json"
 	"strings"
@@ -106,8 +107,12 @@ func TestAuditLogFiltersAndCapsOverGraphQL(t *testing.T) {
 	b := setup(t)
 	i := b.instance(instanceOpts{noRun: true})
 	viewer, operator := b.token(model.RoleViewer), b.token(model.RoleOperator)
-	huge := strings.Repeat("why ", 12_500) // 50 KB
-	i.post(t, viewer, `mutation($r: String!) { requestRestart(input: {name: "payouts", reason: $r}) { userErrors { code } } }`, map[string]any{"r": huge})
+	// Every value within the API's input limits (100 keys of 200 characters), 20 KB in all.
+	keys := make([]string, 100)
+	for k := range keys {
+		keys[k] = fmt.Sprintf("%03d-%s", k, strings.Repeat("k", 196))
+	}
+	i.post(t, viewer, `mutation($k: [String!]) { requestReplay(input: {runId: "UnVuOjE=", scope: FULL, reason: "why", targetKeys: $k}) { userErrors { code } } }`, map[string]any{"k": keys})
 	i.post(t, operator, `mutation { pauseJob(input: {name: "nope"}) { userErrors { code } } }`, nil)
 
 	var log struct {
@@ -121,8 +126,8 @@ func TestAuditLogFiltersAndCapsOverGraphQL(t *testing.T) {
 	}
 	const q = `query($f: AuditFilter) { auditLog(filter: $f, first: 10) { nodes { actor action target outcome truncated arguments } } }`
 	i.post(t, operator, q, map[string]any{"f": map[string]any{"actor": b.tokenName(viewer), "outcome": "FORBIDDEN"}}).decode(t, &log)
-	if n := log.AuditLog.Nodes; len(n) != 1 || n[0].Action != "requestRestart" || n[0].Target != "job:payouts" || !n[0].Truncated {
-		t.Fatalf("viewer's refusals %+v, want the one truncated requestRestart", n)
+	if n := log.AuditLog.Nodes; len(n) != 1 || n[0].Action != "requestReplay" || !n[0].Truncated {
+		t.Fatalf("viewer's refusals %+v, want the one truncated requestReplay", n)
 	}
 	if raw, _ := json.Marshal(log.AuditLog.Nodes[0].Arguments); len(raw) > 8<<10 {
 		t.Fatalf("stored arguments of %d bytes, want at most 8 KB", len(raw))

@@ -32,7 +32,7 @@ func newResolver(r *runner.Runner, f live.Feed, log *slog.Logger, alertInterval 
 		runner: r,
 		log:    log,
 		live:   live.NewStreams(f, r.Runs(), log),
-		alerts: live.NewAlertWatcher(alertInterval, announcedAlerts(r.Alerts), log),
+		alerts: live.NewAlertWatcher(alertInterval, announcedAlerts(r.Alarms().Active), log),
 	}
 }
 

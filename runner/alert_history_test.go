@@ -16,7 +16,7 @@ const doubtAlarm = "AMBIGUOUS_EFFECT:job:doubt"
 // activeAlarm returns the active alarm id as r reports it, or nil.
 func activeAlarm(t *testing.T, r *runner.Runner, id string) *bt.Alert {
 	t.Helper()
-	alerts, err := r.Alerts(context.Background())
+	alerts, err := r.Alarms().Active(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestAlertHistoryIsClusterWide(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := r.Alerts(ctx); err != nil {
+			if _, err := r.Alarms().Active(ctx); err != nil {
 				errs <- err
 			}
 		}()
@@ -63,14 +63,14 @@ func TestAlertHistoryIsClusterWide(t *testing.T) {
 		t.Fatalf("%d episodes of %s after 20 concurrent checks on two instances, want 1", n, doubtAlarm)
 	}
 
-	acked, err := one.AckAlert(ctx, doubtAlarm, "alice")
+	acked, err := one.Alarms().Acknowledge(ctx, doubtAlarm, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if acked.AckedBy != "alice" || acked.AckedAt == nil {
 		t.Fatalf("acknowledged alarm %+v, want acked by alice with a time", acked)
 	}
-	if _, err := two.AckAlert(ctx, doubtAlarm, "bob"); err != nil {
+	if _, err := two.Alarms().Acknowledge(ctx, doubtAlarm, "bob"); err != nil {
 		t.Fatal(err)
 	}
 	seen := activeAlarm(t, two, doubtAlarm)
@@ -84,14 +84,14 @@ func TestAlertHistoryIsClusterWide(t *testing.T) {
 	if a := activeAlarm(t, two, doubtAlarm); a != nil {
 		t.Fatalf("alarm still active after its condition cleared: %+v", a)
 	}
-	hist, err := one.AlertHistory(ctx, bt.AlertHistoryFilter{JobName: "doubt"})
+	hist, err := one.Alarms().History(ctx, bt.AlertHistoryFilter{JobName: "doubt"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(hist) != 1 || hist[0].ResolvedAt == nil || hist[0].AckedBy != "alice" {
 		t.Fatalf("history %+v, want one resolved episode acknowledged by alice", hist)
 	}
-	if _, err := one.AckAlert(ctx, doubtAlarm, "alice"); bt.CodeOf(err) != bt.CodeNotFound {
+	if _, err := one.Alarms().Acknowledge(ctx, doubtAlarm, "alice"); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("acknowledging a resolved alarm: %v, want NOT_FOUND", err)
 	}
 
@@ -101,7 +101,7 @@ func TestAlertHistoryIsClusterWide(t *testing.T) {
 	if again == nil || again.EpisodeID == acked.EpisodeID || again.AckedBy != "" {
 		t.Fatalf("after a new doubt: %+v, want a new unacknowledged episode", again)
 	}
-	if hist, _ = one.AlertHistory(ctx, bt.AlertHistoryFilter{JobName: "doubt"}); len(hist) != 2 || hist[0].ResolvedAt != nil || hist[1].ResolvedAt == nil {
+	if hist, _ = one.Alarms().History(ctx, bt.AlertHistoryFilter{JobName: "doubt"}); len(hist) != 2 || hist[0].ResolvedAt != nil || hist[1].ResolvedAt == nil {
 		t.Fatalf("history %+v, want the new active episode first, then the resolved one", hist)
 	}
 	var audited int
@@ -125,11 +125,11 @@ func TestAlertSilenceLastsItsDuration(t *testing.T) {
 	}
 
 	for _, d := range []time.Duration{-time.Second, time.Millisecond, runner.MaxAlertSilence + time.Second} {
-		if _, err := one.SilenceAlert(ctx, doubtAlarm, d, "alice", ""); bt.CodeOf(err) != bt.CodeInvalidInput {
+		if _, err := one.Alarms().Silence(ctx, doubtAlarm, d, "alice", ""); bt.CodeOf(err) != bt.CodeInvalidInput {
 			t.Fatalf("silence for %s: %v, want INVALID_INPUT", d, err)
 		}
 	}
-	if _, err := one.SilenceAlert(ctx, "AMBIGUOUS_EFFECT:job:nope", time.Hour, "alice", ""); bt.CodeOf(err) != bt.CodeNotFound {
+	if _, err := one.Alarms().Silence(ctx, "AMBIGUOUS_EFFECT:job:nope", time.Hour, "alice", ""); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("silence of an alarm that is not active: %v, want NOT_FOUND", err)
 	}
 	if n := b.count(`SELECT count(*) FROM alert_silences`); n != 0 {
@@ -137,7 +137,7 @@ func TestAlertSilenceLastsItsDuration(t *testing.T) {
 	}
 
 	// A long silence, then lifted: the alarm is back at once.
-	s, err := one.SilenceAlert(ctx, doubtAlarm, time.Hour, "alice", "known provider outage")
+	s, err := one.Alarms().Silence(ctx, doubtAlarm, time.Hour, "alice", "known provider outage")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestAlertSilenceLastsItsDuration(t *testing.T) {
 	if a := activeAlarm(t, two, doubtAlarm); a == nil || !a.Silenced() {
 		t.Fatalf("instance two shows %+v, want the alarm silenced", a)
 	}
-	if _, err := two.SilenceAlert(ctx, doubtAlarm, 0, "bob", ""); err != nil {
+	if _, err := two.Alarms().Silence(ctx, doubtAlarm, 0, "bob", ""); err != nil {
 		t.Fatal(err)
 	}
 	if a := activeAlarm(t, one, doubtAlarm); a == nil || a.Silenced() {
@@ -155,7 +155,7 @@ func TestAlertSilenceLastsItsDuration(t *testing.T) {
 	}
 
 	// A short silence ends by itself.
-	if _, err := one.SilenceAlert(ctx, doubtAlarm, time.Second, "alice", ""); err != nil {
+	if _, err := one.Alarms().Silence(ctx, doubtAlarm, time.Second, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
 	if a := activeAlarm(t, two, doubtAlarm); a == nil || !a.Silenced() {

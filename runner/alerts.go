@@ -12,7 +12,14 @@ import (
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
-// Alerts returns the active alarms, judged by the database clock:
+// AlarmService judges the alarms and keeps their cluster-wide state: episodes, acknowledgements
+// and silences. Get it with Runner.Alarms.
+type AlarmService struct{ r *Runner }
+
+// Alarms returns the alarm service.
+func (r *Runner) Alarms() *AlarmService { return &AlarmService{r} }
+
+// Active returns the active alarms, judged by the database clock:
 //   - HEARTBEAT_MISSED: a running run has not written for more than its whole lease (two
 //     renewal half-lives missed);
 //   - CHECKPOINT_STALLED: a running run's checkpoint has not moved for StallAfter;
@@ -28,7 +35,8 @@ import (
 // Each call records what it finds in the cluster-wide alarm history (any instance's call
 // opens, refreshes and resolves episodes for all of them) and returns the active alarms with
 // their episode, acknowledgement and silence.
-func (r *Runner) Alerts(ctx context.Context) ([]bt.Alert, error) {
+func (s *AlarmService) Active(ctx context.Context) ([]bt.Alert, error) {
+	r := s.r
 	active, err := r.alarms(ctx)
 	if err != nil {
 		return nil, err
@@ -39,18 +47,20 @@ func (r *Runner) Alerts(ctx context.Context) ([]bt.Alert, error) {
 // MaxAlertSilence is the longest silence an alarm takes.
 const MaxAlertSilence = 30 * 24 * time.Hour
 
-// AckAlert records actor's acknowledgement of the active alarm id. An alarm acknowledged
+// Acknowledge records actor's acknowledgement of the active alarm id. An alarm acknowledged
 // already keeps its first acknowledgement. NOT_FOUND: the alarm is not active.
-func (r *Runner) AckAlert(ctx context.Context, id, actor string) (*bt.Alert, error) {
+func (s *AlarmService) Acknowledge(ctx context.Context, id, actor string) (*bt.Alert, error) {
+	r := s.r
 	a, err := r.store.AckAlert(ctx, id, actorOr(actor))
 	r.audit(ctx, actor, "acknowledgeAlert", "alert:"+id, map[string]any{"id": id}, err)
 	return a, err
 }
 
-// SilenceAlert hides the active alarm id from the console's lists, badges and live stream for
+// Silence hides the active alarm id from the console's lists, badges and live stream for
 // d (1 second to MaxAlertSilence; 0 lifts a silence), by the database clock. NOT_FOUND: the
 // alarm is not active; INVALID_INPUT: d out of range.
-func (r *Runner) SilenceAlert(ctx context.Context, id string, d time.Duration, actor, reason string) (*bt.Alert, error) {
+func (s *AlarmService) Silence(ctx context.Context, id string, d time.Duration, actor, reason string) (*bt.Alert, error) {
+	r := s.r
 	args := map[string]any{"id": id, "seconds": d.Seconds(), "reason": reason}
 	if d != 0 && (d < time.Second || d > MaxAlertSilence) {
 		err := &bt.Error{Code: bt.CodeInvalidInput, Field: "seconds", Message: fmt.Sprintf("a silence lasts from 1 second to %d days (0 lifts it)", int(MaxAlertSilence.Hours()/24))}
@@ -62,12 +72,12 @@ func (r *Runner) SilenceAlert(ctx context.Context, id string, d time.Duration, a
 	return a, err
 }
 
-// AlertHistory lists alarm episodes, active and resolved, newest first.
-func (r *Runner) AlertHistory(ctx context.Context, f bt.AlertHistoryFilter) ([]bt.Alert, error) {
+// History lists alarm episodes, active and resolved, newest first.
+func (s *AlarmService) History(ctx context.Context, f bt.AlertHistoryFilter) ([]bt.Alert, error) {
 	if f.Limit <= 0 {
 		f.Limit = 20
 	}
-	return r.store.AlertHistory(ctx, f)
+	return s.r.store.AlertHistory(ctx, f)
 }
 
 // alarms computes the active alarms from the database's facts.
@@ -165,7 +175,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	if time.Since(c.at) > 5*time.Second {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		if alerts, err := c.r.Alerts(ctx); err == nil {
+		if alerts, err := c.r.Alarms().Active(ctx); err == nil {
 			c.alerts, c.at = alerts, time.Now()
 		}
 		cancel()

@@ -20,7 +20,7 @@ import (
 // their values by the same key.
 func alarms(t *testing.T, r *runner.Runner) ([]string, map[string]float64) {
 	t.Helper()
-	got, err := r.Alerts(context.Background())
+	got, err := r.Alarms().Active(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

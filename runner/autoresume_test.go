@@ -164,7 +164,7 @@ func TestAutoResumeStopsAfterMaxAttempts(t *testing.T) {
 	if n := len(b.chain("doomed")); n != 3 {
 		t.Fatalf("%d runs after the last attempt, want 3", n)
 	}
-	alerts, err := r.Alerts(context.Background())
+	alerts, err := r.Alarms().Active(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestAutoResumeStopsAfterMaxAttempts(t *testing.T) {
 
 	hold.Store(false)
 	b.succeed(r, runner.StartParams{Job: "doomed", Mode: bt.ModeResume, Actor: "operator"})
-	alerts, err = r.Alerts(context.Background())
+	alerts, err = r.Alarms().Active(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

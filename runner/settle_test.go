@@ -298,7 +298,7 @@ func (j batchJob) Run(ctx context.Context, run *runner.Run) error {
 // absent when n is 0.
 func wantAmbiguousAlarm(t *testing.T, r *runner.Runner, job string, n int64) {
 	t.Helper()
-	alerts, err := r.Alerts(context.Background())
+	alerts, err := r.Alarms().Active(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

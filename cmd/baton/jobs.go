@@ -299,24 +299,26 @@ func backoffSeconds(s string) (int64, error) {
 const jobsPageSize = 25
 
 // listJobs prints every job, reading the jobs connection a page at a time.
+// wireJob is a job as the jobs list reads it.
+type wireJob struct {
+	Name            string     `json:"name"`
+	Cron            string     `json:"cron"`
+	Timezone        string     `json:"timezone"`
+	Enabled         bool       `json:"enabled"`
+	Paused          bool       `json:"paused"`
+	NextScheduledAt *string    `json:"nextScheduledAt"`
+	AutoResume      wirePolicy `json:"autoResume"`
+	ActiveRun       *wireRun   `json:"activeRun"`
+	LastRun         *wireRun   `json:"lastRun"`
+}
+
 func (c *apiClient) listJobs(ctx context.Context, asJSON bool, stdout io.Writer) error {
-	type job struct {
-		Name            string     `json:"name"`
-		Cron            string     `json:"cron"`
-		Timezone        string     `json:"timezone"`
-		Enabled         bool       `json:"enabled"`
-		Paused          bool       `json:"paused"`
-		NextScheduledAt *string    `json:"nextScheduledAt"`
-		AutoResume      wirePolicy `json:"autoResume"`
-		ActiveRun       *wireRun   `json:"activeRun"`
-		LastRun         *wireRun   `json:"lastRun"`
-	}
-	var jobs []job
+	var jobs []wireJob
 	var after *string
 	for {
 		var data struct {
 			Jobs struct {
-				Nodes    []job `json:"nodes"`
+				Nodes    []wireJob `json:"nodes"`
 				PageInfo struct {
 					HasNextPage bool    `json:"hasNextPage"`
 					EndCursor   *string `json:"endCursor"`
@@ -347,43 +349,48 @@ func (c *apiClient) listJobs(ctx context.Context, asJSON bool, stdout io.Writer)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tSTATE\tNEXT FIRE\tAUTO-RESUME\tACTIVE RUN\tLAST RUN")
 	for _, j := range jobs {
-		schedule := "manual"
-		if j.Cron != "" {
-			schedule = j.Cron + " " + j.Timezone
-		}
-		state := "enabled"
-		switch {
-		case j.Paused:
-			state = "paused"
-		case !j.Enabled:
-			state = "disabled"
-		}
-		next, active, last := "-", "-", "-"
-		if j.NextScheduledAt != nil {
-			next = *j.NextScheduledAt
-		}
-		if r := j.ActiveRun; r != nil {
-			active = fmt.Sprintf("#%s %s %s", runNumber(r.ID), r.Status, progressText(r))
-			if c := chainText(r); c != "" {
-				active += " (" + c + ")"
-			}
-		}
-		if r := j.LastRun; r != nil {
-			last = fmt.Sprintf("#%s %s", runNumber(r.ID), r.Status)
-			if a := attentionText(r); a != "" {
-				last += " (needs attention: " + a + ")"
-			}
-			if c := chainText(r); c != "" {
-				last += " (" + c + ")"
-			}
-		}
-		resume := "off"
-		if p := j.AutoResume; p.Enabled {
-			resume = fmt.Sprintf("%d x %s", p.MaxAttempts, time.Duration(p.BackoffSeconds)*time.Second)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, schedule, state, next, resume, active, last)
+		fmt.Fprintln(tw, jobLine(j))
 	}
 	return tw.Flush()
+}
+
+// jobLine is one job's tab-separated row of the jobs list.
+func jobLine(j wireJob) string {
+	schedule := "manual"
+	if j.Cron != "" {
+		schedule = j.Cron + " " + j.Timezone
+	}
+	state := "enabled"
+	switch {
+	case j.Paused:
+		state = "paused"
+	case !j.Enabled:
+		state = "disabled"
+	}
+	next, active, last := "-", "-", "-"
+	if j.NextScheduledAt != nil {
+		next = *j.NextScheduledAt
+	}
+	if r := j.ActiveRun; r != nil {
+		active = fmt.Sprintf("#%s %s %s", runNumber(r.ID), r.Status, progressText(r))
+		if c := chainText(r); c != "" {
+			active += " (" + c + ")"
+		}
+	}
+	if r := j.LastRun; r != nil {
+		last = fmt.Sprintf("#%s %s", runNumber(r.ID), r.Status)
+		if a := attentionText(r); a != "" {
+			last += " (needs attention: " + a + ")"
+		}
+		if c := chainText(r); c != "" {
+			last += " (" + c + ")"
+		}
+	}
+	resume := "off"
+	if p := j.AutoResume; p.Enabled {
+		resume = fmt.Sprintf("%d x %s", p.MaxAttempts, time.Duration(p.BackoffSeconds)*time.Second)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", j.Name, schedule, state, next, resume, active, last)
 }
 
 func (c *apiClient) startJob(ctx context.Context, name, mode string, stdout io.Writer) (string, error) {

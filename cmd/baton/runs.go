@@ -203,6 +203,28 @@ func (c *apiClient) showRun(ctx context.Context, id string, asJSON bool, stdout 
 		}
 		return runEndError(r)
 	}
+	if err := printRun(stdout, r); err != nil {
+		return err
+	}
+	if errs := data.Run.Errors.Nodes; len(errs) > 0 {
+		fmt.Fprintln(stdout, "\nfailed items:")
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ITEM\tCLASS\tATTEMPT\tMESSAGE")
+		for _, e := range errs {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", e.ItemKey, e.FailureClass, e.Attempt, e.Message)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if data.Run.Errors.PageInfo.HasNextPage {
+			fmt.Fprintf(stdout, "  … and more (the console lists them all)\n")
+		}
+	}
+	return runEndError(r)
+}
+
+// printRun writes a run's fields, one per line, for runs show.
+func printRun(stdout io.Writer, r *wireRun) error {
 	_, word := outcome(r)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -229,22 +251,5 @@ func (c *apiClient) showRun(ctx context.Context, id string, asJSON bool, stdout 
 	if r.Message != "" {
 		row("message", r.Message)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if errs := data.Run.Errors.Nodes; len(errs) > 0 {
-		fmt.Fprintln(stdout, "\nfailed items:")
-		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ITEM\tCLASS\tATTEMPT\tMESSAGE")
-		for _, e := range errs {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", e.ItemKey, e.FailureClass, e.Attempt, e.Message)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if data.Run.Errors.PageInfo.HasNextPage {
-			fmt.Fprintf(stdout, "  … and more (the console lists them all)\n")
-		}
-	}
-	return runEndError(r)
+	return tw.Flush()
 }

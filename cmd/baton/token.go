@@ -108,31 +108,36 @@ func tokenCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "revoked token %q (role %s); running instances close its WebSocket connections (code 4401) and refuse it\n", t.Name, t.Role)
 		return nil
 	default:
-		tokens, err := store.Tokens(ctx)
-		if err != nil {
-			return tokenError("list", err)
-		}
-		now := time.Now()
-		if *output == "json" {
-			out := tokensJSON{Tokens: make([]tokenJSON, len(tokens))}
-			for i, t := range tokens {
-				out.Tokens[i] = tokenJSON{Name: t.Name, Role: t.Role, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339),
-					LastUsedAt: timeOrNil(t.LastUsedAt), ExpiresAt: timeOrNil(t.ExpiresAt), RevokedAt: timeOrNil(t.RevokedAt),
-					Status: tokenStatus(t, now)}
-			}
-			return writeJSON(stdout, out)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tLAST USED\tEXPIRES\tSTATUS")
-		for _, t := range tokens {
-			status := tokenStatus(t, now)
-			if t.RevokedAt != nil {
-				status += " " + t.RevokedAt.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, t.CreatedAt.UTC().Format(time.RFC3339), timeOrNever(t.LastUsedAt), timeOrNever(t.ExpiresAt), status)
-		}
-		return tw.Flush()
+		return listTokens(ctx, store, *output == "json", stdout)
 	}
+}
+
+// listTokens prints every token, revoked and expired ones too, as text or JSON.
+func listTokens(ctx context.Context, store *httpapi.TokenStore, asJSON bool, stdout io.Writer) error {
+	tokens, err := store.Tokens(ctx)
+	if err != nil {
+		return tokenError("list", err)
+	}
+	now := time.Now()
+	if asJSON {
+		out := tokensJSON{Tokens: make([]tokenJSON, len(tokens))}
+		for i, t := range tokens {
+			out.Tokens[i] = tokenJSON{Name: t.Name, Role: t.Role, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339),
+				LastUsedAt: timeOrNil(t.LastUsedAt), ExpiresAt: timeOrNil(t.ExpiresAt), RevokedAt: timeOrNil(t.RevokedAt),
+				Status: tokenStatus(t, now)}
+		}
+		return writeJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tLAST USED\tEXPIRES\tSTATUS")
+	for _, t := range tokens {
+		status := tokenStatus(t, now)
+		if t.RevokedAt != nil {
+			status += " " + t.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, t.CreatedAt.UTC().Format(time.RFC3339), timeOrNever(t.LastUsedAt), timeOrNever(t.ExpiresAt), status)
+	}
+	return tw.Flush()
 }
 
 // tokenStatus is live, expired (by this machine's clock) or revoked.

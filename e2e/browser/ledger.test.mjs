@@ -149,10 +149,16 @@ test('targets are links to their history across runs and generations', async () 
     await page.getByTestId('target-page').waitFor();
     assert.equal((await page.getByTestId('target-key').innerText()).trim(), doubted[0]);
     assert.ok(page.url().endsWith(`/targets/${encodeURIComponent(doubted[0])}`), page.url());
-    const entry = page.getByTestId('target-entry').first();
+    // Entries are oldest first, one per generation: the newest is the one the bulk test settled
+    // (resolved NOT_APPLIED, or reconciled CONFIRMED, by the queue's order).
+    const newest = (
+      await gql(TOKENS.viewer, `query($k: String!) { target(jobName: "${JOB}", targetKey: $k) { entries { nodes { state } } } }`, { k: doubted[0] })
+    ).target.entries.nodes.at(-1);
+    assert.ok(['NOT_APPLIED', 'CONFIRMED'].includes(newest.state), `the doubted target is ${newest.state}`);
+    const entry = page.getByTestId('target-entry').last();
     await entry.waitFor();
     const text = await entry.innerText();
-    assert.match(text, /Not applied|NOT_APPLIED/i, `entry row: ${text}`);
+    assert.match(text, new RegExp(newest.state === 'NOT_APPLIED' ? 'Not applied|NOT_APPLIED' : 'CONFIRMED', 'i'), `entry row: ${text}`);
     await shot(page, `lb-04-target-history-${tag}`);
     // An unknown target says so.
     await page.goto(`/admin/jobs/${JOB}/targets/${encodeURIComponent('no such/target?')}`);
@@ -234,11 +240,12 @@ test('replay the selected targets of a run: its ledger selects them, the replay 
     const entries = (
       await gql(TOKENS.viewer, `query($k: String!) { target(jobName: "${FLAKY}", targetKey: $k) { entries { nodes { run { id } } } } }`, { k: other.targetKey })
     ).target.entries.nodes;
-    assert.equal(entries[0].run.id, run.id, 'an unselected target was replayed');
+    // Entries are oldest first: the target's newest entry is the last.
+    assert.equal(entries.at(-1).run.id, run.id, 'an unselected target was replayed');
     const mine = (
       await gql(TOKENS.viewer, `query($k: String!) { target(jobName: "${FLAKY}", targetKey: $k) { entries { nodes { run { id } } } } }`, { k: chosen.targetKey })
     ).target.entries.nodes;
-    assert.equal(mine[0].run.id, req.replayRun.id, 'the selected target was not replayed');
+    assert.equal(mine.at(-1).run.id, req.replayRun.id, 'the selected target was not replayed');
     // The replay run names its requester (not the approver) and links to its request.
     await page.goto(`/admin/runs/${encodeURIComponent(req.replayRun.id)}`);
     const started = page.getByTestId('run-replay-request');

@@ -115,9 +115,12 @@ test('alerts: acknowledge and silence, the badges follow, the history lists the 
 });
 
 test('audit log: filters in the URL, an expanded row shows the stored, capped arguments', async () => {
-  // A viewer's refused request with a 50 KB reason: audited, capped.
-  const refused = await gql(TOKENS.viewer, 'mutation($r: String!) { requestRestart(input: {name: "demo-settlement", reason: $r}) { userErrors { code } } }', {
-    r: 'why '.repeat(12_500),
+  // A viewer's refused request of 20 KB, every value within the API's input limits (100 target
+  // keys of 200 characters): audited, capped. (A single value over its limit is refused whole as
+  // INPUT_TOO_LONG, and its audit row holds only the field and the length.)
+  const keys = Array.from({ length: 100 }, (_, k) => `${String(k).padStart(3, '0')}-${'k'.repeat(196)}`);
+  const refused = await gql(TOKENS.viewer, 'mutation($k: [String!]) { requestReplay(input: {runId: "UnVuOjE=", scope: FULL, reason: "why", targetKeys: $k}) { userErrors { code } } }', {
+    k: keys,
   });
   assert.equal(refused.errors?.[0]?.extensions?.code, 'FORBIDDEN');
 
@@ -134,7 +137,7 @@ test('audit log: filters in the URL, an expanded row shows the stored, capped ar
     return texts.length > 0 && texts.every((t) => t.includes('e2e-viewer') && t.includes('FORBIDDEN'));
   });
   const first = rows.first();
-  assert.match(await first.innerText(), /requestRestart/);
+  assert.match(await first.innerText(), /requestReplay/);
   await first.getByTestId('audit-truncated').waitFor();
   await first.getByTestId('audit-expand').click();
   const args = page.getByTestId('audit-args').first();

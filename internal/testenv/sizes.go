@@ -180,6 +180,9 @@ func receiverNames(f *ast.File) []string {
 		if !ok || fn.Recv == nil || len(fn.Recv.List) == 0 {
 			continue
 		}
+		if isResolverRoot(fn) {
+			continue
+		}
 		typ := fn.Recv.List[0].Type
 		if p, ok := typ.(*ast.StarExpr); ok {
 			typ = p.X
@@ -187,6 +190,23 @@ func receiverNames(f *ast.File) []string {
 		names = append(names, receiverBase(typ))
 	}
 	return names
+}
+
+// isResolverRoot reports whether fn is one of the accessors gqlgen writes into the resolver
+// files, one per GraphQL type with resolvers ("// Job returns generated.JobResolver
+// implementation." over a method returning generated.JobResolver): generated code in a hand-kept
+// file, which grows with the schema, not with the Resolver's own behaviour.
+func isResolverRoot(fn *ast.FuncDecl) bool {
+	if fn.Doc == nil || fn.Type.Results == nil || len(fn.Type.Results.List) != 1 {
+		return false
+	}
+	sel, ok := fn.Type.Results.List[0].Type.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	want := fn.Name.Name + " returns generated." + fn.Name.Name + "Resolver implementation."
+	return ok && pkg.Name == "generated" && sel.Sel.Name == fn.Name.Name+"Resolver" && strings.TrimSpace(fn.Doc.Text()) == want
 }
 
 // receiverBase returns the name of a receiver type without its pointer or type parameters:

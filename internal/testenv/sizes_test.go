@@ -56,8 +56,11 @@ var Literal = func() {
 	_ = 2
 }
 `,
-		"p/more.go":                    "package p\n\nfunc (l *List[T]) D() {}\n",
-		"q/other.go":                   "package q\n\ntype List struct{}\n\nfunc (List) A() {}\n",
+		"p/more.go":  "package p\n\nfunc (l *List[T]) D() {}\n",
+		"q/other.go": "package q\n\ntype List struct{}\n\nfunc (List) A() {}\n",
+		"r/resolver.go": "package r\n\nimport \"example.com/m/r/generated\"\n\ntype Resolver struct{}\n\nfunc (r *Resolver) own() {}\n\n" +
+			"// Job returns generated.JobResolver implementation.\nfunc (r *Resolver) Job() generated.JobResolver { return nil }\n\n" +
+			"// Run is not gqlgen's.\nfunc (r *Resolver) Run() generated.RunResolver { return nil }\n",
 		"p/long_test.go":               long,
 		"p/long_gen.go":                long,
 		"p/made.go":                    generated,
@@ -71,8 +74,8 @@ var Literal = func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Files != 3 {
-		t.Errorf("read %d files, want 3 (p/long.go, p/more.go, q/other.go)", s.Files)
+	if s.Files != 4 {
+		t.Errorf("read %d files, want 4 (p/long.go, p/more.go, q/other.go, r/resolver.go)", s.Files)
 	}
 	lines := map[string]int{}
 	for _, f := range s.Funcs {
@@ -91,7 +94,8 @@ var Literal = func() {
 	for _, ty := range s.Types {
 		methods[ty.Pkg+"."+ty.Name] = ty.Methods
 	}
-	want := map[string]int{"p.List": 3, "p.Pair": 1, "q.List": 1}
+	// gqlgen's accessor (Job) is not the Resolver's own method; own and Run are.
+	want := map[string]int{"p.List": 3, "p.Pair": 1, "q.List": 1, "r.Resolver": 2}
 	if len(methods) != len(want) {
 		t.Errorf("types %v, want %v", methods, want)
 	}

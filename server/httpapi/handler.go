@@ -233,34 +233,8 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx := r.Context()
-	var expires *time.Time // of the header's token
-	if header := r.Header.Get("Authorization"); header != "" {
-		token, ok := bearerToken(header)
-		if !ok {
-			writeUnauthenticated(w, "the Authorization header must be: Bearer <token>")
-			return
-		}
-		v, exp, err := s.auth.authenticate(ctx, token)
-		expires = exp
-		var expired *tokenExpiredError
-		switch {
-		case errors.Is(err, errBadToken):
-			writeUnauthenticated(w, "unknown or revoked token")
-			return
-		case errors.As(err, &expired):
-			writeUnauthenticated(w, expired.Error())
-			return
-		case err != nil:
-			ref := runner.NewErrorRef()
-			s.log.ErrorContext(ctx, "httpapi: authenticate", "ref", ref, "err", err)
-			writeError(w, http.StatusInternalServerError, graph.CodeInternal, runner.InternalMessage(ref))
-			return
-		}
-		ctx = graph.WithCaller(ctx, v)
-	} else if !upgrade {
-		// WebSocket clients authenticate in connection_init instead.
-		writeUnauthenticated(w, "authentication required: send Authorization: Bearer <token>")
+	ctx, expires, ok := s.authenticateHeader(w, r, upgrade)
+	if !ok {
 		return
 	}
 	if upgrade {
@@ -285,6 +259,43 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	s.gql.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// authenticateHeader authenticates the request's Authorization header and returns the context
+// with its caller and the token's expiry. A WebSocket upgrade may come without one (its
+// clients authenticate in connection_init). When it returns false it has answered the request.
+func (s *server) authenticateHeader(w http.ResponseWriter, r *http.Request, upgrade bool) (context.Context, *time.Time, bool) {
+	ctx := r.Context()
+	var expires *time.Time // of the header's token
+	if header := r.Header.Get("Authorization"); header != "" {
+		token, ok := bearerToken(header)
+		if !ok {
+			writeUnauthenticated(w, "the Authorization header must be: Bearer <token>")
+			return nil, nil, false
+		}
+		v, exp, err := s.auth.authenticate(ctx, token)
+		expires = exp
+		var expired *tokenExpiredError
+		switch {
+		case errors.Is(err, errBadToken):
+			writeUnauthenticated(w, "unknown or revoked token")
+			return nil, nil, false
+		case errors.As(err, &expired):
+			writeUnauthenticated(w, expired.Error())
+			return nil, nil, false
+		case err != nil:
+			ref := runner.NewErrorRef()
+			s.log.ErrorContext(ctx, "httpapi: authenticate", "ref", ref, "err", err)
+			writeError(w, http.StatusInternalServerError, graph.CodeInternal, runner.InternalMessage(ref))
+			return nil, nil, false
+		}
+		ctx = graph.WithCaller(ctx, v)
+	} else if !upgrade {
+		// WebSocket clients authenticate in connection_init instead.
+		writeUnauthenticated(w, "authentication required: send Authorization: Bearer <token>")
+		return nil, nil, false
+	}
+	return ctx, expires, true
 }
 
 // aroundOperations makes sure every operation has a caller (a defence in depth: the HTTP and

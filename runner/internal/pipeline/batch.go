@@ -135,7 +135,7 @@ func (b *batch) decide(ctx context.Context, priors map[store.TargetStep]store.Le
 	for i, it := range b.items {
 		st := &b.states[i]
 		st.item, st.base = it, ledgerWrite(&b.run.started, it)
-		if b.run.notSelected(it) {
+		if b.run.targets.excludes(it) {
 			// A replay of selected targets: any other target is out of its scope, untouched.
 			b.decided.Delta.Processed++
 			b.decided.Delta.Skipped++

@@ -69,8 +69,8 @@ func (run *Run) Skip(ctx context.Context, item bt.Item, reason string) error {
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
-	if run.notSelected(item) {
-		return run.skipNotSelected(ctx, item)
+	if run.targets.excludes(item) {
+		return skipNotSelected(ctx, run, item)
 	}
 	l := ledgerWrite(&run.started, item)
 	l.State, l.CountInRun, l.LastError, l.Kind = bt.LedgerSkipped, true, &reason, store.WriteSkip
@@ -93,8 +93,8 @@ func (run *Run) Fail(ctx context.Context, item bt.Item, cause error) error {
 	if cause == nil {
 		return bt.Errorf(bt.CodeInvalidInput, "Fail needs a cause")
 	}
-	if run.notSelected(item) {
-		return run.skipNotSelected(ctx, item)
+	if run.targets.excludes(item) {
+		return skipNotSelected(ctx, run, item)
 	}
 	state := ClassOf(cause, false)
 	l := ledgerWrite(&run.started, item)
@@ -109,14 +109,17 @@ func (run *Run) Fail(ctx context.Context, item bt.Item, cause error) error {
 	return nil
 }
 
-// notSelected reports whether the run is a replay of selected targets that item is not one of.
-func (run *Run) notSelected(item bt.Item) bool {
-	return run.targets != nil && !run.targets[item.Target]
+// selection is the targets a replay of selected targets retries; nil means every target.
+type selection map[string]bool
+
+// excludes reports whether the run is a replay of selected targets that item is not one of.
+func (s selection) excludes(item bt.Item) bool {
+	return s != nil && !s[item.Target]
 }
 
 // skipNotSelected counts an item outside a replay's selected targets as skipped and advances
 // the checkpoint past it, writing nothing to its ledger row: the replay leaves it as it was.
-func (run *Run) skipNotSelected(ctx context.Context, item bt.Item) error {
+func skipNotSelected(ctx context.Context, run *Run, item bt.Item) error {
 	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Checkpoint: checkpointOf(item), Shard: item.Shard}
 	if err := run.writes.write(ctx, w, nil); err != nil {
 		return err

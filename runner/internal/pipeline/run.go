@@ -101,7 +101,7 @@ type Run struct {
 	scopeStates        []bt.LedgerState
 	replay, replayFull bool
 	// targets, if not nil, are the only targets a replay of selected targets retries.
-	targets map[string]bool
+	targets selection
 
 	// jobCtx is the job's context, made with the run so that Abandon can end it whenever
 	// the runner's shutdown calls it.
@@ -133,7 +133,7 @@ func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 	}
 	run.stats = newCallStats(d.NowFunc, conds)
 	if s.Targets != nil {
-		run.targets = make(map[string]bool, len(s.Targets))
+		run.targets = make(selection, len(s.Targets))
 		for _, t := range s.Targets {
 			run.targets[t] = true
 		}

@@ -182,18 +182,7 @@ func testRunEventsRecorded(t *testing.T, open Open) {
 	if _, _, err := s.Renew(ctx, store.Fence{RunID: run.ID, Token: "stale"}); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("renewal with a stale token: %v, want LEASE_LOST", err)
 	}
-	if _, err := s.SetPaused(ctx, "j", true, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.SetPaused(ctx, "j", false, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetMaintenance(ctx, true, "bob"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetMaintenance(ctx, false, "bob"); err != nil {
-		t.Fatal(err)
-	}
+	pauseAndLift(t, s, "j")
 	if _, err := s.RequestCancel(ctx, run.ID, "carol"); err != nil {
 		t.Fatal(err)
 	}
@@ -240,5 +229,23 @@ func testRunEventsRecorded(t *testing.T, open Open) {
 	}
 	if got := read(1); !slices.Equal(got, want[1:]) {
 		t.Fatalf("events with one renewal kept:\n got %v\nwant %v", got, want[1:])
+	}
+}
+
+// pauseAndLift pauses job and lifts the pause (alice), then turns maintenance on and off (bob).
+func pauseAndLift(t *testing.T, s store.Store, job string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.SetPaused(ctx, job, true, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPaused(ctx, job, false, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMaintenance(ctx, true, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMaintenance(ctx, false, "bob"); err != nil {
+		t.Fatal(err)
 	}
 }
