@@ -1,9 +1,9 @@
 package graph_test
 
 import (
-	"fmt"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
