@@ -180,7 +180,7 @@ test('after a run that finished its generation, the main action is Run again, no
   const again = card.getByTestId('restart-demo-flaky');
   assert.equal(await again.innerText(), 'Run again');
   assert.equal(await again.getAttribute('data-run-again'), 'true');
-  await shot(page, 'rt-08-run-again-1280');
+  await shot(page, 'rt-12-run-again-1280');
   // Run again is a RESTART through its confirmation: a new generation, with items.
   const before = (await gql('operator', `query { job(name: "demo-flaky") { currentGeneration } }`)).job.currentGeneration;
   await again.click();

@@ -42,12 +42,16 @@ const LEDGER_REFRESH_MS = 5_000;
 export function ledgerCountsNote(summary: readonly { count: number }[], progress: { processed: number }, active: boolean): string {
   const written = summary.reduce((n, c) => n + c.count, 0);
   const other = progress.processed - written;
-  const base = `${written} ledger entr${written === 1 ? 'y' : 'ies'} written by this run, by state`;
+  const entries = `${written} ledger entr${written === 1 ? 'y' : 'ies'} written by this run`;
+  const base = `${entries}, by state`;
+  // While the run is active the counts are re-read every few seconds and trail the live header:
+  // a gap then says nothing about earlier runs.
+  if (active) return `${entries} so far, by state (re-read every few seconds, so they may trail the ${progress.processed} items processed).`;
   const why =
     other > 0
       ? `; the other ${other} of the ${progress.processed} items processed were settled by earlier runs of this generation and not written again`
       : '';
-  return `${base}${why}${active ? ' (re-read every few seconds while the run is active)' : ''}.`;
+  return `${base}${why}.`;
 }
 
 function Stat({ label, children, testid }: { label: string; children: React.ReactNode; testid?: string }) {
