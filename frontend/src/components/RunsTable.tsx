@@ -5,7 +5,7 @@ import { Link } from 'react-router';
 import { useQuery } from 'urql';
 
 import { JobRunsQuery } from '../api/jobs';
-import { runNumber, runPath } from '../api/runs';
+import { runNumber, runPath, type RunSummary } from '../api/runs';
 import type { RunStatus } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
 import { attentionWords, isActive, needsAttention, runStatusMeta, triggerLabel } from '../model/status';
@@ -17,6 +17,39 @@ import { TimeAgo } from './Time';
 
 const STATUSES: RunStatus[] = ['STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'PAUSED'];
 const PAGE = 10;
+
+type RowRun = Pick<RunSummary, 'status' | 'trigger' | 'attempt' | 'mode' | 'startedAt' | 'finishedAt' | 'progress' | 'needsAttention' | 'attention'>;
+
+/** RunTriggerText is a run row's trigger, its auto-resume attempt and its mode. */
+export function RunTriggerText({ run: r }: { run: RowRun }) {
+  return (
+    <Text size="sm">
+      {triggerLabel(r.trigger)}
+      {r.attempt > 0 ? ` ${r.attempt}` : ''} · {r.mode.toLowerCase()}
+    </Text>
+  );
+}
+
+/** RunDurationText is a run row's wall time, or "running". */
+export function RunDurationText({ run: r }: { run: RowRun }) {
+  return <Text size="sm">{r.finishedAt ? formatDuration(Date.parse(r.finishedAt) - Date.parse(r.startedAt)) : 'running'}</Text>;
+}
+
+/** RunProcessedText is a run row's processed items, with what of them needs attention. */
+export function RunProcessedText({ run: r }: { run: RowRun }) {
+  return (
+    <Text size="sm">
+      {formatNumber(r.progress.processed)}
+      {r.progress.total !== null && r.progress.total !== undefined ? ` / ${formatNumber(r.progress.total)}` : ''}
+      {needsAttention(r) && (
+        <Text span c="orange.8" size="sm" fw={600} data-testid="run-row-attention">
+          {' '}
+          ({attentionWords(r.attention)})
+        </Text>
+      )}
+    </Text>
+  );
+}
 
 export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey: number }) {
   const [statuses, setStatuses] = useState<RunStatus[]>([]);
@@ -82,10 +115,7 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
                     <RunStatusBadge status={r.status} needsAttention={r.needsAttention} attention={r.attention} testid="run-row-status" />
                   </Table.Td>
                   <Table.Td>
-                    <Text size="sm">
-                      {triggerLabel(r.trigger)}
-                      {r.attempt > 0 ? ` ${r.attempt}` : ''} · {r.mode.toLowerCase()}
-                    </Text>
+                    <RunTriggerText run={r} />
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm">{r.requestedBy}</Text>
@@ -94,19 +124,10 @@ export function RunsTable({ jobName, refreshKey }: { jobName: string; refreshKey
                     <TimeAgo iso={r.startedAt} size="sm" />
                   </Table.Td>
                   <Table.Td>
-                    <Text size="sm">{r.finishedAt ? formatDuration(Date.parse(r.finishedAt) - Date.parse(r.startedAt)) : 'running'}</Text>
+                    <RunDurationText run={r} />
                   </Table.Td>
                   <Table.Td>
-                    <Text size="sm">
-                      {formatNumber(r.progress.processed)}
-                      {r.progress.total !== null && r.progress.total !== undefined ? ` / ${formatNumber(r.progress.total)}` : ''}
-                      {needsAttention(r) && (
-                        <Text span c="orange.8" size="sm" fw={600} data-testid="run-row-attention">
-                          {' '}
-                          ({attentionWords(r.attention)})
-                        </Text>
-                      )}
-                    </Text>
+                    <RunProcessedText run={r} />
                   </Table.Td>
                   <Table.Td maw={260}>
                     <Text size="xs" c="dimmed" lineClamp={1} title={r.message}>

@@ -3,7 +3,7 @@ import { fireEvent, render, screen } from '@testing-library/react';
 import { MemoryRouter, useLocation } from 'react-router';
 import { Client, Provider } from 'urql';
 import { describe, expect, it } from 'vitest';
-import { never } from 'wonka';
+import { fromValue, never } from 'wonka';
 
 import { ViewerProvider } from '../auth/AuthContext';
 import { theme } from '../theme';
@@ -78,5 +78,37 @@ describe('RunsPage and its URL', () => {
     const problems = screen.getByTestId('runs-filter-problems');
     expect(problems).toHaveTextContent('Unknown status "NOPE" ignored.');
     expect(problems).toHaveTextContent('Unknown time window "2y" ignored.');
+  });
+});
+
+describe('RunsPage rows', () => {
+  it('shows a SUCCEEDED run with failed items as needing attention, not plain green', () => {
+    const run = {
+      __typename: 'Run', id: btoa('Run:9'), number: 9, jobName: 'payouts', status: 'SUCCEEDED', trigger: 'MANUAL', mode: 'RESTART',
+      attempt: 0, requestedBy: 'alice', instance: 'node-1', generation: 2, cancelRequested: false, pauseRequested: false,
+      stopReason: null, startedAt: '2026-12-01T10:00:00Z', finishedAt: '2026-12-01T10:00:03Z', message: '',
+      needsAttention: true, attention: { failed: 1, rejected: 4, ambiguous: 0 },
+      progress: { total: 20, processed: 20, succeeded: 15, failed: 5, skipped: 0, ambiguous: 0, percent: 100 },
+    };
+    const client = {
+      executeQuery: (operation: unknown) =>
+        fromValue({ operation, data: { runs: { nodes: [run], pageInfo: { hasNextPage: false, endCursor: null } } }, stale: false, hasNext: false }),
+      executeMutation: () => never,
+      executeSubscription: () => never,
+    } as unknown as Client;
+    render(
+      <MantineProvider theme={theme}>
+        <MemoryRouter initialEntries={['/admin/runs']}>
+          <ViewerProvider viewer={{ name: 'alice', role: 'OPERATOR' }}>
+            <Provider value={client}>
+              <RunsView reconnects={0} />
+            </Provider>
+          </ViewerProvider>
+        </MemoryRouter>
+      </MantineProvider>,
+    );
+    expect(screen.getByTestId('runs-row-status')).toHaveAttribute('data-attention', 'true');
+    expect(screen.getByTestId('runs-row-status')).toHaveTextContent(/needs attention/i);
+    expect(screen.getByTestId('run-row-attention')).toHaveTextContent('1 failed · 4 rejected');
   });
 });

@@ -11,6 +11,7 @@ import { useOnReconnect } from '../auth/AuthContext';
 import { ActionButton } from '../components/ActionButton';
 import { RunStatusBadge } from '../components/Badges';
 import { Pager } from '../components/Pager';
+import { RunDurationText, RunProcessedText, RunTriggerText } from '../components/RunsTable';
 import { Empty, ErrorAlert, Loading } from '../components/QueryState';
 import { TimeAgo } from '../components/Time';
 import type { RunEventsSubscription as RunEventsData } from '../gql/graphql';
@@ -30,7 +31,6 @@ import {
   type RunsWindow,
 } from '../model/runsFilter';
 import { isActive, runStatusMeta, triggerLabel } from '../model/status';
-import { formatDuration, formatNumber } from '../model/time';
 
 const PAGE = 25;
 
@@ -423,7 +423,7 @@ export function RunsView({ reconnects }: { reconnects: number }) {
                   </Table.Td>
                   <Table.Td>
                     <Group gap={4} wrap="nowrap">
-                      <RunStatusBadge status={r.status} testid="runs-row-status" />
+                      <RunStatusBadge status={r.status} needsAttention={r.needsAttention} attention={r.attention} testid="runs-row-status" />
                       {r.cancelRequested && isActive(r.status) && (
                         <Badge size="xs" color="gray" variant="outline">
                           cancelling
@@ -432,10 +432,7 @@ export function RunsView({ reconnects }: { reconnects: number }) {
                     </Group>
                   </Table.Td>
                   <Table.Td>
-                    <Text size="sm">
-                      {triggerLabel(r.trigger)}
-                      {r.attempt > 0 ? ` ${r.attempt}` : ''} · {r.mode.toLowerCase()}
-                    </Text>
+                    <RunTriggerText run={r} />
                   </Table.Td>
                   <Table.Td>
                     <Text size="sm">{r.instance}</Text>
@@ -444,19 +441,10 @@ export function RunsView({ reconnects }: { reconnects: number }) {
                     <TimeAgo iso={r.startedAt} size="sm" />
                   </Table.Td>
                   <Table.Td>
-                    <Text size="sm">{r.finishedAt ? formatDuration(Date.parse(r.finishedAt) - Date.parse(r.startedAt)) : 'running'}</Text>
+                    <RunDurationText run={r} />
                   </Table.Td>
                   <Table.Td>
-                    <Text size="sm">
-                      {formatNumber(r.progress.processed)}
-                      {r.progress.total !== null && r.progress.total !== undefined ? ` / ${formatNumber(r.progress.total)}` : ''}
-                      {r.progress.failed > 0 && (
-                        <Text span c="red" size="sm">
-                          {' '}
-                          ({r.progress.failed} failed)
-                        </Text>
-                      )}
-                    </Text>
+                    <RunProcessedText run={r} />
                   </Table.Td>
                   <Table.Td maw={260}>
                     <Text size="xs" c="dimmed" lineClamp={1} title={r.message}>
