@@ -95,3 +95,20 @@ export function runIdFromURL(url) {
 export async function statusOf(locator) {
   return locator.getAttribute('data-value');
 }
+
+/** gqlResponse posts a GraphQL request with token and returns its whole response body. */
+export async function gqlResponse(token, query, variables = {}) {
+  const res = await fetch(`${BASE}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  return res.json();
+}
+
+/** gql posts a GraphQL request with token and returns its data, throwing on any error. */
+export async function gql(token, query, variables = {}) {
+  const body = await gqlResponse(token, query, variables);
+  if (body.errors?.length) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { BASE, launch, login, shot, TOKENS, until } from './helpers.mjs';
+import { gql, launch, login, shot, TOKENS, until } from './helpers.mjs';
 
 const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED', 'PAUSED']);
 const CHARTS = ['history-runs', 'history-duration', 'history-throughput', 'history-failures', 'history-downstream'];
@@ -17,17 +17,6 @@ after(async () => {
   await browser?.close();
 });
 
-/** gql sends one GraphQL operation with token and returns its data, failing on errors. */
-async function gql(token, query, variables = {}) {
-  const res = await fetch(`${BASE}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  const body = await res.json();
-  if (body.errors?.length) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
-  return body.data;
-}
 
 /** runToEnd starts a run of job (once it has no active run) and waits for it to end. */
 async function runToEnd(job, mode) {

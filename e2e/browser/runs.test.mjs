@@ -3,23 +3,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { BASE, launch, login, shot, TOKENS, until } from './helpers.mjs';
+import { gql, launch, login, shot, TOKENS, until } from './helpers.mjs';
 
 let browser;
 let page;
 /** Run numbers this spec started, by job. */
 const started = {};
 
-async function gql(token, query, variables = {}) {
-  const res = await fetch(`${BASE}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  const body = await res.json();
-  if (body.errors?.length) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
-  return body.data;
-}
 
 const runOf = async (n) => (await gql(TOKENS.viewer, `query($f: RunsFilter) { runs(filter: $f) { nodes { id number status jobName } } }`, { f: { number: n } })).runs.nodes[0];
 

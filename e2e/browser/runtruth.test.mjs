@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { BASE, launch, login, shot, statusOf, TOKENS, until } from './helpers.mjs';
+import { gql, launch, login, shot, statusOf, TOKENS, until } from './helpers.mjs';
 
 let browser;
 
@@ -16,17 +16,8 @@ after(async () => {
   await browser?.close();
 });
 
-/** gql posts a GraphQL request with a role's token and returns its data, failing on errors. */
-async function gql(role, query, variables = {}) {
-  const res = await fetch(`${BASE}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS[role]}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  const body = await res.json();
-  assert.equal(body.errors, undefined, `GraphQL errors: ${JSON.stringify(body.errors)}`);
-  return body.data;
-}
+/** gqlAs posts a GraphQL request with a role's token and returns its data, failing on errors. */
+const gqlAs = (role, query, variables = {}) => gql(TOKENS[role], query, variables);
 
 const JOB_STATE = `query($n: String!) { job(name: $n) { name paused
   activeRun { id status cancelRequested }
@@ -38,15 +29,15 @@ const JOB_STATE = `query($n: String!) { job(name: $n) { name paused
  * has nothing left to do). It returns the run's id, or null when the start was refused.
  */
 async function freshRun(job) {
-  let j = (await gql('operator', JOB_STATE, { n: job })).job;
-  if (j.paused) await gql('operator', `mutation($n: String!) { resumeJob(input: {name: $n}) { userErrors { code } } }`, { n: job });
+  let j = (await gqlAs('operator', JOB_STATE, { n: job })).job;
+  if (j.paused) await gqlAs('operator', `mutation($n: String!) { resumeJob(input: {name: $n}) { userErrors { code } } }`, { n: job });
   if (j.activeRun) {
-    if (!j.activeRun.cancelRequested) await gql('operator', `mutation($id: ID!) { cancelRun(input: {runId: $id}) { userErrors { code } } }`, { id: j.activeRun.id });
-    await until(`${job} to have no active run`, async () => !(await gql('operator', JOB_STATE, { n: job })).job.activeRun, 60_000, 500);
-    j = (await gql('operator', JOB_STATE, { n: job })).job;
+    if (!j.activeRun.cancelRequested) await gqlAs('operator', `mutation($id: ID!) { cancelRun(input: {runId: $id}) { userErrors { code } } }`, { id: j.activeRun.id });
+    await until(`${job} to have no active run`, async () => !(await gqlAs('operator', JOB_STATE, { n: job })).job.activeRun, 60_000, 500);
+    j = (await gqlAs('operator', JOB_STATE, { n: job })).job;
   }
   const mode = j.lastRun ? 'RESTART' : 'RESUME';
-  const d = await gql('operator', `mutation($n: String!, $m: RunMode) { startJob(input: {name: $n, mode: $m}) { run { id } userErrors { code message } } }`, { n: job, m: mode });
+  const d = await gqlAs('operator', `mutation($n: String!, $m: RunMode) { startJob(input: {name: $n, mode: $m}) { run { id } userErrors { code message } } }`, { n: job, m: mode });
   return d.startJob.run?.id ?? null;
 }
 
@@ -103,7 +94,7 @@ test('a run with failed or ambiguous items is not shown plain green on the run p
   await until(
     'demo-flaky to finish',
     async () => {
-      run = (await gql('operator', `query($id: ID!) { run(id: $id) { status needsAttention attention { failed rejected ambiguous } progress { failed ambiguous } } }`, { id })).run;
+      run = (await gqlAs('operator', `query($id: ID!) { run(id: $id) { status needsAttention attention { failed rejected ambiguous } progress { failed ambiguous } } }`, { id })).run;
       return run.status !== 'RUNNING' && run.status !== 'STARTING';
     },
     90_000,
@@ -161,13 +152,13 @@ test('a run with failed or ambiguous items is not shown plain green on the run p
 test('after a run that finished its generation, the main action is Run again, not a Resume of nothing', async () => {
   // demo-flaky's last run SUCCEEDED (the test before made one; make one if run alone). Each of
   // its fires is a new generation, so a RESUME now would be a run of 0 items.
-  let j = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job;
+  let j = (await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job;
   if (j.lastRun?.status !== 'SUCCEEDED' || j.activeRun) {
     const id = await freshRun('demo-flaky');
     assert.ok(id, 'demo-flaky did not start');
-    await until('demo-flaky to succeed', async () => (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.lastRun?.status === 'SUCCEEDED', 90_000, 500);
+    await until('demo-flaky to succeed', async () => (await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job.lastRun?.status === 'SUCCEEDED', 90_000, 500);
   }
-  j = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job;
+  j = (await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job;
   const number = atob(j.lastRun.id).split(':').pop();
   const page = await login(browser, 'operator');
   await page.goto('/admin/');
@@ -182,14 +173,14 @@ test('after a run that finished its generation, the main action is Run again, no
   assert.equal(await again.getAttribute('data-run-again'), 'true');
   await shot(page, 'rt-12-run-again-1280');
   // Run again is a RESTART through its confirmation: a new generation, with items.
-  const before = (await gql('operator', `query { job(name: "demo-flaky") { currentGeneration } }`)).job.currentGeneration;
+  const before = (await gqlAs('operator', `query { job(name: "demo-flaky") { currentGeneration } }`)).job.currentGeneration;
   await again.click();
   await page.getByTestId('restart-confirm').click();
   let run;
   await until(
     'a new run with items',
     async () => {
-      run = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.activeRun ?? (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.lastRun;
+      run = (await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job.activeRun ?? (await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job.lastRun;
       return run && run.id !== j.lastRun.id;
     },
     30_000,
@@ -198,7 +189,7 @@ test('after a run that finished its generation, the main action is Run again, no
   await until(
     'the new run to process items',
     async () => {
-      const r = (await gql('operator', `query($id: ID!) { run(id: $id) { mode generation progress { processed } } }`, { id: run.id })).run;
+      const r = (await gqlAs('operator', `query($id: ID!) { run(id: $id) { mode generation progress { processed } } }`, { id: run.id })).run;
       return r.mode === 'RESTART' && r.generation > before && r.progress.processed > 0;
     },
     90_000,
@@ -209,15 +200,15 @@ test('after a run that finished its generation, the main action is Run again, no
 
 test('Pause asks first; a paused job shows no fires and offers only Unpause job', async () => {
   const page = await login(browser, 'operator');
-  const j = (await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job;
-  if (j.paused) await gql('operator', `mutation { resumeJob(input: {name: "demo-flaky"}) { userErrors { code } } }`);
+  const j = (await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job;
+  if (j.paused) await gqlAs('operator', `mutation { resumeJob(input: {name: "demo-flaky"}) { userErrors { code } } }`);
   await page.goto('/admin/');
   const card = page.getByTestId('job-card-demo-flaky');
   await card.getByTestId('pause-demo-flaky').click();
   const confirm = page.getByTestId('pause-confirm-demo-flaky');
   await confirm.waitFor();
   // Nothing is paused until the operator confirms.
-  assert.equal((await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.paused, false, 'the job paused before the confirmation');
+  assert.equal((await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job.paused, false, 'the job paused before the confirmation');
   await shot(page, 'rt-08-pause-confirm-1280');
   await confirm.click();
   await card.getByTestId('paused-demo-flaky').waitFor();
@@ -236,7 +227,7 @@ test('Pause asks first; a paused job shows no fires and offers only Unpause job'
   await shot(page, 'rt-11-paused-job-390');
 
   await page.getByTestId('resume-job-demo-flaky').click();
-  await until('the job to be unpaused', async () => !(await gql('operator', JOB_STATE, { n: 'demo-flaky' })).job.paused);
+  await until('the job to be unpaused', async () => !(await gqlAs('operator', JOB_STATE, { n: 'demo-flaky' })).job.paused);
   await until('Pause job to be offered again', async () => (await page.getByTestId('pause-demo-flaky').count()) === 1);
   assert.equal(await page.getByTestId('resume-job-demo-flaky').count(), 0, 'Unpause job still offered on an unpaused job');
   await page.context().close();

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { ARTIFACTS, BASE, launch, login, shot, TOKENS, until } from './helpers.mjs';
+import { ARTIFACTS, BASE, gqlResponse, launch, login, shot, TOKENS, until } from './helpers.mjs';
 
 const DB = process.env.E2E_DATABASE_URL;
 const BIN = process.env.E2E_BATON_BIN || path.resolve('../.data/e2e/baton');
@@ -25,15 +25,6 @@ function baton(...args) {
   return execFileSync(BIN, args, { encoding: 'utf8', env: { ...process.env, DATABASE_URL: DB } });
 }
 
-/** gql posts a GraphQL request with a token. */
-async function gql(token, query, variables = {}) {
-  const res = await fetch(`${BASE}/graphql`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    body: JSON.stringify({ query, variables }),
-  });
-  return res.json();
-}
 
 before(async () => {
   assert.ok(DB, 'E2E_DATABASE_URL is not set: run the specs through e2e/run.sh');
@@ -119,7 +110,7 @@ test('audit log: filters in the URL, an expanded row shows the stored, capped ar
   // keys of 200 characters): audited, capped. (A single value over its limit is refused whole as
   // INPUT_TOO_LONG, and its audit row holds only the field and the length.)
   const keys = Array.from({ length: 100 }, (_, k) => `${String(k).padStart(3, '0')}-${'k'.repeat(196)}`);
-  const refused = await gql(TOKENS.viewer, 'mutation($k: [String!]) { requestReplay(input: {runId: "UnVuOjE=", scope: FULL, reason: "why", targetKeys: $k}) { userErrors { code } } }', {
+  const refused = await gqlResponse(TOKENS.viewer, 'mutation($k: [String!]) { requestReplay(input: {runId: "UnVuOjE=", scope: FULL, reason: "why", targetKeys: $k}) { userErrors { code } } }', {
     k: keys,
   });
   assert.equal(refused.errors?.[0]?.extensions?.code, 'FORBIDDEN');
