@@ -1,6 +1,11 @@
 package runner
 
 import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/pipeline"
 )
@@ -11,6 +16,31 @@ import (
 // Transient marks err as passing: no effect happened and a retry may succeed (a 429 or 503
 // returned before the outside system applied anything).
 func Transient(err error) error { return pipeline.Transient(err) }
+
+// Throttled marks err as the item's downstream pushing back (a 429, or a 503 with
+// Retry-After) before it applied anything: TRANSIENT, and it slows that downstream for every
+// caller in the cluster (Item.Downstream). retryAfter is the wait the downstream asked for,
+// 0 when it gave none; RetryAfter parses the header.
+func Throttled(err error, retryAfter time.Duration) error { return pipeline.Throttled(err, retryAfter) }
+
+// RetryAfter parses an HTTP Retry-After header, in seconds or as a date; 0 when it is empty or
+// unreadable, or names a time already past.
+func RetryAfter(header string, now time.Time) time.Duration {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(header, 64); err == nil {
+		if s <= 0 || s > 86400 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(header); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
 
 // Rejected marks err as the outside system refusing the input; retrying the same input fails
 // the same way.

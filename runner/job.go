@@ -29,6 +29,10 @@ type (
 	LedgerState = bt.LedgerState
 	// RunRecord is a run as stored.
 	RunRecord = bt.RunRecord
+	// Downstream declares an outside system the job calls, with its default limits.
+	Downstream = bt.Downstream
+	// DownstreamLimits are a downstream's cluster-wide rate, concurrency and quota.
+	DownstreamLimits = bt.DownstreamLimits
 )
 
 // Job is a unit of work registered with a Runner. Run is called on a worker goroutine with a
@@ -77,6 +81,12 @@ type JobInfo struct {
 	// is used the first time the job is seen; afterwards it is edited at runtime
 	// (JobService.SetAutoResume).
 	AutoResume *AutoResumePolicy
+	// Downstreams declares the outside systems the job's steps call (Item.Downstream), with
+	// their default limits. The limits hold cluster-wide, for every job that names the
+	// downstream; the first declaration seen is used, and afterwards operators change them at
+	// runtime (DownstreamService.Update). A downstream an item names without any declaration
+	// is unlimited until an operator sets limits.
+	Downstreams []Downstream
 }
 
 // RetryPolicy is capped exponential backoff with full jitter for TRANSIENT failures.

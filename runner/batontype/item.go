@@ -18,4 +18,8 @@ type Item struct {
 	// External marks a step with an effect outside Baton's database (a payment, an email).
 	// Its intent is committed before the call, so a crash can never make the effect twice.
 	External bool
+	// Downstream names the outside system the step calls ("provider"): the call waits for
+	// its turn under that downstream's cluster-wide rate, concurrency and quota limits, and
+	// is held at the boundary while the downstream is paused. Empty means unlimited.
+	Downstream string
 }

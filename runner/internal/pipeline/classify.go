@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -33,6 +34,35 @@ func classify(state bt.LedgerState, err error) error {
 // Transient marks err as passing: no effect happened and a retry may succeed (a 429 or 503
 // returned before the outside system applied anything).
 func Transient(err error) error { return classify(bt.LedgerTransient, err) }
+
+// throttled is a pushback from a downstream: a 429 or 503 answered before anything was
+// applied, with the Retry-After it gave (0 when none).
+type throttled struct {
+	retryAfter time.Duration
+	err        error
+}
+
+func (t *throttled) Error() string { return t.err.Error() }
+func (t *throttled) Unwrap() error { return t.err }
+
+// Throttled marks err as the item's downstream pushing back (a 429, or a 503 with
+// Retry-After) before it applied anything: TRANSIENT, and it slows the downstream for every
+// caller in the cluster. retryAfter is the wait the downstream asked for; 0 when it gave none.
+func Throttled(err error, retryAfter time.Duration) error {
+	if err == nil {
+		err = errors.New("throttled by the downstream")
+	}
+	return Transient(&throttled{retryAfter: max(retryAfter, 0), err: err})
+}
+
+// ThrottledBy reports whether err is a pushback (Throttled), and the Retry-After it carries.
+func ThrottledBy(err error) (retryAfter time.Duration, ok bool) {
+	var t *throttled
+	if errors.As(err, &t) {
+		return t.retryAfter, true
+	}
+	return 0, false
+}
 
 // Rejected marks err as the outside system refusing the input; retrying the same input fails
 // the same way.
