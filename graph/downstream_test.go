@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestDownstreamsOverGraphQL(t *testing.T) {
 	if l := d.Limits; !floatIs(l.RatePerSecond, 50) || !intIs(l.Burst, 10) || !intIs(l.Concurrency, 16) || l.Quota != nil || l.QuotaWindow != nil || l.Paused {
 		t.Fatalf("provider's limits %+v, want the code's: rate 50, burst 10, concurrency 16, no quota", l)
 	}
-	if d.Defaults != d.Limits || d.UpdatedBy != nil || d.Stats.WindowSeconds <= 0 || d.Stats.Degraded {
+	if !reflect.DeepEqual(d.Defaults, d.Limits) || d.UpdatedBy != nil || d.Stats.WindowSeconds <= 0 || d.Stats.Degraded {
 		t.Fatalf("provider %+v, want its defaults in force, no one's change, a window and not degraded", d)
 	}
 	if got := i.downstream(t, viewer, "nope"); got != nil {
@@ -107,10 +108,10 @@ func TestDownstreamsOverGraphQL(t *testing.T) {
 		l.QuotaWindow == nil || *l.QuotaWindow != "DAY" {
 		t.Fatalf("limits after the update %+v, want rate 20.5, burst 5, concurrency 16 unchanged, quota 1000/DAY", l)
 	}
-	if got.Version <= d.Version || got.UpdatedBy == nil || *got.UpdatedBy != b.tokenName(operator) || got.UpdatedAt == nil || got.Defaults != d.Defaults {
+	if got.Version <= d.Version || got.UpdatedBy == nil || *got.UpdatedBy != b.tokenName(operator) || got.UpdatedAt == nil || !reflect.DeepEqual(got.Defaults, d.Defaults) {
 		t.Fatalf("after the update %+v, want a higher version than %d, changed by the operator, defaults unchanged", got, d.Version)
 	}
-	if again := i.downstream(t, viewer, "provider"); again == nil || again.Limits != got.Limits || again.Version != got.Version {
+	if again := i.downstream(t, viewer, "provider"); again == nil || !reflect.DeepEqual(again.Limits, got.Limits) || again.Version != got.Version {
 		t.Fatalf("read back %+v, want %+v", again, got.Limits)
 	}
 	if n := b.count(`SELECT count(*) FROM audit_log WHERE action = 'updateDownstream' AND actor = $1`, b.tokenName(operator)); n != 1 {
@@ -180,7 +181,7 @@ func TestUpdateDownstreamRefusesBadInput(t *testing.T) {
 			t.Errorf("%s: code %q (%+v), want a coded refusal", c.what, code, r.Errors)
 		}
 	}
-	if after := i.downstream(t, operator, "provider"); after == nil || after.Limits != before.Limits || after.Version != before.Version || after.UpdatedBy != nil {
+	if after := i.downstream(t, operator, "provider"); after == nil || !reflect.DeepEqual(after.Limits, before.Limits) || after.Version != before.Version || after.UpdatedBy != nil {
 		t.Fatalf("after the refusals %+v, want it unchanged from %+v", after, before)
 	}
 }
