@@ -145,16 +145,21 @@ export function DownstreamCard({ downstream: d, history, onSaved }: { downstream
             {blocked && s.blockedUntil ? <DateTime iso={s.blockedUntil} size="sm" /> : 'not blocked'}
           </Figure>
         </SimpleGrid>
-        <Text size="xs" c="dimmed" data-testid="ds-changed">
-          {d.updatedBy ? (
-            <>
-              Limits changed by <b>{d.updatedBy}</b> {d.updatedAt && <TimeAgo iso={d.updatedAt} size="xs" />} · version {d.version}
-            </>
-          ) : (
-            <>The code&apos;s defaults hold (version {d.version}).</>
-          )}{' '}
-          Defaults: rate {rateLimit(d.defaults)} · concurrency {concurrencyLimit(d.defaults)} · quota {quotaLimit(d.defaults)}
-        </Text>
+        <Stack gap={0}>
+          <Text size="xs" c="dimmed" data-testid="ds-changed">
+            {d.updatedBy ? (
+              <>
+                Limits changed by <b>{d.updatedBy}</b> {d.updatedAt && <TimeAgo iso={d.updatedAt} size="xs" />} · version {d.version}
+              </>
+            ) : (
+              <>The code&apos;s defaults hold (version {d.version}).</>
+            )}
+          </Text>
+          <Text size="xs" c="dimmed" data-testid="ds-defaults">
+            Defaults in code: rate {rateLimit(d.defaults)} · concurrency {concurrencyLimit(d.defaults)} ·{' '}
+            {d.defaults.quota === null ? 'no quota' : `quota ${quotaLimit(d.defaults)}`}
+          </Text>
+        </Stack>
         <Collapse expanded={editing}>{editing && <DownstreamEditor key={`${d.name}:${d.version}`} downstream={d} onSaved={onSaved} />}</Collapse>
       </Stack>
     </Card>

@@ -141,5 +141,6 @@ describe('DownstreamCard', () => {
     expect(screen.queryByTestId('ds-paused')).toBeNull();
     expect(screen.getByTestId('ds-blocked')).toHaveTextContent('not blocked');
     expect(screen.getByTestId('ds-changed')).toHaveTextContent("The code's defaults hold");
+    expect(screen.getByTestId('ds-defaults')).toHaveTextContent('Defaults in code: rate 50/s, burst 10 · concurrency 16 in flight · no quota');
   });
 });
