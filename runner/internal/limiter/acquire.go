@@ -70,7 +70,7 @@ func noTurn(name string, wait time.Duration) error {
 
 // acquireRedis runs acquireScript until it grants or refuses, polling while no slot is free.
 func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, start, deadline time.Time) (*Permit, error) {
-	keys := l.keys(name)[:4]
+	keys := l.ks.all(name)[:4]
 	member := l.newMember()
 	poll := pollMin
 	for {
@@ -95,7 +95,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			}
 			p := &Permit{Waited: l.now().Sub(start), l: l, name: name}
 			if lim.Concurrency > 0 {
-				p.member = member
+				p.member, p.slot = member, l.holdLocal(name)
 			}
 			return p, nil
 		case replyQuota:
@@ -140,7 +140,7 @@ func (l *Limiter) undo(name, member string, slot bool, window int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 	defer cancel()
-	_ = undoScript.Run(ctx, l.cfg.Redis, []string{l.key(name, keySlots), l.key(name, keyQuota)},
+	_ = undoScript.Run(ctx, l.cfg.Redis, []string{l.ks.key(name, keySlots), l.ks.key(name, keyQuota)},
 		member, strconv.FormatInt(window, 10)).Err()
 }
 

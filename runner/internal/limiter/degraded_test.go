@@ -28,6 +28,11 @@ func TestDegraded(t *testing.T) {
 	if err != nil || p.Degraded {
 		t.Fatalf("Acquire with Redis up = %+v, %v", p, err)
 	}
+	slots := limiter.Limits{Concurrency: 6} // a share of 2
+	running, err := l.Acquire(ctx, "batch", slots, time.Now().Add(10*time.Second))
+	if err != nil || running.Degraded {
+		t.Fatalf("Acquire of a slot with Redis up = %+v, %v", running, err)
+	}
 	srv.Stop(t)
 
 	var got starts
@@ -51,21 +56,16 @@ func TestDegraded(t *testing.T) {
 		t.Errorf("Degraded() = %v, %s with Redis down", d, since)
 	}
 
-	slots := limiter.Limits{Concurrency: 6} // a share of 2
-	held := []*limiter.Permit{}
-	for range 2 {
-		p, err := l.Acquire(ctx, "batch", slots, time.Now().Add(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
+	// The call that took its slot from Redis still runs: the share of 2 has one slot left.
+	second, err := l.Acquire(ctx, "batch", slots, time.Now().Add(time.Second))
+	if err != nil || !second.Degraded {
+		t.Fatalf("the second slot with Redis down = %+v, %v; want a degraded permit", second, err)
 	}
 	if _, err := l.Acquire(ctx, "batch", slots, time.Now().Add(100*time.Millisecond)); !errors.Is(err, limiter.ErrNoTurn) {
-		t.Errorf("a third local slot of a share of 2 = %v, want ErrNoTurn", err)
+		t.Errorf("a third slot of a share of 2 = %v, want ErrNoTurn", err)
 	}
-	for _, p := range held {
-		p.Release()
-	}
+	running.Release()
+	second.Release()
 
 	srv.Start(t)
 	testenv.Eventually(t, 5*time.Second, "a permit from Redis", func() bool {

@@ -135,6 +135,7 @@ type Config struct {
 // Limiter holds calls to downstreams to their limits. Its methods are safe for concurrent use.
 type Limiter struct {
 	cfg   Config
+	ks    keyspace
 	adapt Adapt
 	log   *slog.Logger
 	seq   atomic.Uint64
@@ -166,6 +167,7 @@ func New(cfg Config) *Limiter {
 	}
 	l := &Limiter{
 		cfg:    cfg,
+		ks:     keyspace(cfg.Prefix),
 		adapt:  cfg.Adapt.withDefaults(),
 		log:    cfg.Log,
 		local:  map[string]*localLimit{},
@@ -209,7 +211,7 @@ type Permit struct {
 	l        *Limiter
 	name     string
 	member   string      // the slot held in Redis, if any
-	slot     *localLimit // the local slot held, if any
+	slot     *localLimit // counts the call in this instance's calls in flight, if it holds a slot
 	released atomic.Bool
 }
 
@@ -225,7 +227,7 @@ func (p *Permit) Release() {
 	if p.member != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), p.l.cfg.Timeout)
 		defer cancel()
-		_ = p.l.cfg.Redis.ZRem(ctx, p.l.key(p.name, keySlots), p.member).Err()
+		_ = p.l.cfg.Redis.ZRem(ctx, p.l.ks.key(p.name, keySlots), p.member).Err()
 	}
 }
 

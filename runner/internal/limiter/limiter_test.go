@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/runner/internal/limiter"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/limiter"
 )
 
 // TestRateAcrossInstances: three instances calling one downstream limited to 50/s with a

@@ -10,7 +10,7 @@ import (
 type localLimit struct {
 	episode  int           // the degraded episode tat belongs to
 	tat      time.Time     // GCRA theoretical arrival time
-	inflight int           // local slots held
+	inflight int           // this instance's calls holding a slot, from Redis or the local share
 	freed    chan struct{} // closed (and replaced) when a local slot frees
 	qWindow  int64         // quota window start, µs since the epoch
 	qCount   int64         // calls counted in it
@@ -160,6 +160,16 @@ func (l *Limiter) undoLocal(ll *localLimit, g localGrant) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// holdLocal counts a call holding a Redis slot in this instance's calls in flight, so that
+// the local share, should Redis go away, counts the calls already running.
+func (l *Limiter) holdLocal(name string) *localLimit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ll := l.localFor(name)
+	ll.inflight++
+	return ll
 }
 
 // releaseLocal frees a local slot and wakes its waiters.

@@ -11,11 +11,15 @@ const (
 	keyStats = ":st"    // base of the per-second buckets ":st:<unix second>" (hash c t e w ws)
 )
 
-func (l *Limiter) key(name, kind string) string { return l.cfg.Prefix + name + kind }
+// keyspace is the key prefix of every downstream.
+type keyspace string
 
-func (l *Limiter) keys(name string) []string {
-	return []string{l.key(name, keySlots), l.key(name, keyTAT), l.key(name, keyAdapt),
-		l.key(name, keyQuota), l.key(name, keyStats)}
+func (k keyspace) key(name, kind string) string { return string(k) + name + kind }
+
+// all returns the keys of name in the order the scripts take them.
+func (k keyspace) all(name string) []string {
+	return []string{k.key(name, keySlots), k.key(name, keyTAT), k.key(name, keyAdapt),
+		k.key(name, keyQuota), k.key(name, keyStats)}
 }
 
 // luaCommon: the Redis clock in µs and the effective rate fraction (see fraction in adapt.go).

@@ -35,7 +35,7 @@ func (l *Limiter) Pushback(ctx context.Context, name string, lim Limits, retryAf
 	}
 	a := l.adapt
 	_, _ = l.run(ctx, func(ctx context.Context) ([]int64, error) {
-		return pushbackScript.Run(ctx, l.cfg.Redis, []string{l.key(name, keyAdapt)},
+		return pushbackScript.Run(ctx, l.cfg.Redis, []string{l.ks.key(name, keyAdapt)},
 			lim.Rate, a.Decrease, a.Cooldown.Microseconds(), a.minFraction(lim.Rate),
 			a.Recovery.Microseconds(), retryAfter.Microseconds()).Int64Slice()
 	})
@@ -105,7 +105,7 @@ func (l *Limiter) flush() {
 	failed := map[string]*counts{}
 	for name, c := range pending {
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-		err := flushScript.Run(ctx, l.cfg.Redis, []string{l.key(name, keyStats)},
+		err := flushScript.Run(ctx, l.cfg.Redis, []string{l.ks.key(name, keyStats)},
 			c.calls, c.throttled, c.errors, c.waits, c.waitMicros).Err()
 		cancel()
 		if err != nil {
@@ -148,7 +148,7 @@ func (l *Limiter) State(ctx context.Context, name string, lim Limits) (State, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	r, err := stateScript.Run(ctx, l.cfg.Redis, l.keys(name),
+	r, err := stateScript.Run(ctx, l.cfg.Redis, l.ks.all(name),
 		l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds(), win).Int64Slice()
 	if err == nil && len(r) != 11 {
 		err = errors.New("unexpected script reply")
