@@ -172,6 +172,10 @@ func TestPushback(t *testing.T) {
 		}
 		p.Release()
 	}
+	// Recovery is quadratic: a few hundred ms after the decrease the rate has barely climbed.
+	if r := rate(); r > 85 {
+		t.Errorf("effective rate %.2f soon after the decrease, want a slow start of the climb from 70", r)
+	}
 	last := 0.0
 	testenv.Eventually(t, recovery+time.Second, "the effective rate back at 100", func() bool {
 		r := rate()

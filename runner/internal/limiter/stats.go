@@ -92,11 +92,12 @@ func (l *Limiter) flushLoop() {
 	}
 }
 
-// flush writes the recorded counts to Redis. Counts that fail to go stay for the next flush.
+// flush writes the recorded counts to Redis. Counts that fail to go stay for the next flush;
+// while degraded they wait for Redis to be back, so that flushing costs no timeouts.
 func (l *Limiter) flush() {
 	l.mu.Lock()
 	pending := l.counts
-	if len(pending) == 0 {
+	if len(pending) == 0 || l.degraded {
 		l.mu.Unlock()
 		return
 	}
