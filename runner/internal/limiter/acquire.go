@@ -103,12 +103,31 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		case replyNoTurn:
 			return nil, noTurn(name, time.Duration(reply[1])*time.Microsecond)
 		}
-		// No free slot: poll again shortly, never past the deadline.
+		// No free slot: poll again shortly, never past the deadline, or at once when a call
+		// of this instance frees a slot.
 		d := min(poll/2+rand.N(poll/2+1), deadline.Sub(l.now())+time.Millisecond)
-		if err := sleep(ctx, d); err != nil {
+		if err := l.pollWait(ctx, name, d); err != nil {
 			return nil, err
 		}
 		poll = min(poll*2, pollMax)
+	}
+}
+
+// pollWait waits d, or until a call of this instance to name releases its slot (one waiter
+// wakes per release), or until ctx ends.
+func (l *Limiter) pollWait(ctx context.Context, name string, d time.Duration) error {
+	l.mu.Lock()
+	kick := l.localFor(name).kick
+	l.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-kick:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

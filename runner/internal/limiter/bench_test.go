@@ -73,3 +73,32 @@ func BenchmarkLimitedThroughput3(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
+
+// BenchmarkSlotHandoff: callers of one instance sharing a single slot, each taking it and
+// giving it back at once: the time from one release to the next holder's start.
+func BenchmarkSlotHandoff(b *testing.B) {
+	ls, _ := instances(b, 1, nil)
+	lim := limiter.Limits{Concurrency: 1}
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Hour)
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				p, err := ls[0].Acquire(ctx, "provider", lim, deadline)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				p.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/handoff")
+}

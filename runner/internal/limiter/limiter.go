@@ -221,13 +221,13 @@ func (p *Permit) Release() {
 	if p == nil || p.l == nil || !p.released.CompareAndSwap(false, true) {
 		return
 	}
-	if p.slot != nil {
-		p.l.releaseLocal(p.slot)
-	}
 	if p.member != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), p.l.cfg.Timeout)
-		defer cancel()
 		_ = p.l.cfg.Redis.ZRem(ctx, p.l.ks.key(p.name, keySlots), p.member).Err()
+		cancel()
+	}
+	if p.slot != nil {
+		p.l.releaseLocal(p.slot) // after the ZREM: it wakes a waiter of this instance
 	}
 }
 

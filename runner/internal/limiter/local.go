@@ -11,7 +11,8 @@ type localLimit struct {
 	episode  int           // the degraded episode tat belongs to
 	tat      time.Time     // GCRA theoretical arrival time
 	inflight int           // this instance's calls holding a slot, from Redis or the local share
-	freed    chan struct{} // closed (and replaced) when a local slot frees
+	freed    chan struct{} // closed (and replaced) when a slot of this instance frees
+	kick     chan struct{} // takes a token when a slot of this instance frees, for one Redis poller
 	qWindow  int64         // quota window start, µs since the epoch
 	qCount   int64         // calls counted in it
 	f0       float64       // rate fraction after the latest decrease
@@ -23,7 +24,7 @@ type localLimit struct {
 func (l *Limiter) localFor(name string) *localLimit {
 	ll := l.local[name]
 	if ll == nil {
-		ll = &localLimit{freed: make(chan struct{})}
+		ll = &localLimit{freed: make(chan struct{}), kick: make(chan struct{}, 1)}
 		l.local[name] = ll
 	}
 	return ll
@@ -181,6 +182,10 @@ func (l *Limiter) releaseLocal(ll *localLimit) {
 	}
 	close(ll.freed)
 	ll.freed = make(chan struct{})
+	select {
+	case ll.kick <- struct{}{}:
+	default:
+	}
 }
 
 // pushbackLocal is Pushback on the local limits.
