@@ -95,7 +95,8 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			}
 			p := &Permit{Waited: l.now().Sub(start), l: l, name: name}
 			if lim.Concurrency > 0 {
-				p.member, p.slot = member, l.holdLocal(name)
+				p.member = member
+				p.slot, p.hold = l.holdLocal(name, deadline)
 			}
 			return p, nil
 		case replyQuota:
@@ -117,7 +118,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 // wakes per release), or until ctx ends.
 func (l *Limiter) pollWait(ctx context.Context, name string, d time.Duration) error {
 	l.mu.Lock()
-	kick := l.localFor(name).kick
+	kick := l.local.of(name).kick
 	l.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()

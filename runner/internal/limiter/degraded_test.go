@@ -57,15 +57,20 @@ func TestDegraded(t *testing.T) {
 	}
 
 	// The call that took its slot from Redis still runs: the share of 2 has one slot left.
-	second, err := l.Acquire(ctx, "batch", slots, time.Now().Add(time.Second))
+	// Its holder drops the second permit; the slot comes back at its expiry.
+	second, err := l.Acquire(ctx, "batch", slots, time.Now().Add(400*time.Millisecond))
 	if err != nil || !second.Degraded {
 		t.Fatalf("the second slot with Redis down = %+v, %v; want a degraded permit", second, err)
 	}
 	if _, err := l.Acquire(ctx, "batch", slots, time.Now().Add(100*time.Millisecond)); !errors.Is(err, limiter.ErrNoTurn) {
 		t.Errorf("a third slot of a share of 2 = %v, want ErrNoTurn", err)
 	}
+	third, err := l.Acquire(ctx, "batch", slots, time.Now().Add(3*time.Second))
+	if err != nil || third.Waited < 150*time.Millisecond || third.Waited > 1500*time.Millisecond {
+		t.Fatalf("a slot after the dropped one expires = %+v, %v; want it after the rest of its 400ms", third, err)
+	}
 	running.Release()
-	second.Release()
+	third.Release()
 
 	srv.Start(t)
 	testenv.Eventually(t, 5*time.Second, "a permit from Redis", func() bool {

@@ -145,7 +145,7 @@ type Limiter struct {
 	since    time.Time // when degraded began
 	lastTry  time.Time // the latest Redis attempt while degraded
 	episode  int       // counts entries into degraded mode
-	local    map[string]*localLimit
+	local    locals
 	counts   map[string]*counts
 
 	closeOnce sync.Once
@@ -170,7 +170,7 @@ func New(cfg Config) *Limiter {
 		ks:     keyspace(cfg.Prefix),
 		adapt:  cfg.Adapt.withDefaults(),
 		log:    cfg.Log,
-		local:  map[string]*localLimit{},
+		local:  locals{},
 		counts: map[string]*counts{},
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -212,6 +212,7 @@ type Permit struct {
 	name     string
 	member   string      // the slot held in Redis, if any
 	slot     *localLimit // counts the call in this instance's calls in flight, if it holds a slot
+	hold     uint64      // its entry there
 	released atomic.Bool
 }
 
@@ -227,7 +228,7 @@ func (p *Permit) Release() {
 		cancel()
 	}
 	if p.slot != nil {
-		p.l.releaseLocal(p.slot) // after the ZREM: it wakes a waiter of this instance
+		p.l.releaseLocal(p.slot, p.hold) // after the ZREM: it wakes a waiter of this instance
 	}
 }
 

@@ -8,24 +8,27 @@ import (
 // localLimit is one downstream's limits on this instance alone, used while degraded. The
 // Limiter's mutex guards it.
 type localLimit struct {
-	episode  int           // the degraded episode tat belongs to
-	tat      time.Time     // GCRA theoretical arrival time
-	inflight int           // this instance's calls holding a slot, from Redis or the local share
-	freed    chan struct{} // closed (and replaced) when a slot of this instance frees
-	kick     chan struct{} // takes a token when a slot of this instance frees, for one Redis poller
-	qWindow  int64         // quota window start, µs since the epoch
-	qCount   int64         // calls counted in it
-	f0       float64       // rate fraction after the latest decrease
-	d        time.Time     // time of the latest decrease; zero = none
-	blocked  time.Time     // calls held until then
+	episode int                  // the degraded episode tat belongs to
+	tat     time.Time            // GCRA theoretical arrival time
+	holds   map[uint64]time.Time // this instance's calls holding a slot (Redis or local) → expiry
+	freed   chan struct{}        // closed (and replaced) when a slot of this instance frees
+	kick    chan struct{}        // takes a token when a slot of this instance frees, for one Redis poller
+	qWindow int64                // quota window start, µs since the epoch
+	qCount  int64                // calls counted in it
+	f0      float64              // rate fraction after the latest decrease
+	d       time.Time            // time of the latest decrease; zero = none
+	blocked time.Time            // calls held until then
 }
 
-// localFor returns name's local limits, made on first use. l.mu must be held.
-func (l *Limiter) localFor(name string) *localLimit {
-	ll := l.local[name]
+// locals holds the local limits of each downstream.
+type locals map[string]*localLimit
+
+// of returns name's local limits, made on first use. The Limiter's mutex must be held.
+func (m locals) of(name string) *localLimit {
+	ll := m[name]
 	if ll == nil {
-		ll = &localLimit{freed: make(chan struct{}), kick: make(chan struct{}, 1)}
-		l.local[name] = ll
+		ll = &localLimit{holds: map[uint64]time.Time{}, freed: make(chan struct{}), kick: make(chan struct{}, 1)}
+		m[name] = ll
 	}
 	return ll
 }
@@ -38,12 +41,29 @@ func (ll *localLimit) fraction(now time.Time, a Adapt, minf float64) float64 {
 	return fraction(ll.f0, now.Sub(ll.d), a.Recovery, minf)
 }
 
+// freeSlot reports whether fewer than limit calls hold a slot at now. Slots past their expiry
+// count as free, as in Redis (their holder dropped the permit); when none is free, next is
+// the earliest expiry.
+func (ll *localLimit) freeSlot(now time.Time, limit int) (ok bool, next time.Time) {
+	if len(ll.holds) < limit {
+		return true, time.Time{}
+	}
+	for id, exp := range ll.holds {
+		if !exp.After(now) {
+			delete(ll.holds, id)
+		} else if next.IsZero() || exp.Before(next) {
+			next = exp
+		}
+	}
+	return len(ll.holds) < limit, next
+}
+
 // localGrant is what reserve took for one call.
 type localGrant struct {
 	code   int           // replyOK, replyQuota, replyNoSlot or replyNoTurn
 	wait   time.Duration // until the turn (replyOK), or the turn past the deadline (replyNoTurn)
-	until  time.Time     // the quota window's end (replyQuota)
-	slot   bool          // a local slot was taken
+	until  time.Time     // the quota window's end (replyQuota), or the next slot expiry (replyNoSlot)
+	hold   uint64        // the local slot taken, 0 = none
 	window int64         // the quota window counted, 0 = none
 }
 
@@ -58,8 +78,10 @@ func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadlin
 			return localGrant{code: replyQuota, until: time.UnixMicro(win + size)}
 		}
 	}
-	if sh.Concurrency > 0 && ll.inflight >= sh.Concurrency {
-		return localGrant{code: replyNoSlot}
+	if sh.Concurrency > 0 {
+		if ok, next := ll.freeSlot(now, sh.Concurrency); !ok {
+			return localGrant{code: replyNoSlot, until: next}
+		}
 	}
 	var wait time.Duration
 	maxWait := deadline.Sub(now)
@@ -87,8 +109,8 @@ func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadlin
 	}
 	g := localGrant{code: replyOK, wait: max(wait, 0)}
 	if sh.Concurrency > 0 {
-		ll.inflight++
-		g.slot = true
+		g.hold = l.seq.Add(1)
+		ll.holds[g.hold] = deadline
 	}
 	if sh.Quota > 0 {
 		if ll.qWindow != win {
@@ -112,7 +134,7 @@ func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, sta
 	sh := lim.share(l.shareOf())
 	for {
 		l.mu.Lock()
-		ll := l.localFor(name)
+		ll := l.local.of(name)
 		now := l.now()
 		g := l.reserve(ll, now, lim, sh, deadline)
 		freed := ll.freed
@@ -124,8 +146,8 @@ func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, sta
 				return nil, err
 			}
 			p := &Permit{Waited: l.now().Sub(start), Degraded: true, l: l, name: name}
-			if g.slot {
-				p.slot = ll
+			if g.hold != 0 {
+				p.slot, p.hold = ll, g.hold
 			}
 			return p, nil
 		case replyQuota:
@@ -136,6 +158,9 @@ func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, sta
 		left := deadline.Sub(now)
 		if left <= 0 {
 			return nil, noTurn(name, 0)
+		}
+		if !g.until.IsZero() && g.until.Sub(now) < left {
+			left = max(g.until.Sub(now), time.Millisecond)
 		}
 		t := time.NewTimer(left)
 		select {
@@ -151,8 +176,8 @@ func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, sta
 
 // undoLocal gives back what reserve took for a call that did not start.
 func (l *Limiter) undoLocal(ll *localLimit, g localGrant) {
-	if g.slot {
-		l.releaseLocal(ll)
+	if g.hold != 0 {
+		l.releaseLocal(ll, g.hold)
 	}
 	if g.window != 0 {
 		l.mu.Lock()
@@ -163,23 +188,22 @@ func (l *Limiter) undoLocal(ll *localLimit, g localGrant) {
 	}
 }
 
-// holdLocal counts a call holding a Redis slot in this instance's calls in flight, so that
-// the local share, should Redis go away, counts the calls already running.
-func (l *Limiter) holdLocal(name string) *localLimit {
+// holdLocal counts a call holding a Redis slot until expiry in this instance's calls in
+// flight, so that the local share, should Redis go away, counts the calls already running.
+func (l *Limiter) holdLocal(name string, expiry time.Time) (*localLimit, uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ll := l.localFor(name)
-	ll.inflight++
-	return ll
+	ll := l.local.of(name)
+	id := l.seq.Add(1)
+	ll.holds[id] = expiry
+	return ll, id
 }
 
-// releaseLocal frees a local slot and wakes its waiters.
-func (l *Limiter) releaseLocal(ll *localLimit) {
+// releaseLocal frees this instance's slot id and wakes its waiters.
+func (l *Limiter) releaseLocal(ll *localLimit, id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ll.inflight > 0 {
-		ll.inflight--
-	}
+	delete(ll.holds, id)
 	close(ll.freed)
 	ll.freed = make(chan struct{})
 	select {
@@ -192,7 +216,7 @@ func (l *Limiter) releaseLocal(ll *localLimit) {
 func (l *Limiter) pushbackLocal(name string, lim Limits, retryAfter time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ll := l.localFor(name)
+	ll := l.local.of(name)
 	now := l.now()
 	if lim.Rate > 0 && (ll.d.IsZero() || now.Sub(ll.d) >= l.adapt.Cooldown) {
 		minf := l.adapt.minFraction(lim.Rate)
