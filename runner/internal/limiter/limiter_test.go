@@ -3,6 +3,8 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -314,5 +316,54 @@ func TestRecordState(t *testing.T) {
 	}
 	if st.EffectiveRate != 10 || st.InFlight != 0 || !st.BlockedUntil.IsZero() {
 		t.Errorf("State = %+v, want effective rate 10, nothing in flight, not blocked", st)
+	}
+}
+
+// TestCancelledWaitGivesBack: a call whose context ends while it waits for its turn gives its
+// slot and its quota count back.
+func TestCancelledWaitGivesBack(t *testing.T) {
+	t.Parallel()
+	ls, _ := instances(t, 1, nil)
+	lim := limiter.Limits{Rate: 1, Burst: 1, Concurrency: 5, Quota: 10, QuotaWindow: time.Hour}
+	first, err := ls[0].Acquire(context.Background(), "provider", lim, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel) // while it waits for its turn, 1s away
+	if _, err := ls[0].Acquire(ctx, "provider", lim, time.Now().Add(5*time.Second)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire whose context ends during the wait = %v, want the context's error", err)
+	}
+	st, err := ls[0].State(context.Background(), "provider", lim)
+	if err != nil || st.InFlight != 1 || st.QuotaUsed != 1 {
+		t.Errorf("State = in flight %d, quota used %d, %v; want 1 and 1", st.InFlight, st.QuotaUsed, err)
+	}
+}
+
+// TestPushbackFloor: repeated pushback never takes the effective rate below Floor × Rate.
+func TestPushbackFloor(t *testing.T) {
+	t.Parallel()
+	ls, _ := instances(t, 1, func(cfg *limiter.Config) {
+		cfg.Adapt = limiter.Adapt{Cooldown: time.Microsecond, Floor: 0.05, Decrease: 0.5}
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		rate, want float64
+	}{
+		{100, 5},     // 5% of 100/s
+		{1, 0.1},     // never below 0.1/s
+		{0.05, 0.05}, // a rate below 0.1/s is not lowered
+	} {
+		lim := limiter.Limits{Rate: tc.rate}
+		name := fmt.Sprintf("provider-%v", tc.rate)
+		for range 12 {
+			ls[0].Pushback(ctx, name, lim, 0)
+			time.Sleep(time.Millisecond) // past the cooldown
+		}
+		st, err := ls[0].State(ctx, name, lim)
+		if err != nil || math.Abs(st.EffectiveRate-tc.want) > tc.want*0.01 {
+			t.Errorf("rate %v: effective rate after 12 pushbacks %v, %v; want %v", tc.rate, st.EffectiveRate, err, tc.want)
+		}
 	}
 }
