@@ -102,3 +102,16 @@ func BenchmarkSlotHandoff(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/handoff")
 }
+
+// BenchmarkRedisRoundTrip: one PING, the floor under a limited call's two commands.
+func BenchmarkRedisRoundTrip(b *testing.B) {
+	_, c := instances(b, 1, nil)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		if err := c.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
+}

@@ -61,8 +61,12 @@ if quota > 0 then
   if tonumber(q[1]) == cur and (tonumber(q[2]) or 0) >= quota then return {1, cur + win} end
 end
 if conc > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if redis.call('ZCARD', KEYS[1]) >= conc then return {2} end
+  local held = redis.call('ZCARD', KEYS[1])
+  if held >= conc then
+    -- Full: only now drop the holders past their expiry (dead instances, dropped permits).
+    held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+    if held >= conc then return {2} end
+  end
 end
 local a = redis.call('HMGET', KEYS[3], 'f', 'd', 'b')
 local blocked = tonumber(a[3]) or 0
@@ -98,7 +102,7 @@ if quota > 0 then
     counted = w
     redis.call('HINCRBY', KEYS[4], 'n', 1)
   end
-  extend(KEYS[4], (counted + win - now) / 1000 + 60000)
+  redis.call('PEXPIREAT', KEYS[4], us((counted + win) / 1000 + 60000))
 end
 return {0, math.floor(wait), now, counted}
 `)
