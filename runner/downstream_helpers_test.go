@@ -164,7 +164,6 @@ func setLimits(t *testing.T, r *runner.Runner, u bt.DownstreamUpdate) *bt.Downst
 	return d
 }
 
-
 // stopRuns cancels runs and waits until each has ended.
 func stopRuns(b *bundle, r *runner.Runner, ids ...int64) {
 	b.T.Helper()
