@@ -217,12 +217,13 @@ type Permit struct {
 }
 
 // Release gives the concurrency slot back. It is idempotent and safe on a nil Permit. A slot
-// whose release does not reach Redis comes back at its expiry.
+// whose release does not reach Redis comes back at its expiry; while degraded, Release does
+// not try, so that it never waits for the timeout.
 func (p *Permit) Release() {
 	if p == nil || p.l == nil || !p.released.CompareAndSwap(false, true) {
 		return
 	}
-	if p.member != "" {
+	if down, _ := p.l.Degraded(); p.member != "" && !down {
 		ctx, cancel := context.WithTimeout(context.Background(), p.l.cfg.Timeout)
 		_ = p.l.cfg.Redis.ZRem(ctx, p.l.ks.key(p.name, keySlots), p.member).Err()
 		cancel()
