@@ -20,6 +20,8 @@ package limiter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,9 +122,11 @@ func (lim Limits) share(n int) Limits {
 
 // Config configures a Limiter.
 type Config struct {
+	// Redis holds the shared state. Give it ContextTimeoutEnabled, so that Timeout bounds
+	// every operation even when Redis stalls.
 	Redis    redis.UniversalClient
-	Prefix   string        // key prefix, e.g. "baton:{dev}:ds:"
-	Instance string        // names this process in slot holders
+	Prefix   string        // key prefix, e.g. "baton:{dev}:ds:"; its hash tag keeps a cluster on one slot
+	Instance string        // names this process in slot holders (a random token is added to it)
 	Timeout  time.Duration // per Redis operation; 0 means 250ms. A failure or timeout means degraded
 	// Share returns the live instances in the cluster, for the local share; nil or <1 means 1.
 	Share func() int
@@ -162,9 +166,9 @@ func New(cfg Config) *Limiter {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Instance == "" {
-		cfg.Instance = "instance"
-	}
+	token := make([]byte, 4)
+	_, _ = rand.Read(token)
+	cfg.Instance += ":" + hex.EncodeToString(token) // two processes never share a holder name
 	l := &Limiter{
 		cfg:    cfg,
 		ks:     keyspace(cfg.Prefix),
@@ -284,7 +288,7 @@ func (l *Limiter) redisWorked() {
 		"degraded_for", l.now().Sub(l.since).Round(time.Millisecond))
 }
 
-// newMember names one slot holder: the instance and a sequence number.
+// newMember names one slot holder: the instance, its token and a sequence number.
 func (l *Limiter) newMember() string {
 	return l.cfg.Instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
 }
