@@ -71,6 +71,17 @@ func TestDegraded(t *testing.T) {
 	}
 	running.Release()
 
+	quota := limiter.Limits{Quota: 6, QuotaWindow: time.Hour} // a share of 2
+	for i := range 2 {
+		if _, err := l.Acquire(ctx, "metered", quota, time.Now().Add(time.Second)); err != nil {
+			t.Fatalf("call %d of a quota share of 2: %v", i+1, err)
+		}
+	}
+	var held *limiter.HeldError
+	if _, err := l.Acquire(ctx, "metered", quota, time.Now().Add(time.Second)); !errors.As(err, &held) || held.Reason != "QUOTA" {
+		t.Errorf("the third call of a quota share of 2 = %v, want *HeldError QUOTA", err)
+	}
+
 	srv.Start(t)
 	testenv.Eventually(t, 5*time.Second, "a permit from Redis", func() bool {
 		p, err := l.Acquire(ctx, "batch", slots, time.Now().Add(time.Second))

@@ -379,3 +379,25 @@ func TestPushbackFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterWithoutRate: Retry-After holds the calls to a downstream that has no rate
+// limit too.
+func TestRetryAfterWithoutRate(t *testing.T) {
+	t.Parallel()
+	ls, c := instances(t, 2, nil)
+	lim := limiter.Limits{Concurrency: 3}
+	ctx := context.Background()
+	ls[0].Pushback(ctx, "provider", lim, 300*time.Millisecond)
+	st, err := ls[1].State(ctx, "provider", lim)
+	if err != nil || st.BlockedUntil.IsZero() || st.EffectiveRate != 0 {
+		t.Fatalf("State after Retry-After = %+v, %v; want blocked, no rate", st, err)
+	}
+	p, err := ls[1].Acquire(ctx, "provider", lim, time.Now().Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	if now := redisNow(t, c); now.Before(st.BlockedUntil) {
+		t.Errorf("the call started at %s (Redis clock), before Retry-After ends at %s", now, st.BlockedUntil)
+	}
+}
