@@ -8,9 +8,16 @@
 // 429 or 503 is slowed for every caller (Pushback): its effective rate drops multiplicatively
 // and climbs back lazily, computed by each reservation from the time of the last decrease.
 //
+// A call takes its concurrency slot first and its rate turn with it, in one script: calls
+// waiting for slots that free together still start at the rate. When the slot is free,
+// Acquire is one round trip and Release another.
+//
 // When Redis fails or times out, the limiter is degraded: each instance holds its calls to its
 // local share of each limit (the limit divided by the live instances, rounded up) and tries
-// Redis again at most once a second.
+// Redis again at most once a second. The local share counts the calls of the instance that
+// already hold Redis slots, its bucket starts empty, and once Redis is back the calls still
+// holding local slots count against the cluster's limit until they end, so the switch either
+// way does not let more calls through.
 //
 // Every key of a downstream starts with Config.Prefix and the name, e.g.
 // "baton:{dev}:ds:provider:slots". The prefix's hash tag keeps them on one cluster slot, which
