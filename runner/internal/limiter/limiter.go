@@ -15,9 +15,9 @@
 // When Redis fails or times out, the limiter is degraded: each instance holds its calls to its
 // local share of each limit (the limit divided by the live instances, rounded up) and tries
 // Redis again at most once a second. The local share counts the calls of the instance that
-// already hold Redis slots, its bucket starts empty, and once Redis is back the calls still
-// holding local slots count against the cluster's limit until they end, so the switch either
-// way does not let more calls through.
+// already hold Redis slots and its bucket starts empty; once Redis is back, the calls still
+// holding local slots count against the cluster's concurrency until they end. (The second
+// after Redis comes back may see the local shares' last calls on top of the cluster's burst.)
 //
 // Every key of a downstream starts with Config.Prefix and the name, e.g.
 // "baton:{dev}:ds:provider:slots". The prefix's hash tag keeps them on one cluster slot, which
