@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,6 +190,10 @@ func New(cfg Config) *Limiter {
 	if l.log == nil {
 		l.log = slog.Default()
 	}
+	if _, cluster := cfg.Redis.(*redis.ClusterClient); cluster && !hasHashTag(cfg.Prefix) {
+		l.log.Warn("downstream limits: the key prefix has no hash tag, so a downstream's keys fall on "+
+			"different cluster slots and its scripts fail (limits hold per instance only)", "prefix", cfg.Prefix)
+	}
 	go l.flushLoop()
 	return l
 }
@@ -298,4 +303,14 @@ func (l *Limiter) redisWorked() {
 // newMember names one slot holder: the instance, its token and a sequence number.
 func (l *Limiter) newMember() string {
 	return l.cfg.Instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
+}
+
+// hasHashTag reports whether key has a Redis Cluster hash tag: a non-empty "{...}".
+func hasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	return end > 0
 }

@@ -94,3 +94,14 @@ func TestTolerance(t *testing.T) {
 		}
 	}
 }
+
+func TestHasHashTag(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]bool{
+		"baton:{dev}:ds:": true, "baton:dev:ds:": false, "baton:{}:ds:": false, "baton:{dev:ds:": false, "}{x}": true,
+	} {
+		if got := hasHashTag(key); got != want {
+			t.Errorf("hasHashTag(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
