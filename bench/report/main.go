@@ -741,7 +741,7 @@ func renderFigures(w writef, r *Run) {
 func renderNotMeasured(w writef, r *Run) {
 	w("\n### Asked for by the issues, not measured yet\n\n")
 	missing := 0
-	for _, g := range slices.Concat(goals, scale, history) {
+	for _, g := range slices.Concat(goals, scale, history, downstream) {
 		if _, _, v := judge(r, g); v == notYet {
 			w("- %s (issue %s)\n", g.What, g.Issue)
 			missing++
