@@ -146,6 +146,7 @@ type Runner struct {
 
 	replays    *replay.Service
 	reconciles *replay.Reconciles
+	ds         *downstreams
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -153,6 +154,53 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.DB == nil || cfg.Redis == nil {
 		return nil, errors.New("runner: Config.DB and Config.Redis are required")
 	}
+	cfg = cfg.withDefaults()
+	if cfg.Store == nil {
+		cfg.Store = postgres.New(cfg.DB)
+	}
+	st := cfg.Store
+	m, err := metrics.New(cfg.Registerer, st.RedoneWrites)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{
+		cfg:     cfg,
+		store:   st,
+		locks:   redislock.New(cfg.Redis, cfg.Env),
+		log:     cfg.Logger.With("instance", cfg.Instance),
+		metrics: m,
+		reg:     &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
+		slots:   make(chan struct{}, cfg.PoolSize),
+		active:  map[int64]*Run{},
+	}
+	r.handover = handover{r}
+	if r.ds, err = newDownstreams(cfg, st, r.log); err != nil {
+		return nil, err
+	}
+	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
+	if cfg.Events != nil {
+		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
+	}
+	listenDB := cfg.ListenDB
+	if listenDB == nil {
+		listenDB = cfg.DB
+	}
+	r.sched = schedule.New(schedule.Config{Store: st, DB: listenDB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
+		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover, AutoResumeFunc: r.resumeDue})
+	r.replays = replay.New(replay.Config{Store: st, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
+		AuditFunc: r.audit, MaskFunc: maskEvidence})
+	rc := replay.ReconcileConfig{Store: st, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
+		Timeout: cfg.ReconcileTimeout, JobFunc: r.reg.replayJob, LeasesFunc: r.reg.reconcileLeases, Slots: reconcileSlots{r},
+		TokenFunc: newToken, AuditFunc: r.audit, MaskFunc: maskEvidence}
+	if sink, ok := cfg.Events.(ReconcileSink); ok {
+		rc.PublishFunc = sink.ReconcileChanged
+	}
+	r.reconciles = replay.NewReconciles(rc)
+	return r, nil
+}
+
+// withDefaults returns cfg with every zero setting given its default.
+func (cfg Config) withDefaults() Config {
 	if cfg.Env == "" {
 		cfg.Env = DefaultEnv
 	}
@@ -188,45 +236,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.RemoteStartWait = DefaultRemoteStartWait
 	}
 	cfg.Retention = cfg.Retention.WithDefaults()
-	if cfg.Store == nil {
-		cfg.Store = postgres.New(cfg.DB)
-	}
-	st := cfg.Store
-	m, err := metrics.New(cfg.Registerer, st.RedoneWrites)
-	if err != nil {
-		return nil, err
-	}
-	r := &Runner{
-		cfg:     cfg,
-		store:   st,
-		locks:   redislock.New(cfg.Redis, cfg.Env),
-		log:     cfg.Logger.With("instance", cfg.Instance),
-		metrics: m,
-		reg:     &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
-		slots:   make(chan struct{}, cfg.PoolSize),
-		active:  map[int64]*Run{},
-	}
-	r.handover = handover{r}
-	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
-	if cfg.Events != nil {
-		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
-	}
-	listenDB := cfg.ListenDB
-	if listenDB == nil {
-		listenDB = cfg.DB
-	}
-	r.sched = schedule.New(schedule.Config{Store: st, DB: listenDB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
-		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover, AutoResumeFunc: r.resumeDue})
-	r.replays = replay.New(replay.Config{Store: st, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
-		AuditFunc: r.audit, MaskFunc: maskEvidence})
-	rc := replay.ReconcileConfig{Store: st, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
-		Timeout: cfg.ReconcileTimeout, JobFunc: r.reg.replayJob, LeasesFunc: r.reg.reconcileLeases, Slots: reconcileSlots{r},
-		TokenFunc: newToken, AuditFunc: r.audit, MaskFunc: maskEvidence}
-	if sink, ok := cfg.Events.(ReconcileSink); ok {
-		rc.PublishFunc = sink.ReconcileChanged
-	}
-	r.reconciles = replay.NewReconciles(rc)
-	return r, nil
+	return cfg
 }
 
 // Instance returns this runner's instance name.
@@ -258,6 +268,11 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		if err := validatePolicy(policyOf(info)); err != nil {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
+		for _, d := range info.Downstreams {
+			if err := checkDefaults(d); err != nil {
+				return fmt.Errorf("job %q: %w", info.Name, err)
+			}
+		}
 	}
 	defaults := make([]store.JobDefaults, len(jobs))
 	for i, j := range jobs {
@@ -279,6 +294,13 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 	// starting with ten thousand jobs registers them in well under a second.
 	if err := r.store.EnsureJobs(ctx, defaults); err != nil {
 		return err
+	}
+	var declared []bt.Downstream
+	for _, j := range jobs {
+		declared = append(declared, j.Info().Downstreams...)
+	}
+	if err := r.ds.declare(ctx, declared); err != nil {
+		return fmt.Errorf("declare downstreams: %w", err)
 	}
 	for _, j := range jobs {
 		r.reg.jobs[j.Info().Name] = j
@@ -338,6 +360,8 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.ds.serve(ctx) }()
 	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts and reconciles to the others
 		wg.Add(2)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()
