@@ -65,8 +65,9 @@ local quota, win, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[
 local q
 if quota > 0 then
   q = redis.call('HMGET', KEYS[4], 'w', 'n')
-  local cur = math.floor(now / win) * win
-  if tonumber(q[1]) == cur and (tonumber(q[2]) or 0) >= quota then return {1, cur + win} end
+  -- The counted window may be the next one already, when a turn's wait crossed into it.
+  local w = tonumber(q[1]) or 0
+  if w >= math.floor(now / win) * win and (tonumber(q[2]) or 0) >= quota then return {1, w + win} end
 end
 if conc > 0 then
   local held = redis.call('ZCARD', KEYS[1]) + tonumber(ARGV[11])
