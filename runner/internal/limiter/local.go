@@ -91,7 +91,7 @@ type localGrant struct {
 
 // reserve is acquireScript on the local clock and the local share sh of lim. It reserves
 // nothing unless it grants. l.mu must be held.
-func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadline time.Time) localGrant {
+func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadline, hold time.Time) localGrant {
 	var win int64
 	if sh.Quota > 0 {
 		size := sh.QuotaWindow.Microseconds()
@@ -132,7 +132,7 @@ func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadlin
 	g := localGrant{code: replyOK, wait: max(wait, 0)}
 	if sh.Concurrency > 0 {
 		g.hold = l.seq.Add(1)
-		ll.holds[g.hold] = slotHold{expiry: deadline, own: true}
+		ll.holds[g.hold] = slotHold{expiry: hold, own: true}
 		ll.ownHeld++
 	}
 	if sh.Quota > 0 {
@@ -153,13 +153,13 @@ func later(a, b time.Time) time.Time {
 }
 
 // acquireLocal is Acquire on this instance's share of lim.
-func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, start, deadline time.Time) (*Permit, error) {
+func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, start, deadline, hold time.Time) (*Permit, error) {
 	sh := lim.share(l.shareOf())
 	for {
 		l.mu.Lock()
 		ll := l.local.of(name)
 		now := l.now()
-		g := l.reserve(ll, now, lim, sh, deadline)
+		g := l.reserve(ll, now, lim, sh, deadline, hold)
 		freed := ll.freed
 		l.mu.Unlock()
 		switch g.code {
