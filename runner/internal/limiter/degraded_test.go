@@ -66,7 +66,7 @@ func TestDegraded(t *testing.T) {
 		t.Errorf("a third slot of a share of 2 = %v, want ErrNoTurn", err)
 	}
 	third, err := l.Acquire(ctx, "batch", slots, time.Now().Add(10*time.Second))
-	if err != nil || third.Waited < 150*time.Millisecond || third.Waited > 1500*time.Millisecond {
+	if err != nil || third.Waited < 150*time.Millisecond || third.Waited > 3*time.Second {
 		t.Fatalf("a slot after the dropped one expires = %+v, %v; want it after the rest of its 400ms", third, err)
 	}
 	running.Release()
@@ -134,8 +134,8 @@ func TestDegradedOnTimeout(t *testing.T) {
 	if err != nil || !p.Degraded {
 		t.Fatalf("Acquire with Redis paused = %+v, %v; want a degraded permit", p, err)
 	}
-	if d := time.Since(begin); d > 400*time.Millisecond {
-		t.Errorf("the first degraded Acquire took %s, want about the 100ms timeout", d)
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("the first degraded Acquire took %s, want about the 100ms timeout, not the 3s pause", d)
 	}
 	begin = time.Now()
 	for range 5 {
@@ -144,7 +144,7 @@ func TestDegradedOnTimeout(t *testing.T) {
 		}
 	}
 	before.Release() // its Redis slot comes back at its expiry
-	if d := time.Since(begin); d > 50*time.Millisecond {
-		t.Errorf("5 calls and a release while degraded took %s: they paid the timeout", d)
+	if d := time.Since(begin); d > 400*time.Millisecond {
+		t.Errorf("5 calls and a release while degraded took %s: they paid the 100ms timeout", d)
 	}
 }
