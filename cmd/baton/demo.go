@@ -21,7 +21,28 @@ import (
 //	BATON_DEMO_ACCOUNTS, BATON_DEMO_PROVIDER_LATENCY demo-settlement (300, 120ms)
 //	BATON_DEMO_SETTLEMENT_BATCH                      accounts per ProcessBatch (1: one by one)
 //	BATON_DEMO_FAST=1                                all of them tiny (for tests)
+//
+// BATON_DEMO_PROVIDER_URL, such as http://127.0.0.1:8099, makes demo-settlement pay through a
+// provider served over HTTP (demo.ProviderHandler) instead of one in process, so several
+// instances share one provider, its own limit and its records of every call; the provider's
+// latency and faults are then the serving process's. It holds with BATON_DEMO_FAST too.
 func demoConfig() (demo.Config, error) {
+	c, err := demoSizes()
+	if err != nil {
+		return c, err
+	}
+	if v := os.Getenv("BATON_DEMO_PROVIDER_URL"); v != "" {
+		p, err := demo.NewHTTPProvider(v)
+		if err != nil {
+			return c, fmt.Errorf("BATON_DEMO_PROVIDER_URL: %w", err)
+		}
+		c.Payments = p
+	}
+	return c, nil
+}
+
+// demoSizes reads the demo jobs' sizes (demoConfig).
+func demoSizes() (demo.Config, error) {
 	if envBool("BATON_DEMO_FAST", false) {
 		return demo.FastConfig(), nil
 	}
