@@ -127,26 +127,14 @@ func (j *collectJob) Run(ctx context.Context, run *runner.Run) error {
 	run.Logger().Info("collecting", "source", j.cfg.Source, "date", date, "from_page", start, "pages", j.cfg.Pages)
 	runID := run.ID()
 	for n := start; n <= j.cfg.Pages; n++ {
-		item := runner.Item{
-			Target:     "page:" + strconv.Itoa(n),
-			Input:      collectInput{Source: j.cfg.Source, Date: date, Page: n},
-			Checkpoint: collectToken(j.cfg.Source, date, n),
-			Downstream: SourceDownstream,
-		}
+		item := j.pageItem(date, n)
 		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
 			if j.beforeFetch != nil {
 				j.beforeFetch(n, a.Number)
 			}
 			p, err := j.src.fetch(ctx, n, a.Number)
-			var limited *sourceLimited
-			switch {
-			case errors.As(err, &limited):
-				return runner.Throttled(err, limited.retryAfter)
-			case errors.Is(err, errSourceUnavailable):
-				return runner.Throttled(err, 0)
-			}
 			if err != nil {
-				return err
+				return classifyFetchError(err)
 			}
 			a.Tx(func(ctx context.Context, tx pgx.Tx) error {
 				_, err := tx.Exec(ctx, upsertCollected, p.number, date, p.items, runID)
@@ -159,6 +147,30 @@ func (j *collectJob) Run(ctx context.Context, run *runner.Run) error {
 		}
 	}
 	return nil
+}
+
+// pageItem is the item that fetches page n for a business date.
+func (j *collectJob) pageItem(date string, n int) runner.Item {
+	return runner.Item{
+		Target:     "page:" + strconv.Itoa(n),
+		Input:      collectInput{Source: j.cfg.Source, Date: date, Page: n},
+		Checkpoint: collectToken(j.cfg.Source, date, n),
+		Downstream: SourceDownstream,
+	}
+}
+
+// classifyFetchError tells the runner what a failed page fetch means: the source's 429 (with
+// its Retry-After) and 503 are its pushback, which slows every fetch from it; anything else is
+// returned as is.
+func classifyFetchError(err error) error {
+	var limited *sourceLimited
+	switch {
+	case errors.As(err, &limited):
+		return runner.Throttled(err, limited.retryAfter)
+	case errors.Is(err, errSourceUnavailable):
+		return runner.Throttled(err, 0)
+	}
+	return err
 }
 
 // generationDate returns run's business date: the UTC date, by the database clock, on which

@@ -117,8 +117,7 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 	for n := start; n <= j.cfg.Accounts; n++ {
 		account := fmt.Sprintf("acct:%04d", n)
 		in := SettlementInput{Account: account, Amount: settlementAmount(n)}
-		item := runner.Item{Target: account, Step: settlementStep, Input: in, Checkpoint: account, External: true,
-			Downstream: ProviderDownstream}
+		item := settlementItem(account, in)
 		if j.cfg.Batch > 1 {
 			if batch = append(batch, item); len(batch) < j.cfg.Batch && n < j.cfg.Accounts {
 				continue
@@ -143,6 +142,12 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 		}
 	}
 	return nil
+}
+
+// settlementItem is the item that pays account.
+func settlementItem(account string, in SettlementInput) runner.Item {
+	return runner.Item{Target: account, Step: settlementStep, Input: in, Checkpoint: account, External: true,
+		Downstream: ProviderDownstream}
 }
 
 // pay makes one account's payment with the attempt's idempotency key.
