@@ -67,8 +67,9 @@ func (c CollectConfig) withDefaults() CollectConfig {
 }
 
 // collectJob is demo-collect: it fetches every page of the fake source for the run's business
-// date, one item per page on the downstream SourceDownstream, and stores each page's item count in demo_collected through the
-// item transaction. A RESUME continues after the last committed page.
+// date, one item per page on the downstream SourceDownstream, and stores each page's item
+// count in demo_collected through the item transaction. A RESUME continues after the last
+// committed page.
 type collectJob struct {
 	pool *pgxpool.Pool
 	cfg  CollectConfig

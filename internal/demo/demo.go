@@ -4,9 +4,15 @@
 // through Provider, a fake payment provider that honours idempotency keys and can be told to
 // fail in every way a real one does — including timing out after the payment was made.
 //
+// demo-settlement and demo-collect declare the outside systems they call as downstreams
+// ("provider" and "source-site"), whose limits Baton holds cluster-wide; the fakes can enforce
+// a true limit of their own (ProviderLimit) and answer 429 with Retry-After past it.
+//
 // Everything runs in process against Baton's own PostgreSQL, in tables of the demo's own
 // (demo_collected and demo_provider_effects) that Migrate creates from the demo's migrations,
-// never the product's; nothing here is for production use.
+// never the product's; nothing here is for production use. The one exception is the provider,
+// which ProviderHandler can serve over HTTP so that several instances share it
+// (NewHTTPProvider, Config.Payments).
 package demo
 
 import (

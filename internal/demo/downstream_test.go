@@ -85,7 +85,7 @@ func TestCollectSourceLimitPushesBack(t *testing.T) {
 	}
 }
 
-func TestSetupRefusesImpossibleSourceLimit(t *testing.T) {
+func TestSetupRefusesImpossibleLimits(t *testing.T) {
 	t.Parallel()
 	cfg := FastConfig()
 	cfg.Collect.SourceLimit = ProviderLimit{Rate: 1, Concurrency: -1}
@@ -93,6 +93,20 @@ func TestSetupRefusesImpossibleSourceLimit(t *testing.T) {
 	var be *bt.Error
 	if !errors.As(err, &be) || be.Code != bt.CodeInvalidInput || be.Field != "concurrency" {
 		t.Fatalf("Setup with a negative source concurrency: %v, want INVALID_INPUT on concurrency", err)
+	}
+	cfg = FastConfig()
+	cfg.Provider.Limit = ProviderLimit{Rate: -3}
+	if _, _, err := Setup(context.Background(), nil, cfg); !errors.As(err, &be) || be.Code != bt.CodeInvalidInput || be.Field != "rate" {
+		t.Fatalf("Setup with a negative provider rate: %v, want INVALID_INPUT on rate", err)
+	}
+}
+
+func TestProviderConfigLimitHoldsFromTheStart(t *testing.T) {
+	t.Parallel()
+	cfg := quiet
+	cfg.Limit = ProviderLimit{Concurrency: 2}
+	if got := NewProvider(nil, cfg).Limit(); got != cfg.Limit {
+		t.Fatalf("limit %+v, want %+v", got, cfg.Limit)
 	}
 }
 

@@ -35,6 +35,9 @@ type ProviderConfig struct {
 	// Seed makes the sequence of injected faults reproducible for a single caller. It is read
 	// by NewProvider only.
 	Seed uint64
+	// Limit is the provider's own limit from the start (zero: none). It is read by NewProvider
+	// only, which ignores a limit that cannot be (Setup refuses it); SetLimit changes it.
+	Limit ProviderLimit
 	// DedupeByKey makes the provider honour idempotency keys: a key applied before returns
 	// its first effect (Replayed) instead of applying again. Off by default, so that a
 	// duplicate call shows up as a second row in demo_provider_effects — the demo's proof
@@ -150,11 +153,12 @@ type Provider struct {
 func NewProvider(pool *pgxpool.Pool, cfg ProviderConfig) *Provider {
 	p := &Provider{pool: pool, rng: rand.New(rand.NewPCG(cfg.Seed, 0x70726f7669646572))}
 	p.SetConfig(cfg)
+	_ = p.limit.set(cfg.Limit) // a bad one leaves no limit; Setup refuses it first
 	return p
 }
 
 // SetConfig switches latency and fault rates at once, for calls that start afterwards; zero
-// fields take their defaults and Off turns a fault off. Seed is ignored.
+// fields take their defaults and Off turns a fault off. Seed and Limit are ignored.
 func (p *Provider) SetConfig(cfg ProviderConfig) {
 	c := cfg.withDefaults()
 	p.cfg.Store(&c)
