@@ -166,6 +166,10 @@ func TestHTTPProviderLimitSendsRetryAfter(t *testing.T) {
 	if p.Stats().Limited != 2 {
 		t.Fatalf("limited %d, want 2", p.Stats().Limited)
 	}
+	rec, err := c.Records(ctx)
+	if err != nil || len(rec.Calls) != 3 || len(rec.Refused) != 2 || rec.Limited != 2 || !rec.Refused[1].Equal(rec.Calls[2]) {
+		t.Fatalf("records over HTTP: %+v, %v; want 3 arrivals, the last two refused", rec, err)
+	}
 	// Lifted over HTTP, the next call goes through.
 	if err := c.SetLimit(ctx, ProviderLimit{}); err != nil {
 		t.Fatal(err)

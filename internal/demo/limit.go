@@ -48,6 +48,7 @@ type trueLimit struct {
 	peak     int       // the most inFlight has been since the last reset
 	limited  int64     // calls answered 429 by the limit
 	calls    []time.Time
+	refused  []time.Time
 }
 
 // set replaces the limit, for calls that arrive afterwards. A new or raised bucket starts full.
@@ -83,15 +84,13 @@ func (t *trueLimit) limit() ProviderLimit {
 func (t *trueLimit) admit(now time.Time) (ok bool, retryAfter time.Duration, done func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.calls) >= maxRecordedCalls {
-		t.calls = append(t.calls[:0], t.calls[len(t.calls)/2:]...)
-	}
-	t.calls = append(t.calls, now)
+	t.calls = appendBounded(t.calls, now)
 	t.inFlight++
 	t.peak = max(t.peak, t.inFlight)
 	ok, retryAfter = t.take(now)
 	if !ok {
 		t.limited++
+		t.refused = appendBounded(t.refused, now)
 		return false, retryAfter, sync.OnceFunc(t.leave)
 	}
 	t.admitted++
@@ -128,6 +127,14 @@ func (t *trueLimit) take(now time.Time) (bool, time.Duration) {
 	return true, 0
 }
 
+// appendBounded appends at to times, first dropping the oldest half of a full record.
+func appendBounded(times []time.Time, at time.Time) []time.Time {
+	if len(times) >= maxRecordedCalls {
+		times = append(times[:0], times[len(times)/2:]...)
+	}
+	return append(times, at)
+}
+
 func (t *trueLimit) leave() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -140,6 +147,9 @@ type LimitRecord struct {
 	// Calls is the arrival time of every call, refused ones included, oldest first (the most
 	// recent million at most).
 	Calls []time.Time `json:"calls"`
+	// Refused is the arrival time of every call the limit answered 429, oldest first (the
+	// most recent million at most).
+	Refused []time.Time `json:"refused"`
 	// PeakInFlight is the most calls that were in flight at once, counted from arrival to
 	// answer, refused ones included: it measures the callers, not the limit.
 	PeakInFlight int `json:"peakInFlight"`
@@ -152,14 +162,15 @@ type LimitRecord struct {
 func (t *trueLimit) record() LimitRecord {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return LimitRecord{Calls: append([]time.Time(nil), t.calls...), PeakInFlight: t.peak, InFlight: t.inFlight, Limited: t.limited}
+	return LimitRecord{Calls: append([]time.Time(nil), t.calls...), Refused: append([]time.Time(nil), t.refused...),
+		PeakInFlight: t.peak, InFlight: t.inFlight, Limited: t.limited}
 }
 
 // reset forgets the recorded calls and 429s and starts the peak over from the calls in flight.
 func (t *trueLimit) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.calls = nil
+	t.calls, t.refused = nil, nil
 	t.peak = t.inFlight
 	t.limited = 0
 }

@@ -64,8 +64,8 @@ func TestTrueLimitTokenBucket(t *testing.T) {
 	if total > 60 || total < 59 {
 		t.Fatalf("%d calls admitted over one second at 50/s burst 10 under 3000 tries, want 60 at most (and nearly so)", total)
 	}
-	if rec := m.record(); len(rec.Calls) != 3000 || rec.Limited != int64(3000-total) {
-		t.Fatalf("recorded %d calls and %d refusals, want 3000 and %d", len(rec.Calls), rec.Limited, 3000-total)
+	if rec := m.record(); len(rec.Calls) != 3000 || rec.Limited != int64(3000-total) || len(rec.Refused) != 3000-total {
+		t.Fatalf("recorded %d calls and %d refusals (%d times), want 3000 and %d", len(rec.Calls), rec.Limited, len(rec.Refused), 3000-total)
 	}
 }
 
@@ -124,7 +124,7 @@ func TestTrueLimitConcurrencyAndPeak(t *testing.T) {
 		t.Fatalf("after every call ended: in flight %d peak %d limited %d, want 0, 3, 1", rec.InFlight, rec.PeakInFlight, rec.Limited)
 	}
 	l.reset()
-	if rec := l.record(); rec.PeakInFlight != 0 || rec.Limited != 0 || len(rec.Calls) != 0 {
+	if rec := l.record(); rec.PeakInFlight != 0 || rec.Limited != 0 || len(rec.Calls) != 0 || len(rec.Refused) != 0 {
 		t.Fatalf("after reset: %+v", rec)
 	}
 }

@@ -177,7 +177,7 @@ func (p *Provider) SetLimit(lim ProviderLimit) error { return p.limit.set(lim) }
 func (p *Provider) Limit() ProviderLimit { return p.limit.limit() }
 
 // Records returns what the provider saw of its callers' Apply calls since ResetRecords: every
-// arrival, the peak in flight and the 429s of its own limit.
+// arrival, the arrival of every call its own limit answered 429, and the peak in flight.
 func (p *Provider) Records() LimitRecord { return p.limit.record() }
 
 // Calls returns the arrival time of every Apply since ResetRecords, oldest first.
