@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,6 +144,11 @@ func (r *Runner) alarms(ctx context.Context) ([]bt.Alert, error) {
 			Severity: "CRITICAL", JobName: job, RunID: &id, Value: float64(run.Attempt), Since: since,
 			Message: fmt.Sprintf("run %d of %s ended %s after %d automatic resume(s), the last its policy allows: start it with RESUME to continue from checkpoint %q",
 				id, job, run.StopReason, run.Attempt, run.Checkpoint)})
+	}
+	if degraded := r.ds.degradedInstances(); len(degraded) > 0 {
+		out = append(out, bt.Alert{ID: string(bt.AlertDownstreamDegraded), Kind: bt.AlertDownstreamDegraded,
+			Severity: "CRITICAL", Value: float64(len(degraded)), Since: f.Now,
+			Message: fmt.Sprintf("Redis is unreachable from %s: their calls to downstreams are limited on each instance's share of the limit (the limit divided by the live instances), not cluster-wide", strings.Join(degraded, ", "))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

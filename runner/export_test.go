@@ -17,3 +17,9 @@ func (r *Runner) RedoneWrites() int64 { return r.store.RedoneWrites() }
 // ResumeDue starts the due auto-resumes now, as a scheduler pass does, and returns how long
 // until the next one not yet due is (negative: none).
 func (r *Runner) ResumeDue(ctx context.Context) time.Duration { return r.resumeDue(ctx) }
+
+// DownstreamLimits returns the limits r applies to downstream name now (its cached copy).
+func (r *Runner) DownstreamLimits(name string) (DownstreamLimits, bool) {
+	s, ok := r.ds.get(name)
+	return s.Limits, ok
+}

@@ -27,7 +27,7 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 	info := job.Info()
 	retry := info.Retry.withDefaults()
 	d := pipeline.Deps{Store: r.store, Locks: r.locks, Metrics: r.metrics, Logger: r.log,
-		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance}
+		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance, Downstreams: r.ds}
 	if events := r.cfg.Events; events != nil {
 		d.PublishFunc = func(rec bt.RunRecord, final bool) { events.RunChanged(RunEvent{Run: rec, Final: final}) }
 	}

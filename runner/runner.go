@@ -146,6 +146,7 @@ type Runner struct {
 
 	replays    *replay.Service
 	reconciles *replay.Reconciles
+	ds         *downstreams
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -207,6 +208,9 @@ func New(cfg Config) (*Runner, error) {
 		active:  map[int64]*Run{},
 	}
 	r.handover = handover{r}
+	if r.ds, err = newDownstreams(cfg, st, r.log); err != nil {
+		return nil, err
+	}
 	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
 	if cfg.Events != nil {
 		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
@@ -258,6 +262,11 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		if err := validatePolicy(policyOf(info)); err != nil {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
+		for _, d := range info.Downstreams {
+			if err := checkDefaults(d); err != nil {
+				return fmt.Errorf("job %q: %w", info.Name, err)
+			}
+		}
 	}
 	defaults := make([]store.JobDefaults, len(jobs))
 	for i, j := range jobs {
@@ -279,6 +288,13 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 	// starting with ten thousand jobs registers them in well under a second.
 	if err := r.store.EnsureJobs(ctx, defaults); err != nil {
 		return err
+	}
+	var declared []bt.Downstream
+	for _, j := range jobs {
+		declared = append(declared, j.Info().Downstreams...)
+	}
+	if err := r.ds.declare(ctx, declared); err != nil {
+		return fmt.Errorf("declare downstreams: %w", err)
 	}
 	for _, j := range jobs {
 		r.reg.jobs[j.Info().Name] = j
@@ -338,6 +354,8 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.ds.serve(ctx) }()
 	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts and reconciles to the others
 		wg.Add(2)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()

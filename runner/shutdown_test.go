@@ -59,11 +59,15 @@ func childWorker() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if err := r.Register(context.Background(), slowJob(100000)); err != nil {
+	job := slowJob(100000)
+	if os.Getenv("BATON_TEST_CHILD_JOB") == "slots" {
+		job = slotHolderJob()
+	}
+	if err := r.Register(context.Background(), job); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	started, err := r.Start(context.Background(), runner.StartParams{Job: "slow"})
+	started, err := r.Start(context.Background(), runner.StartParams{Job: job.Info().Name})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -33,6 +33,7 @@ type Store interface {
 	CallStats
 	History
 	Cluster
+	Downstreams
 }
 
 // Fence identifies the lease a write must still hold.

@@ -232,6 +232,9 @@ func (b *batch) call(ctx context.Context, round int) (*results, error) {
 			return nil, err
 		}
 	}
+	if err := b.hold(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.intents(ctx); err != nil {
 		return nil, err
 	}
@@ -281,7 +284,15 @@ func (b *batch) calls(ctx context.Context) {
 	defer cancel()
 	one := func(st *itemState) {
 		st.a = &Attempt{IdempotencyKey: st.base.IdempotencyKey, Number: st.attempt, Target: st.item.Target, Step: st.item.Step}
+		turn, err := b.turn(ictx, st.item)
+		if err != nil {
+			st.err = err // not called: neither a call nor a failure for the stop conditions
+			return
+		}
 		st.err = callItem(ictx, run.log, st.item, b.fn, st.a)
+		if turn != nil {
+			turn.Done(st.err)
+		}
 		run.stats.record(st.err, st.item.External)
 	}
 	if b.parallelism <= 1 || len(b.pending) == 1 {
@@ -367,8 +378,14 @@ func (b *batch) settleFailure(st *itemState, round int, res *results) {
 	if state == bt.LedgerTransient && !isClassified(st.err) && st.prevCount >= 3 {
 		state = bt.LedgerBugSuspected
 	}
-	if state == bt.LedgerTransient && round < run.retry.MaxAttempts && run.st.err() == nil {
+	notCalled := isNotCalled(st.err)
+	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled) && run.st.err() == nil {
 		res.retry = append(res.retry, st)
+		if notCalled {
+			// No call was made: the retry's intent takes this attempt's number again (the
+			// write below, settling this attempt's own intent, still carries it).
+			defer func() { st.attempt-- }()
+		}
 		if st.item.External {
 			// The job says no effect happened: record that, so a crash during the backoff
 			// does not leave the target looking in doubt.

@@ -64,6 +64,22 @@ func ThrottledBy(err error) (retryAfter time.Duration, ok bool) {
 	return 0, false
 }
 
+// notCalled is an item whose call was never made: its downstream gave it no turn before the
+// lease's end, or held it. TRANSIENT, retried without counting as an attempt, and no call for
+// the stop conditions.
+type notCalled struct{ err error }
+
+func (n *notCalled) Error() string { return n.err.Error() }
+func (n *notCalled) Unwrap() error { return n.err }
+
+// NotCalled marks err as the reason an item's call was not made at all.
+func NotCalled(err error) error { return Transient(&notCalled{err}) }
+
+func isNotCalled(err error) bool {
+	var n *notCalled
+	return errors.As(err, &n)
+}
+
 // Rejected marks err as the outside system refusing the input; retrying the same input fails
 // the same way.
 func Rejected(err error) error { return classify(bt.LedgerValidationRejected, err) }

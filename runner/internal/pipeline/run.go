@@ -39,11 +39,31 @@ type Locks interface {
 	Release(ctx context.Context, name, token string) (bool, error)
 }
 
+// Downstreams limits calls to named outside systems cluster-wide (Item.Downstream).
+type Downstreams interface {
+	// Held says why calls to name are held at the boundary now (the downstream is paused,
+	// its quota is spent), or "" when they are not.
+	Held(name string) string
+	// Acquire waits for a call to name to take its turn, never past deadline (nor ctx), and
+	// returns the turn to end once the call has returned. An error means no turn: the call
+	// must not be made.
+	Acquire(ctx context.Context, name string, deadline time.Time) (Turn, error)
+}
+
+// Turn is one call's permission to go to its downstream.
+type Turn interface {
+	// Done ends the turn with the call's outcome: it frees the call's concurrency slot, and
+	// a pushback (Throttled) slows the downstream for everyone.
+	Done(err error)
+}
+
 // Deps are what a run takes from the runner that starts it.
 type Deps struct {
-	Store   Store
-	Locks   Locks
-	Metrics *metrics.Metrics
+	// Downstreams limits the items' calls; nil limits none.
+	Downstreams Downstreams
+	Store       Store
+	Locks       Locks
+	Metrics     *metrics.Metrics
 	// Logger is the runner's; the run tags it with the job and the run id.
 	Logger *slog.Logger
 	// NowFunc is the application clock, used only for local durations.

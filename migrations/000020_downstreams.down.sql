@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS runner_instances;
+DROP TABLE IF EXISTS downstreams;

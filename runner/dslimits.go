@@ -1,0 +1,286 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/limiter"
+	"github.com/baton-run/baton/runner/internal/pipeline"
+	"github.com/baton-run/baton/runner/store"
+)
+
+// How the downstream limits reach every instance (docs/adr/0018-downstream-limits.md): each
+// instance reads the downstreams table every dsRefresh, so a change applies cluster-wide
+// within a second, and beats its row in runner_instances every dsBeat; an instance that has
+// not beaten for dsAlive is not counted in the local share.
+const (
+	dsRefresh = 400 * time.Millisecond
+	dsBeat    = 2 * time.Second
+	dsAlive   = 10 * time.Second
+)
+
+// downstreams is the runner's side of the downstream limits: the limits as the database
+// holds them, cached; the Redis limiter that enforces them; the live instances for the local
+// share; and the metrics. It implements pipeline.Downstreams.
+type downstreams struct {
+	store    store.Downstreams
+	lim      *limiter.Limiter
+	log      *slog.Logger
+	instance string
+	m        dsMetrics
+
+	limits   atomic.Pointer[map[string]bt.DownstreamState]
+	live     atomic.Int64
+	mu       sync.Mutex
+	quotaEnd map[string]quotaHold // a spent quota holds calls until its window ends
+	degraded []string             // the instances on their local share, at the last beat
+}
+
+func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downstreams, error) {
+	d := &downstreams{store: st, log: log, instance: cfg.Instance, quotaEnd: map[string]quotaHold{}}
+	d.live.Store(1)
+	empty := map[string]bt.DownstreamState{}
+	d.limits.Store(&empty)
+	d.lim = limiter.New(limiter.Config{Redis: cfg.Redis, Prefix: "baton:{" + cfg.Env + "}:ds:", Instance: cfg.Instance,
+		Share: func() int { return int(d.live.Load()) }})
+	m, err := newDSMetrics(cfg.Registerer)
+	d.m = m
+	return d, err
+}
+
+// declare records the jobs' downstreams and loads the limits.
+func (d *downstreams) declare(ctx context.Context, ds []bt.Downstream) error {
+	if len(ds) > 0 {
+		if err := d.store.DeclareDownstreams(ctx, ds); err != nil {
+			return err
+		}
+	}
+	return d.refresh(ctx)
+}
+
+// refresh loads the limits from the database.
+func (d *downstreams) refresh(ctx context.Context) error {
+	rows, err := d.store.Downstreams(ctx)
+	if err != nil {
+		return err
+	}
+	next := make(map[string]bt.DownstreamState, len(rows))
+	for _, r := range rows {
+		next[r.Name] = r
+		d.m.setLimits(r.Name, r.Limits)
+	}
+	d.limits.Store(&next)
+	return nil
+}
+
+// serve keeps the limits and the instance's heartbeat fresh until ctx ends.
+func (d *downstreams) serve(ctx context.Context) {
+	refresh, beat := time.NewTicker(dsRefresh), time.NewTicker(dsBeat)
+	defer refresh.Stop()
+	defer beat.Stop()
+	d.beat(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = d.store.LeaveInstance(lctx, d.instance)
+			cancel()
+			d.lim.Close()
+			return
+		case <-refresh.C:
+			if err := d.refresh(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("read downstream limits failed; the last ones read still apply", "err", err)
+			}
+		case <-beat.C:
+			d.beat(ctx)
+		}
+	}
+}
+
+func (d *downstreams) beat(ctx context.Context) {
+	var since *time.Time
+	if on, at := d.lim.Degraded(); on {
+		since = &at
+	}
+	live, degraded, err := d.store.BeatInstance(ctx, d.instance, since, dsAlive)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("instance heartbeat failed; the local share keeps its last divisor", "err", err)
+		}
+		return
+	}
+	d.live.Store(int64(max(live, 1)))
+	d.mu.Lock()
+	d.degraded = degraded
+	d.mu.Unlock()
+}
+
+// degradedInstances returns the instances that limited on their local share at the last beat.
+func (d *downstreams) degradedInstances() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.degraded...)
+}
+
+func (d *downstreams) get(name string) (bt.DownstreamState, bool) {
+	s, ok := (*d.limits.Load())[name]
+	return s, ok
+}
+
+// Held says why calls to name wait at the boundary: paused, or its quota spent.
+func (d *downstreams) Held(name string) string {
+	s, ok := d.get(name)
+	if ok && s.Limits.Paused {
+		return "PAUSED"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h, spent := d.quotaEnd[name]; spent {
+		if time.Now().Before(h.until) && h.version == s.Version {
+			return "QUOTA"
+		}
+		delete(d.quotaEnd, name) // the window ended, or the limits changed: try again
+	}
+	return ""
+}
+
+// quotaHold is a spent quota: calls wait until its window ends, unless the limits change.
+type quotaHold struct {
+	until   time.Time
+	version int64
+}
+
+// Acquire waits for a call to name to take its turn under the cluster-wide limits.
+func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Time) (pipeline.Turn, error) {
+	s, ok := d.get(name)
+	if ok && s.Limits.Paused {
+		return nil, errors.New("the downstream is paused")
+	}
+	lim := limitsOf(s.Limits)
+	p, err := d.lim.Acquire(ctx, name, lim, deadline)
+	if err != nil {
+		var held *limiter.HeldError
+		if errors.As(err, &held) {
+			d.mu.Lock()
+			d.quotaEnd[name] = quotaHold{until: held.Until, version: s.Version}
+			d.mu.Unlock()
+		}
+		d.m.calls.WithLabelValues(name, "not_called").Inc()
+		return nil, err
+	}
+	if p.Waited > 0 {
+		d.m.wait.WithLabelValues(name).Observe(p.Waited.Seconds())
+	}
+	return &dsTurn{d: d, name: name, lim: lim, p: p}, nil
+}
+
+// dsTurn is one call's turn at its downstream.
+type dsTurn struct {
+	d    *downstreams
+	name string
+	lim  limiter.Limits
+	p    *limiter.Permit
+}
+
+func (t *dsTurn) Done(err error) {
+	t.p.Release()
+	outcome := "ok"
+	if retryAfter, throttled := pipeline.ThrottledBy(err); throttled {
+		outcome = "throttled"
+		t.d.m.throttled.WithLabelValues(t.name).Inc()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		t.d.lim.Pushback(ctx, t.name, t.lim, retryAfter)
+		cancel()
+	} else if err != nil {
+		outcome = "error"
+	}
+	t.d.m.calls.WithLabelValues(t.name, outcome).Inc()
+	t.d.lim.Record(t.name, outcome, t.p.Waited)
+}
+
+// limitsOf turns a downstream's limits into the limiter's; a paused downstream is held
+// before it gets here.
+func limitsOf(l bt.DownstreamLimits) limiter.Limits {
+	out := limiter.Limits{Rate: l.RatePerSecond, Burst: l.Burst, Concurrency: l.Concurrency, Quota: l.Quota,
+		QuotaWindow: l.QuotaWindow.Duration()}
+	if out.Rate > 0 && out.Burst < 1 {
+		out.Burst = 1
+	}
+	if out.Quota > 0 && out.QuotaWindow == 0 {
+		out.QuotaWindow = time.Hour
+	}
+	return out
+}
+
+// dsMetrics are the downstream series.
+type dsMetrics struct {
+	calls     *prometheus.CounterVec
+	wait      *prometheus.HistogramVec
+	throttled *prometheus.CounterVec
+	limit     *prometheus.GaugeVec
+}
+
+func newDSMetrics(reg prometheus.Registerer) (dsMetrics, error) {
+	m := dsMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_downstream_calls_total",
+			Help: "Calls to downstreams from this instance, by outcome (ok, error, throttled; not_called: no turn came in time)."},
+			[]string{"downstream", "outcome"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "baton_downstream_wait_seconds",
+			Help:    "How long calls that waited for their turn at a downstream waited.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, []string{"downstream"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "baton_downstream_throttled_total",
+			Help: "Calls a downstream pushed back on (429 or 503: runner.Throttled), from this instance."}, []string{"downstream"}),
+		limit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "baton_downstream_limit",
+			Help: "A downstream's limits now, by kind (rate, burst, concurrency, quota, effective_rate, paused); 0 is no limit."},
+			[]string{"downstream", "kind"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.calls, m.wait, m.throttled, m.limit} {
+		if err := reg.Register(c); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+func (m dsMetrics) setLimits(name string, l bt.DownstreamLimits) {
+	paused := 0.0
+	if l.Paused {
+		paused = 1
+	}
+	m.limit.WithLabelValues(name, "rate").Set(l.RatePerSecond)
+	m.limit.WithLabelValues(name, "burst").Set(float64(l.Burst))
+	m.limit.WithLabelValues(name, "concurrency").Set(float64(l.Concurrency))
+	m.limit.WithLabelValues(name, "quota").Set(float64(l.Quota))
+	m.limit.WithLabelValues(name, "paused").Set(paused)
+}
+
+// stats fills s.Stats with the cluster-wide figures of its calls. A Redis that cannot be read
+// leaves them zero, and Degraded says why.
+func (d *downstreams) stats(ctx context.Context, s *bt.DownstreamState) {
+	s.Stats = bt.DownstreamStats{Window: time.Minute}
+	own, _ := d.lim.Degraded()
+	s.Stats.Degraded = own || len(d.degradedInstances()) > 0
+	st, err := d.lim.State(ctx, s.Name, limitsOf(s.Limits))
+	if err != nil {
+		s.Stats.Degraded = true
+		return
+	}
+	s.Stats.CallsPerSecond, s.Stats.Calls, s.Stats.Throttled, s.Stats.Errors = st.CallsPerSecond, st.Calls, st.Throttled, st.Errors
+	s.Stats.Waits, s.Stats.WaitSeconds, s.Stats.EffectiveRate = st.Waits, st.WaitSeconds, st.EffectiveRate
+	s.Stats.InFlight, s.Stats.QuotaUsed = st.InFlight, st.QuotaUsed
+	if !st.BlockedUntil.IsZero() {
+		b := st.BlockedUntil
+		s.Stats.BlockedUntil = &b
+	}
+	d.m.limit.WithLabelValues(s.Name, "effective_rate").Set(st.EffectiveRate)
+}

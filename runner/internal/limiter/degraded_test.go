@@ -1,0 +1,126 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner/internal/limiter"
+)
+
+// TestDegraded: with Redis stopped, Acquire still gives permits, held to this instance's share
+// of the limits (one of three instances: a third), and Degraded says so, logged once; with
+// Redis back the limiter leaves degraded mode.
+func TestDegraded(t *testing.T) {
+	t.Parallel()
+	srv := testenv.PrivateRedis(t)
+	logs := &countLog{}
+	l := newLimiter(t, newClient(t, srv.URL()), "baton:{dev}:ds:", "i0", func(cfg *limiter.Config) {
+		cfg.Share = func() int { return 3 }
+		cfg.Log = slog.New(logs)
+	})
+	ctx := context.Background()
+	lim := limiter.Limits{Rate: 30, Burst: 3}
+	p, err := l.Acquire(ctx, "provider", lim, time.Now().Add(time.Second))
+	if err != nil || p.Degraded {
+		t.Fatalf("Acquire with Redis up = %+v, %v", p, err)
+	}
+	slots := limiter.Limits{Concurrency: 6} // a share of 2
+	running, err := l.Acquire(ctx, "batch", slots, time.Now().Add(10*time.Second))
+	if err != nil || running.Degraded {
+		t.Fatalf("Acquire of a slot with Redis up = %+v, %v", running, err)
+	}
+	srv.Stop(t)
+
+	var got starts
+	for i := range 15 {
+		p, err := l.Acquire(ctx, "provider", lim, time.Now().Add(3*time.Second))
+		if err != nil {
+			t.Fatalf("call %d with Redis down: %v", i, err)
+		}
+		if !p.Degraded {
+			t.Fatalf("call %d with Redis down: permit not marked degraded", i)
+		}
+		got.add(time.Now())
+		p.Release()
+	}
+	// The share is 10/s with a burst of 1, from an empty bucket: 15 calls span 1.4 s.
+	most, at := got.maxInWindow(time.Second)
+	if span := at[len(at)-1].Sub(at[0]); span < 1200*time.Millisecond || most > 11 {
+		t.Errorf("15 degraded calls spanned %s with %d in one second; want >= 1.2s and <= 11 (a third of 30/s)", span, most)
+	}
+	if d, since := l.Degraded(); !d || since.IsZero() {
+		t.Errorf("Degraded() = %v, %s with Redis down", d, since)
+	}
+
+	// The call that took its slot from Redis still runs: the share of 2 has one slot left.
+	// Its holder drops the second permit; the slot comes back at its expiry.
+	second, err := l.Acquire(ctx, "batch", slots, time.Now().Add(400*time.Millisecond))
+	if err != nil || !second.Degraded {
+		t.Fatalf("the second slot with Redis down = %+v, %v; want a degraded permit", second, err)
+	}
+	if _, err := l.Acquire(ctx, "batch", slots, time.Now().Add(100*time.Millisecond)); !errors.Is(err, limiter.ErrNoTurn) {
+		t.Errorf("a third slot of a share of 2 = %v, want ErrNoTurn", err)
+	}
+	third, err := l.Acquire(ctx, "batch", slots, time.Now().Add(3*time.Second))
+	if err != nil || third.Waited < 150*time.Millisecond || third.Waited > 1500*time.Millisecond {
+		t.Fatalf("a slot after the dropped one expires = %+v, %v; want it after the rest of its 400ms", third, err)
+	}
+	running.Release()
+	third.Release()
+
+	srv.Start(t)
+	testenv.Eventually(t, 5*time.Second, "a permit from Redis", func() bool {
+		p, err := l.Acquire(ctx, "batch", slots, time.Now().Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Release()
+		return !p.Degraded
+	})
+	if d, _ := l.Degraded(); d {
+		t.Error("Degraded() with Redis back")
+	}
+	if w, i := logs.count("downstream limits: Redis unreachable"), logs.count("downstream limits: Redis reachable"); w != 1 || i != 1 {
+		t.Errorf("logged entering degraded mode %d times and leaving it %d times, want once each", w, i)
+	}
+}
+
+// TestDegradedOnTimeout: a Redis that does not answer within the timeout degrades the limiter,
+// and while degraded calls do not each pay the timeout.
+func TestDegradedOnTimeout(t *testing.T) {
+	t.Parallel()
+	srv := testenv.PrivateRedis(t)
+	admin := newClient(t, srv.URL())
+	l := newLimiter(t, newClient(t, srv.URL()), "baton:{dev}:ds:", "i0", func(cfg *limiter.Config) {
+		cfg.Timeout = 100 * time.Millisecond
+	})
+	ctx := context.Background()
+	lim := limiter.Limits{Concurrency: 10}
+	if p, err := l.Acquire(ctx, "provider", lim, time.Now().Add(time.Second)); err != nil || p.Degraded {
+		t.Fatalf("Acquire with Redis up = %+v, %v", p, err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 3000, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	p, err := l.Acquire(ctx, "provider", lim, time.Now().Add(time.Second))
+	if err != nil || !p.Degraded {
+		t.Fatalf("Acquire with Redis paused = %+v, %v; want a degraded permit", p, err)
+	}
+	if d := time.Since(begin); d > 400*time.Millisecond {
+		t.Errorf("the first degraded Acquire took %s, want about the 100ms timeout", d)
+	}
+	begin = time.Now()
+	for range 5 {
+		if p, err := l.Acquire(ctx, "provider", lim, time.Now().Add(time.Second)); err != nil || !p.Degraded {
+			t.Fatalf("Acquire while degraded = %+v, %v", p, err)
+		}
+	}
+	if d := time.Since(begin); d > 50*time.Millisecond {
+		t.Errorf("5 calls while degraded took %s: they paid the timeout", d)
+	}
+}

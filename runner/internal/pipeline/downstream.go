@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// holdPoll is how often a batch held at the boundary looks again, reaching a safe point each
+// time (the lease renewed, a stop request seen).
+const holdPoll = 200 * time.Millisecond
+
+// hold keeps the batch at the boundary, before any intent is committed, while a downstream
+// its pending items call is held (paused, its quota spent). The run waits at safe points: its
+// lease is renewed and a cancel or pause ends the wait; nothing fails.
+func (b *batch) hold(ctx context.Context) error {
+	ds := b.run.d.Downstreams
+	if ds == nil {
+		return nil
+	}
+	logged := ""
+	for {
+		name, why := b.heldBy(ds)
+		if why == "" {
+			if logged != "" {
+				b.run.log.Info("calls released at the boundary", "downstream", logged)
+			}
+			return nil
+		}
+		if logged != name {
+			b.run.log.Info("calls held at the boundary", "downstream", name, "reason", why)
+			logged = name
+		}
+		t := time.NewTimer(holdPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := b.run.Check(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// heldBy returns the first held downstream among the pending items', and why.
+func (b *batch) heldBy(ds Downstreams) (name, why string) {
+	for _, st := range b.pending {
+		if n := st.item.Downstream; n != "" && n != name {
+			if w := ds.Held(n); w != "" {
+				return n, w
+			}
+		}
+	}
+	return "", ""
+}
+
+// turn waits for item's call to take its turn at its downstream. The wait ends by half of
+// what is left of the call's context, so a call that waited still has the other half: it
+// never starts late enough to be cut off by the lease. No turn in time is a NotCalled error.
+func (b *batch) turn(ictx context.Context, item bt.Item) (Turn, error) {
+	ds := b.run.d.Downstreams
+	if ds == nil || item.Downstream == "" {
+		return nil, nil
+	}
+	now := time.Now()
+	deadline := now.Add(time.Minute)
+	if dl, ok := ictx.Deadline(); ok {
+		deadline = now.Add(dl.Sub(now) / 2)
+	}
+	t, err := ds.Acquire(ictx, item.Downstream, deadline)
+	if err != nil {
+		return nil, NotCalled(fmt.Errorf("not called: downstream %q gave no turn: %w", item.Downstream, err))
+	}
+	return t, nil
+}
