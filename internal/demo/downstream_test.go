@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -137,5 +138,43 @@ func TestSettlementPaysThroughHTTPProvider(t *testing.T) {
 	}
 	if rec := p.Records(); len(rec.Calls) != 40 || rec.InFlight != 0 {
 		t.Fatalf("the shared provider saw %d calls (%d in flight), want 40 (0)", len(rec.Calls), rec.InFlight)
+	}
+}
+
+func TestSettlementPushbackSlowsTheProviderDownstream(t *testing.T) {
+	b := setup(t)
+	cfg := FastConfig()
+	cfg.Provider = quiet
+	cfg.Provider.Latency = 5 * time.Millisecond
+	cfg.Provider.Limit = ProviderLimit{Rate: 5, Burst: 2} // the provider's true limit, below Baton's
+	cfg.Settlement.Batch = 8
+	cfg.Settlement.Downstream = &runner.DownstreamLimits{RatePerSecond: 100, Burst: 20, Concurrency: 8}
+	jobs, p := Jobs(b.Pool, cfg)
+	r := b.runner(jobs...)
+	ctx := context.Background()
+	ds, err := r.Downstreams().Get(ctx, ProviderDownstream)
+	same := func(l runner.DownstreamLimits) bool {
+		return l.RatePerSecond == 100 && l.Burst == 20 && l.Concurrency == 8 && l.Quota == 0 && !l.Paused
+	}
+	if err != nil || !same(ds.Defaults) || !same(ds.Limits) {
+		t.Fatalf("the provider downstream as the cluster holds it: %+v, %v; want limits and defaults %+v", ds, err, *cfg.Settlement.Downstream)
+	}
+	id := b.start(r, runner.StartParams{Job: SettlementJobName})
+	// The provider's 429s come back to the runner as pushback on its downstream.
+	testenv.Eventually(t, 20*time.Second, "the runner to count the provider's 429s", func() bool {
+		ds, err := r.Downstreams().Get(ctx, ProviderDownstream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds.Stats.Throttled > 0 && p.Stats().Limited > 0
+	})
+	// Enough seen; a run that has ended already is NOT_ACTIVE.
+	var be *bt.Error
+	if _, err := r.Runs().Cancel(ctx, id, "test"); err != nil && (!errors.As(err, &be) || be.Code != bt.CodeNotActive) {
+		t.Fatal(err)
+	}
+	b.waitEnd(r, id)
+	if n := b.count(`SELECT count(*) FROM demo_provider_effects`); int64(n) != p.Stats().Applied {
+		t.Fatalf("%d effects, the provider applied %d: a 429 made an effect", n, p.Stats().Applied)
 	}
 }
