@@ -78,8 +78,12 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		if maxWait < 0 {
 			return nil, noTurn(name, -maxWait)
 		}
+		own := 0
+		if lim.Concurrency > 0 {
+			own = l.ownHeld(name)
+		}
 		args := []any{member, lim.Concurrency, lim.Rate, lim.burst(), lim.Quota, lim.QuotaWindow.Microseconds(),
-			maxWait.Microseconds(), maxWait.Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds()}
+			maxWait.Microseconds(), maxWait.Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds(), own}
 		reply, err := l.run(ctx, func(ctx context.Context) ([]int64, error) {
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})

@@ -23,15 +23,24 @@ func TestRateAcrossInstances(t *testing.T) {
 	lim := limiter.Limits{Rate: 50, Burst: 10}
 	const run = 5 * time.Second
 	var got starts
-	begin := time.Now()
-	stopAt := begin.Add(run)
-	var wg sync.WaitGroup
+	var wg, warm sync.WaitGroup
+	var stopAt time.Time
+	start := make(chan struct{})
 	errs := make(chan error, 18)
 	for _, l := range ls {
 		for range 6 {
 			wg.Add(1)
+			warm.Add(1)
 			go func() {
 				defer wg.Done()
+				// Dial the connections and load the script first: that is not the limit's wait.
+				_, err := l.Acquire(context.Background(), "warm-up", high, time.Now().Add(time.Second))
+				warm.Done()
+				if err != nil {
+					errs <- err
+					return
+				}
+				<-start
 				for {
 					p, err := l.Acquire(context.Background(), "provider", lim, stopAt)
 					if errors.Is(err, limiter.ErrNoTurn) {
@@ -47,6 +56,9 @@ func TestRateAcrossInstances(t *testing.T) {
 			}()
 		}
 	}
+	warm.Wait()
+	stopAt = time.Now().Add(run)
+	close(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -365,5 +377,27 @@ func TestPushbackFloor(t *testing.T) {
 		if err != nil || math.Abs(st.EffectiveRate-tc.want) > tc.want*0.01 {
 			t.Errorf("rate %v: effective rate after 12 pushbacks %v, %v; want %v", tc.rate, st.EffectiveRate, err, tc.want)
 		}
+	}
+}
+
+// TestRetryAfterWithoutRate: Retry-After holds the calls to a downstream that has no rate
+// limit too.
+func TestRetryAfterWithoutRate(t *testing.T) {
+	t.Parallel()
+	ls, c := instances(t, 2, nil)
+	lim := limiter.Limits{Concurrency: 3}
+	ctx := context.Background()
+	ls[0].Pushback(ctx, "provider", lim, 300*time.Millisecond)
+	st, err := ls[1].State(ctx, "provider", lim)
+	if err != nil || st.BlockedUntil.IsZero() || st.EffectiveRate != 0 {
+		t.Fatalf("State after Retry-After = %+v, %v; want blocked, no rate", st, err)
+	}
+	p, err := ls[1].Acquire(ctx, "provider", lim, time.Now().Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	if now := redisNow(t, c); now.Before(st.BlockedUntil) {
+		t.Errorf("the call started at %s (Redis clock), before Retry-After ends at %s", now, st.BlockedUntil)
 	}
 }
