@@ -38,7 +38,7 @@ func (r *Runner) Alarms() *AlarmService { return &AlarmService{r} }
 // their episode, acknowledgement and silence.
 func (s *AlarmService) Active(ctx context.Context) ([]bt.Alert, error) {
 	r := s.r
-	active, err := r.alarms(ctx)
+	active, err := s.judge(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +81,9 @@ func (s *AlarmService) History(ctx context.Context, f bt.AlertHistoryFilter) ([]
 	return s.r.store.AlertHistory(ctx, f)
 }
 
-// alarms computes the active alarms from the database's facts.
-func (r *Runner) alarms(ctx context.Context) ([]bt.Alert, error) {
+// judge computes the active alarms from the database's facts.
+func (s *AlarmService) judge(ctx context.Context) ([]bt.Alert, error) {
+	r := s.r
 	f, err := r.store.AlertFacts(ctx)
 	if err != nil {
 		return nil, err

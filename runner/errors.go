@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +35,14 @@ func RetryAfter(header string, now time.Time) time.Duration {
 		}
 		return time.Duration(s * float64(time.Second))
 	}
-	if t, err := http.ParseTime(header); err == nil && t.After(now) {
-		return t.Sub(now)
+	// An HTTP date (RFC 9110): IMF-fixdate, or the obsolete RFC 850 and asctime forms.
+	for _, layout := range []string{"Mon, 02 Jan 2006 15:04:05 GMT", "Monday, 02-Jan-06 15:04:05 GMT", time.ANSIC} {
+		if t, err := time.Parse(layout, header); err == nil {
+			if t.After(now) {
+				return t.Sub(now)
+			}
+			return 0
+		}
 	}
 	return 0
 }

@@ -154,41 +154,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.DB == nil || cfg.Redis == nil {
 		return nil, errors.New("runner: Config.DB and Config.Redis are required")
 	}
-	if cfg.Env == "" {
-		cfg.Env = DefaultEnv
-	}
-	if cfg.Instance == "" {
-		host, _ := os.Hostname()
-		cfg.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
-	if cfg.PoolSize == 0 {
-		cfg.PoolSize = DefaultPoolSize
-	}
-	if cfg.PoolSize < 0 {
-		cfg.PoolSize = 0
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
-	if cfg.DefaultLease <= 0 {
-		cfg.DefaultLease = DefaultJobLease
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.NowFunc == nil {
-		cfg.NowFunc = time.Now
-	}
-	if cfg.ReconcileTimeout <= 0 {
-		cfg.ReconcileTimeout = DefaultReconcileTimeout
-	}
-	if cfg.RemoteStartWait == 0 {
-		cfg.RemoteStartWait = DefaultRemoteStartWait
-	}
-	cfg.Retention = cfg.Retention.WithDefaults()
+	cfg = cfg.withDefaults()
 	if cfg.Store == nil {
 		cfg.Store = postgres.New(cfg.DB)
 	}
@@ -231,6 +197,46 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.reconciles = replay.NewReconciles(rc)
 	return r, nil
+}
+
+// withDefaults returns cfg with every zero setting given its default.
+func (cfg Config) withDefaults() Config {
+	if cfg.Env == "" {
+		cfg.Env = DefaultEnv
+	}
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = DefaultPoolSize
+	}
+	if cfg.PoolSize < 0 {
+		cfg.PoolSize = 0
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.DefaultLease <= 0 {
+		cfg.DefaultLease = DefaultJobLease
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.ReconcileTimeout <= 0 {
+		cfg.ReconcileTimeout = DefaultReconcileTimeout
+	}
+	if cfg.RemoteStartWait == 0 {
+		cfg.RemoteStartWait = DefaultRemoteStartWait
+	}
+	cfg.Retention = cfg.Retention.WithDefaults()
+	return cfg
 }
 
 // Instance returns this runner's instance name.

@@ -520,6 +520,22 @@ var history = []Goal{
 		Note: "reported; runs/query is the job's ended runs in the window, which the cost follows (never the table's size); plans: TestJobHistoryPlansUseIndexes"},
 }
 
+// downstream lists what a downstream limit costs (issue 16): a call's turn at the limiter, and
+// the most calls one downstream lets through across three instances.
+var downstream = []Goal{
+	{Issue: "#16", What: "A limited call: Acquire + Release with a rate and a concurrency limit set (slot, rate turn and quota in one Lua script; the slot's release), µs per call", Func: `^BenchmarkAcquireLimited$`,
+		Val: byName(`^BenchmarkAcquireLimited$`, `^µs/call$`), Note: "reported; the issue sets no number"},
+	{Issue: "#16", What: "An unlimited call (no limit set: no Redis), µs per call", Func: `^BenchmarkAcquireUnlimited$`,
+		Val: byName(`^BenchmarkAcquireUnlimited$`, `^µs/call$`), Note: "reported"},
+	{Issue: "#16", What: "A limited call against one Redis round trip (PING) from the same client", Func: `^BenchmarkAcquireLimited$`,
+		Num: one(`^BenchmarkAcquireLimited$`, "µs/call"), Den: one(`^BenchmarkRedisRoundTrip$`, "µs/call"),
+		Note: "no goal of its own: the limiter's cost in round trips (about 2: the script, the release)"},
+	{Issue: "#16", What: "Most limited calls/s one downstream sustains across 3 instances (3 limiters on 3 clients, a limit far above the load)", Func: `^BenchmarkLimitedThroughput3$`,
+		Val: byName(`^BenchmarkLimitedThroughput3$`, `^calls/s$`), Note: "reported; the ceiling is the Redis server's script throughput on this machine"},
+	{Issue: "#16", What: "A freed slot handed to a waiter of the same instance, µs per handoff", Func: `^BenchmarkSlotHandoff$`,
+		Val: byName(`^BenchmarkSlotHandoff$`, `^µs/handoff$`), Note: "reported"},
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rendering
 
@@ -598,6 +614,7 @@ func render(r *Run) string {
 	renderGoals(w, r)
 	renderScale(w, r)
 	renderHistory(w, r)
+	renderDownstream(w, r)
 	renderFigures(w, r)
 	renderNotMeasured(w, r)
 	renderRounds(w, r)
@@ -682,6 +699,17 @@ func renderHistory(w writef, r *Run) {
 	}
 }
 
+// renderDownstream writes what a downstream limit costs.
+func renderDownstream(w writef, r *Run) {
+	w("\n## Downstream limits\n\n")
+	w("An item that names a downstream (issue 16) takes its turn at the limiter before its call: a concurrency slot, the rate turn (GCRA) and the quota count in one Lua script on the Redis clock, and the slot's release after the call (`runner/internal/limiter`). The figures are the limiter's own, on the shared Redis, one client per instance. Only these benchmarks: `go test -run '^$' -bench . ./runner/internal/limiter/`.\n\n")
+	w("| issue | what | measured (median over rounds) | per-round range | verdict |\n|---|---|---|---|---|\n")
+	for _, g := range downstream {
+		measured, rng, verdict := judge(r, g)
+		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
+	}
+}
+
 // renderFigures writes every figure with its baseline and ratios, then how the baselines
 // are measured.
 func renderFigures(w writef, r *Run) {
@@ -713,7 +741,7 @@ func renderFigures(w writef, r *Run) {
 func renderNotMeasured(w writef, r *Run) {
 	w("\n### Asked for by the issues, not measured yet\n\n")
 	missing := 0
-	for _, g := range slices.Concat(goals, scale, history) {
+	for _, g := range slices.Concat(goals, scale, history, downstream) {
 		if _, _, v := judge(r, g); v == notYet {
 			w("- %s (issue %s)\n", g.What, g.Issue)
 			missing++

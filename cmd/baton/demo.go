@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,7 +23,36 @@ import (
 //	BATON_DEMO_ACCOUNTS, BATON_DEMO_PROVIDER_LATENCY demo-settlement (300, 120ms)
 //	BATON_DEMO_SETTLEMENT_BATCH                      accounts per ProcessBatch (1: one by one)
 //	BATON_DEMO_FAST=1                                all of them tiny (for tests)
+//
+// BATON_DEMO_PROVIDER_URL, such as http://127.0.0.1:8099, makes demo-settlement pay through a
+// provider served over HTTP (demo.ProviderHandler) instead of one in process, so several
+// instances share one provider, its own limit and its records of every call; the provider's
+// latency and faults are then the serving process's. Otherwise BATON_DEMO_PROVIDER_LIMIT,
+// such as "30,5,8", gives the in-process provider a true limit of its own — 30 calls/s, a
+// burst of 5, 8 in flight (burst and concurrency optional, 0 for none) — past which it answers
+// 429 with Retry-After. Both hold with BATON_DEMO_FAST too.
 func demoConfig() (demo.Config, error) {
+	c, err := demoSizes()
+	if err != nil {
+		return c, err
+	}
+	if v := os.Getenv("BATON_DEMO_PROVIDER_LIMIT"); v != "" {
+		if c.Provider.Limit, err = parseProviderLimit(v); err != nil {
+			return c, fmt.Errorf("BATON_DEMO_PROVIDER_LIMIT: %w", err)
+		}
+	}
+	if v := os.Getenv("BATON_DEMO_PROVIDER_URL"); v != "" {
+		p, err := demo.NewHTTPProvider(v)
+		if err != nil {
+			return c, fmt.Errorf("BATON_DEMO_PROVIDER_URL: %w", err)
+		}
+		c.Payments = p
+	}
+	return c, nil
+}
+
+// demoSizes reads the demo jobs' sizes (demoConfig).
+func demoSizes() (demo.Config, error) {
 	if envBool("BATON_DEMO_FAST", false) {
 		return demo.FastConfig(), nil
 	}
@@ -62,6 +93,29 @@ func demoConfig() (demo.Config, error) {
 	num("BATON_DEMO_SETTLEMENT_BATCH", &c.Settlement.Batch)
 	dur("BATON_DEMO_PROVIDER_LATENCY", &c.Provider.Latency)
 	return c, err
+}
+
+// parseProviderLimit reads "RATE[,BURST[,CONCURRENCY]]", each a number 0 or more.
+func parseProviderLimit(v string) (demo.ProviderLimit, error) {
+	parts := strings.Split(v, ",")
+	if len(parts) > 3 {
+		return demo.ProviderLimit{}, fmt.Errorf("want RATE[,BURST[,CONCURRENCY]], not %q", v)
+	}
+	var lim demo.ProviderLimit
+	rate, err := strconv.ParseFloat(strings.TrimSpace(parts[0]), 64)
+	if err != nil || rate < 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
+		return lim, fmt.Errorf("rate must be a number of calls per second, 0 or more, not %q", parts[0])
+	}
+	lim.Rate = rate
+	ints := []*int{&lim.Burst, &lim.Concurrency}
+	for i, p := range parts[1:] {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 {
+			return demo.ProviderLimit{}, fmt.Errorf("%s must be a whole number, 0 or more, not %q", []string{"burst", "concurrency"}[i], p)
+		}
+		*ints[i] = n
+	}
+	return lim, nil
 }
 
 // demoJobsFunc returns the function that makes the demo jobs on the server's pool, first

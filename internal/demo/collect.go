@@ -31,7 +31,23 @@ type CollectConfig struct {
 	Seed uint64
 	// Cron is the job's default schedule; "" means manual only.
 	Cron string
+	// Downstream is the default limit of the job's page fetches (SourceDownstream),
+	// cluster-wide; nil means 20 fetches/s with a burst of 5 and 4 in flight, a pointer to the
+	// zero value declares the downstream with no limit. Operators change it at runtime.
+	Downstream *runner.DownstreamLimits
+	// SourceLimit is the source site's own limit, enforced by the fake source whatever Baton
+	// does: a fetch past it is answered 429 with Retry-After. Zero means none. It holds per
+	// instance, as each instance has its own fake source.
+	SourceLimit ProviderLimit
 }
+
+// SourceDownstream is the downstream demo-collect's page fetches go to: a paginated site, the
+// way a court's docket is read.
+const SourceDownstream = "source-site"
+
+// defaultSourceLimits are demo-collect's default limits on its page fetches: polite to a
+// public site, and well above what one run fetching page after page asks for.
+var defaultSourceLimits = runner.DownstreamLimits{RatePerSecond: 20, Burst: 5, Concurrency: 4}
 
 func (c CollectConfig) withDefaults() CollectConfig {
 	if c.Source == "" {
@@ -43,12 +59,17 @@ func (c CollectConfig) withDefaults() CollectConfig {
 	}
 	c.PageLatency = durationOr(c.PageLatency, 100*time.Millisecond)
 	c.FailureRate = rateOr(c.FailureRate, 0.02)
+	if c.Downstream == nil {
+		d := defaultSourceLimits
+		c.Downstream = &d
+	}
 	return c
 }
 
 // collectJob is demo-collect: it fetches every page of the fake source for the run's business
-// date, one item per page, and stores each page's item count in demo_collected through the
-// item transaction. A RESUME continues after the last committed page.
+// date, one item per page on the downstream SourceDownstream, and stores each page's item
+// count in demo_collected through the item transaction. A RESUME continues after the last
+// committed page.
 type collectJob struct {
 	pool *pgxpool.Pool
 	cfg  CollectConfig
@@ -61,8 +82,12 @@ type collectJob struct {
 
 func newCollectJob(pool *pgxpool.Pool, cfg CollectConfig) *collectJob {
 	cfg = cfg.withDefaults()
-	return &collectJob{pool: pool, cfg: cfg,
-		src: &pageSource{seed: cfg.Seed, latency: cfg.PageLatency, failureRate: cfg.FailureRate}}
+	src := &pageSource{seed: cfg.Seed, latency: cfg.PageLatency, failureRate: cfg.FailureRate}
+	if err := src.limit.set(cfg.SourceLimit); err != nil {
+		// Setup refuses a limit that cannot be; here it is no limit, and the source stays usable.
+		src.limit = trueLimit{}
+	}
+	return &collectJob{pool: pool, cfg: cfg, src: src}
 }
 
 func (j *collectJob) Info() runner.JobInfo {
@@ -71,6 +96,7 @@ func (j *collectJob) Info() runner.JobInfo {
 		Description: fmt.Sprintf("Collects %d pages of a fake paginated source for the business date; resumes after its checkpoint.", j.cfg.Pages),
 		Cron:        j.cfg.Cron,
 		Version:     "1",
+		Downstreams: []runner.Downstream{{Name: SourceDownstream, Defaults: *j.cfg.Downstream}},
 	}
 }
 
@@ -102,21 +128,14 @@ func (j *collectJob) Run(ctx context.Context, run *runner.Run) error {
 	run.Logger().Info("collecting", "source", j.cfg.Source, "date", date, "from_page", start, "pages", j.cfg.Pages)
 	runID := run.ID()
 	for n := start; n <= j.cfg.Pages; n++ {
-		item := runner.Item{
-			Target:     "page:" + strconv.Itoa(n),
-			Input:      collectInput{Source: j.cfg.Source, Date: date, Page: n},
-			Checkpoint: collectToken(j.cfg.Source, date, n),
-		}
+		item := j.pageItem(date, n)
 		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
 			if j.beforeFetch != nil {
 				j.beforeFetch(n, a.Number)
 			}
 			p, err := j.src.fetch(ctx, n, a.Number)
-			if errors.Is(err, errSourceUnavailable) {
-				return runner.Transient(err)
-			}
 			if err != nil {
-				return err
+				return classifyFetchError(err)
 			}
 			a.Tx(func(ctx context.Context, tx pgx.Tx) error {
 				_, err := tx.Exec(ctx, upsertCollected, p.number, date, p.items, runID)
@@ -129,6 +148,30 @@ func (j *collectJob) Run(ctx context.Context, run *runner.Run) error {
 		}
 	}
 	return nil
+}
+
+// pageItem is the item that fetches page n for a business date.
+func (j *collectJob) pageItem(date string, n int) runner.Item {
+	return runner.Item{
+		Target:     "page:" + strconv.Itoa(n),
+		Input:      collectInput{Source: j.cfg.Source, Date: date, Page: n},
+		Checkpoint: collectToken(j.cfg.Source, date, n),
+		Downstream: SourceDownstream,
+	}
+}
+
+// classifyFetchError tells the runner what a failed page fetch means: the source's 429 (with
+// its Retry-After) and 503 are its pushback, which slows every fetch from it; anything else is
+// returned as is.
+func classifyFetchError(err error) error {
+	var limited *sourceLimited
+	switch {
+	case errors.As(err, &limited):
+		return runner.Throttled(err, limited.retryAfter)
+	case errors.Is(err, errSourceUnavailable):
+		return runner.Throttled(err, 0)
+	}
+	return err
 }
 
 // generationDate returns run's business date: the UTC date, by the database clock, on which
@@ -185,11 +228,13 @@ func resumePage(checkpoint, source, date string) (page int, why string) {
 }
 
 // pageSource is the fake paginated source: page sizes and failures are a function of the
-// seed, the page and the attempt, so runs are reproducible and goroutines share no state.
+// seed, the page and the attempt, so runs are reproducible. Only its own limit, when set, is
+// shared between fetches.
 type pageSource struct {
 	seed        uint64
 	latency     time.Duration
 	failureRate float64
+	limit       trueLimit
 }
 
 type page struct{ number, items int }
@@ -197,9 +242,25 @@ type page struct{ number, items int }
 // errSourceUnavailable is the source's passing failure: nothing was read, try again.
 var errSourceUnavailable = errors.New("source unavailable (503)")
 
-// fetch reads page n on the given attempt (from 1). It waits out the latency unless ctx ends
-// first, and fails transiently at the configured rate on the first two attempts only.
+// sourceLimited is the source's 429: a fetch past its own limit, refused at once.
+type sourceLimited struct {
+	page       int
+	retryAfter time.Duration
+}
+
+func (e *sourceLimited) Error() string {
+	return fmt.Sprintf("fetch page %d: source answered 429 Too Many Requests (retry after %s)", e.page, e.retryAfter)
+}
+
+// fetch reads page n on the given attempt (from 1). A fetch past the source's own limit is
+// refused at once (*sourceLimited); otherwise it waits out the latency unless ctx ends first,
+// and fails transiently at the configured rate on the first two attempts only.
 func (s *pageSource) fetch(ctx context.Context, n, attempt int) (page, error) {
+	ok, retryAfter, done := s.limit.admit(time.Now())
+	defer done()
+	if !ok {
+		return page{}, &sourceLimited{page: n, retryAfter: retryAfter}
+	}
 	if err := wait(ctx, s.latency); err != nil {
 		return page{}, fmt.Errorf("fetch page %d: %w", n, err)
 	}

@@ -4,9 +4,15 @@
 // through Provider, a fake payment provider that honours idempotency keys and can be told to
 // fail in every way a real one does — including timing out after the payment was made.
 //
+// demo-settlement and demo-collect declare the outside systems they call as downstreams
+// ("provider" and "source-site"), whose limits Baton holds cluster-wide; the fakes can enforce
+// a true limit of their own (ProviderLimit) and answer 429 with Retry-After past it.
+//
 // Everything runs in process against Baton's own PostgreSQL, in tables of the demo's own
 // (demo_collected and demo_provider_effects) that Migrate creates from the demo's migrations,
-// never the product's; nothing here is for production use.
+// never the product's; nothing here is for production use. The one exception is the provider,
+// which ProviderHandler can serve over HTTP so that several instances share it
+// (NewHTTPProvider, Config.Payments).
 package demo
 
 import (
@@ -36,7 +42,11 @@ type Config struct {
 	Collect    CollectConfig    // demo-collect
 	Flaky      FlakyConfig      // demo-flaky
 	Settlement SettlementConfig // demo-settlement
-	Provider   ProviderConfig   // the provider demo-settlement pays through
+	Provider   ProviderConfig   // the in-process provider demo-settlement pays through
+	// Payments, when set, is the provider demo-settlement pays through instead of an
+	// in-process one, such as an *HTTPProvider shared by several instances; Provider is then
+	// unused.
+	Payments PaymentAPI
 }
 
 // FastConfig returns a Config shrunk for tests: few items, millisecond latencies, the same
@@ -52,15 +62,20 @@ func FastConfig() Config {
 	}
 }
 
-// Jobs returns the demo jobs, ready to register, and the provider demo-settlement pays
-// through (so operators and tests can switch its faults at runtime). pool must reach a
-// database that Migrate has run on; Setup does both.
+// Jobs returns the demo jobs, ready to register, and the in-process provider demo-settlement
+// pays through (so operators and tests can switch its faults and its limit at runtime), or nil
+// when cfg.Payments is set. pool must reach a database that Migrate has run on; Setup does both.
 func Jobs(pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider) {
-	p := NewProvider(pool, cfg.Provider)
+	var p *Provider
+	payments := cfg.Payments
+	if payments == nil {
+		p = NewProvider(pool, cfg.Provider)
+		payments = p
+	}
 	return []runner.Job{
 		newCollectJob(pool, cfg.Collect),
 		newFlakyJob(cfg.Flaky),
-		newSettlementJob(p, cfg.Settlement),
+		newSettlementJob(payments, cfg.Settlement),
 	}, p
 }
 

@@ -44,8 +44,16 @@ func Migrate(ctx context.Context, databaseURL string) error {
 }
 
 // Setup migrates the demo's tables in pool's database, then returns the demo jobs and their
-// provider as Jobs does: what a server that serves the demo calls on its pool.
+// provider as Jobs does: what a server that serves the demo calls on its pool. A source or
+// provider limit that cannot be (CollectConfig.SourceLimit, ProviderConfig.Limit) is refused
+// with an INVALID_INPUT error before anything is done.
 func Setup(ctx context.Context, pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider, error) {
+	if err := cfg.Collect.SourceLimit.validate(); err != nil {
+		return nil, nil, fmt.Errorf("demo-collect source limit: %w", err)
+	}
+	if err := cfg.Provider.Limit.validate(); err != nil {
+		return nil, nil, fmt.Errorf("demo provider limit: %w", err)
+	}
 	if err := Migrate(ctx, pool.Config().ConnString()); err != nil {
 		return nil, nil, err
 	}

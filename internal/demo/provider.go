@@ -35,6 +35,9 @@ type ProviderConfig struct {
 	// Seed makes the sequence of injected faults reproducible for a single caller. It is read
 	// by NewProvider only.
 	Seed uint64
+	// Limit is the provider's own limit from the start (zero: none). It is read by NewProvider
+	// only, which ignores a limit that cannot be (Setup refuses it); SetLimit changes it.
+	Limit ProviderLimit
 	// DedupeByKey makes the provider honour idempotency keys: a key applied before returns
 	// its first effect (Replayed) instead of applying again. Off by default, so that a
 	// duplicate call shows up as a second row in demo_provider_effects — the demo's proof
@@ -79,9 +82,15 @@ func (e Effect) Ref() string { return fmt.Sprintf("pay_%d", e.ID) }
 type StatusError struct {
 	Code    int    // the HTTP status a real provider would answer
 	Message string // the provider's explanation
+	// RetryAfter is the wait the provider asked for (its Retry-After header), 0 when it gave
+	// none. The provider's own limit always gives one, in whole seconds.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("provider: %d %s: %s (retry after %s)", e.Code, http.StatusText(e.Code), e.Message, e.RetryAfter)
+	}
 	return fmt.Sprintf("provider: %d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
 }
 
@@ -102,34 +111,54 @@ type ProviderStats struct {
 	NotSent            int64 // abandoned by the caller's context before applying
 	ServerErrors       int64 // injected 503s
 	Throttled          int64 // injected 429s
+	Limited            int64 // 429s of the provider's own limit (SetLimit)
 	Rejected           int64 // 422s, injected or for invalid payments
 	Conflicts          int64 // 409s: key reused for another payment
 	TimedOutAfterApply int64 // applied, then reported as a timeout
 }
 
+// PaymentAPI is what demo-settlement pays through: the in-process *Provider, or
+// *HTTPProvider, a client of one served by ProviderHandler in another process.
+type PaymentAPI interface {
+	// Apply makes a payment once per idempotency key (Provider.Apply). A *StatusError means
+	// nothing was applied; ErrNotSent that the call never reached the provider; ErrTimeout,
+	// or any other error, that the payment may have been made.
+	Apply(ctx context.Context, pay Payment) (Effect, error)
+	// Lookup reports the effect applied for an idempotency key, if any (Provider.Lookup).
+	Lookup(ctx context.Context, idempotencyKey string) (effectID int64, found bool, err error)
+}
+
+var (
+	_ PaymentAPI = (*Provider)(nil)
+	_ PaymentAPI = (*HTTPProvider)(nil)
+)
+
 // Provider is a fake payment provider, in process, keeping its effects in the PostgreSQL
 // table demo_provider_effects. It honours idempotency keys the way a real provider should,
-// and injects latency, 5xx, 429, validation refusals and timeouts after applying.
+// and injects latency, 5xx, 429, validation refusals and timeouts after applying. It can also
+// enforce a true limit of its own (SetLimit), and records every call's arrival for tests.
 // Its methods are safe for concurrent use.
 type Provider struct {
-	pool *pgxpool.Pool
-	cfg  atomic.Pointer[ProviderConfig]
+	pool  *pgxpool.Pool
+	cfg   atomic.Pointer[ProviderConfig]
+	limit trueLimit
 
 	mu  sync.Mutex
 	rng *rand.Rand
 
-	calls, applied, replayed, notSent, serverErrors, throttled, rejected, conflicts, timedOut atomic.Int64
+	calls, applied, replayed, notSent, serverErrors, throttled, limited, rejected, conflicts, timedOut atomic.Int64
 }
 
 // NewProvider returns a provider storing its effects through pool.
 func NewProvider(pool *pgxpool.Pool, cfg ProviderConfig) *Provider {
 	p := &Provider{pool: pool, rng: rand.New(rand.NewPCG(cfg.Seed, 0x70726f7669646572))}
 	p.SetConfig(cfg)
+	_ = p.limit.set(cfg.Limit) // a bad one leaves no limit; Setup refuses it first
 	return p
 }
 
 // SetConfig switches latency and fault rates at once, for calls that start afterwards; zero
-// fields take their defaults and Off turns a fault off. Seed is ignored.
+// fields take their defaults and Off turns a fault off. Seed and Limit are ignored.
 func (p *Provider) SetConfig(cfg ProviderConfig) {
 	c := cfg.withDefaults()
 	p.cfg.Store(&c)
@@ -138,11 +167,34 @@ func (p *Provider) SetConfig(cfg ProviderConfig) {
 // Config returns the latency and fault rates in force, defaults filled in.
 func (p *Provider) Config() ProviderConfig { return *p.cfg.Load() }
 
+// SetLimit makes the provider enforce lim, its own true limit, from the next call on: a call
+// past it is answered a 429 *StatusError with RetryAfter before anything is applied. The zero
+// ProviderLimit lifts it. A negative, infinite or NaN field is refused with an INVALID_INPUT
+// *batontype.Error naming the field, and the limit in force stays.
+func (p *Provider) SetLimit(lim ProviderLimit) error { return p.limit.set(lim) }
+
+// Limit returns the provider's own limit in force.
+func (p *Provider) Limit() ProviderLimit { return p.limit.limit() }
+
+// Records returns what the provider saw of its callers' Apply calls since ResetRecords: every
+// arrival, the arrival of every call its own limit answered 429, and the peak in flight.
+func (p *Provider) Records() LimitRecord { return p.limit.record() }
+
+// Calls returns the arrival time of every Apply since ResetRecords, oldest first.
+func (p *Provider) Calls() []time.Time { return p.limit.record().Calls }
+
+// PeakInFlight returns the most Apply calls in flight at once since ResetRecords, counted
+// from arrival to answer, calls the limit refused included.
+func (p *Provider) PeakInFlight() int { return p.limit.record().PeakInFlight }
+
+// ResetRecords forgets the recorded arrivals and 429s, and starts the peak in flight over.
+func (p *Provider) ResetRecords() { p.limit.reset() }
+
 // Stats returns what the provider has done so far.
 func (p *Provider) Stats() ProviderStats {
 	return ProviderStats{
 		Calls: p.calls.Load(), Applied: p.applied.Load(), Replayed: p.replayed.Load(), NotSent: p.notSent.Load(),
-		ServerErrors: p.serverErrors.Load(), Throttled: p.throttled.Load(), Rejected: p.rejected.Load(),
+		ServerErrors: p.serverErrors.Load(), Throttled: p.throttled.Load(), Limited: p.limited.Load(), Rejected: p.rejected.Load(),
 		Conflicts: p.conflicts.Load(), TimedOutAfterApply: p.timedOut.Load(),
 	}
 }
@@ -155,8 +207,10 @@ func (p *Provider) rolls() (serverError, throttle, reject, timeout float64) {
 	return p.rng.Float64(), p.rng.Float64(), p.rng.Float64(), p.rng.Float64()
 }
 
-// Apply makes the payment once per idempotency key. Before anything is applied it waits out
-// the latency and may answer a *StatusError (503, 429, 422); if ctx ends by then, it returns
+// Apply makes the payment once per idempotency key. A call past the provider's own limit
+// (SetLimit) is answered at once with a 429 *StatusError carrying RetryAfter. Before anything
+// is applied it waits out the latency and may answer a *StatusError (503, 429, 422); if ctx
+// ends by then, it returns
 // ErrNotSent and applies nothing. Once applying has begun it finishes whatever ctx does, as a
 // real server would, and may then report ErrTimeout although the effect was made. A key seen
 // before returns the first effect (Replayed) without a second one; a key seen before with
@@ -165,6 +219,13 @@ func (p *Provider) Apply(ctx context.Context, pay Payment) (Effect, error) {
 	p.calls.Add(1)
 	cfg := p.Config()
 	serverError, throttle, reject, timeout := p.rolls()
+	ok, retryAfter, done := p.limit.admit(time.Now())
+	defer done()
+	if !ok {
+		p.limited.Add(1)
+		return Effect{}, &StatusError{Code: http.StatusTooManyRequests, RetryAfter: retryAfter,
+			Message: "over the provider's own limit, nothing applied"}
+	}
 	if err := wait(ctx, cfg.Latency); err != nil {
 		p.notSent.Add(1)
 		return Effect{}, fmt.Errorf("%w: %w", ErrNotSent, err)

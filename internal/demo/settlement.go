@@ -22,6 +22,10 @@ type SettlementConfig struct {
 	// Batch, above 1, pays that many accounts per ProcessBatch (one intent commit and one
 	// result commit per batch, calls 8 at a time); 0 or 1 pays them one by one with Process.
 	Batch int
+	// Downstream is the default limit of the job's calls to the provider (ProviderDownstream),
+	// cluster-wide; nil means 50 calls/s with a burst of 10 and 16 in flight, a pointer to the
+	// zero value declares the downstream with no limit. Operators change it at runtime.
+	Downstream *runner.DownstreamLimits
 	// StopConditions are the job's; nil means the runner's defaults (stop when more than 5%
 	// of payment calls fail downstream over a minute) judged over at least 100 calls, an
 	// empty slice disables them.
@@ -37,9 +41,21 @@ type SettlementConfig struct {
 	failItem func(account string) bool
 }
 
+// ProviderDownstream is the downstream demo-settlement's payments go to.
+const ProviderDownstream = "provider"
+
+// defaultProviderLimits are demo-settlement's default limits on its calls to the provider: a
+// payment provider's usual published limit, and as many calls in flight as two runs of the
+// job make at their batch parallelism.
+var defaultProviderLimits = runner.DownstreamLimits{RatePerSecond: 50, Burst: 10, Concurrency: 16}
+
 func (c SettlementConfig) withDefaults() SettlementConfig {
 	if c.Accounts <= 0 {
 		c.Accounts = 300
+	}
+	if c.Downstream == nil {
+		d := defaultProviderLimits
+		c.Downstream = &d
 	}
 	if c.StopConditions == nil {
 		// Over the runner's default 20 calls, two unlucky faults in a row read as 10%: at the
@@ -56,17 +72,17 @@ func (c SettlementConfig) withDefaults() SettlementConfig {
 const settlementStep = "pay"
 
 // settlementJob is demo-settlement, a HIGH-risk job: it pays every account once through the
-// Provider, one external item per account, passing the runner's idempotency key on every
-// call. A timeout after the payment was made is left unclassified, so the runner quarantines
+// provider (PaymentAPI), one external item per account on the downstream ProviderDownstream,
+// passing the runner's idempotency key on every call. A timeout after the payment was made is left unclassified, so the runner quarantines
 // the account as AMBIGUOUS_EFFECT until Reconcile (or an operator) settles it.
 type settlementJob struct {
-	provider *Provider
+	provider PaymentAPI
 	cfg      SettlementConfig
 }
 
 var _ runner.Reconciler = (*settlementJob)(nil)
 
-func newSettlementJob(p *Provider, cfg SettlementConfig) *settlementJob {
+func newSettlementJob(p PaymentAPI, cfg SettlementConfig) *settlementJob {
 	return &settlementJob{provider: p, cfg: cfg.withDefaults()}
 }
 
@@ -78,6 +94,7 @@ func (j *settlementJob) Info() runner.JobInfo {
 		Risk:           bt.RiskHigh,
 		Version:        "1",
 		StopConditions: j.cfg.StopConditions,
+		Downstreams:    []runner.Downstream{{Name: ProviderDownstream, Defaults: *j.cfg.Downstream}},
 	}
 }
 
@@ -100,7 +117,7 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 	for n := start; n <= j.cfg.Accounts; n++ {
 		account := fmt.Sprintf("acct:%04d", n)
 		in := SettlementInput{Account: account, Amount: settlementAmount(n)}
-		item := runner.Item{Target: account, Step: settlementStep, Input: in, Checkpoint: account, External: true}
+		item := settlementItem(account, in)
 		if j.cfg.Batch > 1 {
 			if batch = append(batch, item); len(batch) < j.cfg.Batch && n < j.cfg.Accounts {
 				continue
@@ -127,6 +144,12 @@ func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
 	return nil
 }
 
+// settlementItem is the item that pays account.
+func settlementItem(account string, in SettlementInput) runner.Item {
+	return runner.Item{Target: account, Step: settlementStep, Input: in, Checkpoint: account, External: true,
+		Downstream: ProviderDownstream}
+}
+
 // pay makes one account's payment with the attempt's idempotency key.
 func (j *settlementJob) pay(ctx context.Context, in SettlementInput, a *runner.Attempt) error {
 	eff, err := j.provider.Apply(ctx, Payment{IdempotencyKey: a.IdempotencyKey, Target: in.Account, Amount: in.Amount})
@@ -144,8 +167,10 @@ func (j *settlementJob) pay(ctx context.Context, in SettlementInput, a *runner.A
 }
 
 // classifyPaymentError tells the runner what a failed payment call means. Only answers that
-// prove nothing was applied are TRANSIENT; a timeout, or anything unknown, is returned as is,
-// so the runner's default for an external step — AMBIGUOUS_EFFECT — applies.
+// prove nothing was applied are TRANSIENT; a 429 or 503 is the provider pushing back
+// (Throttled, with its Retry-After), which slows every caller of the downstream. A timeout, or
+// anything unknown, is returned as is, so the runner's default for an external step —
+// AMBIGUOUS_EFFECT — applies.
 func classifyPaymentError(err error) error {
 	var se *StatusError
 	switch {
@@ -153,7 +178,9 @@ func classifyPaymentError(err error) error {
 		return runner.Transient(err)
 	case errors.As(err, &se):
 		switch {
-		case se.Code == http.StatusTooManyRequests || se.Code >= 500:
+		case se.Code == http.StatusTooManyRequests || se.Code == http.StatusServiceUnavailable:
+			return runner.Throttled(err, se.RetryAfter)
+		case se.Code >= 500:
 			return runner.Transient(err)
 		case se.Code == http.StatusConflict:
 			return runner.Conflict(err)

@@ -31,7 +31,8 @@ const (
 // It never waits past deadline (nor ctx): when the turn or a free slot would come after
 // deadline it reserves nothing and returns an error wrapping ErrNoTurn, at once or when it
 // finds out. A spent quota returns *HeldError{Reason: "QUOTA"} at once, taking nothing. The
-// slot is held until Release or, if the holder dies, until deadline. A zero deadline means
+// slot is held until Release or, if the holder dies, until ctx's deadline (deadline when ctx
+// has none), so a caller may bound the wait tighter than the call. A zero deadline means
 // ctx's deadline, or DefaultLease from now. Zero Limits return a permit at once without
 // touching Redis. Limits no downstream can have are refused with an INVALID_INPUT error.
 func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline time.Time) (*Permit, error) {
@@ -48,16 +49,22 @@ func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline
 			deadline = d
 		}
 	}
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	// The slot is held until the call's context ends (its lease), which may be later than
+	// the wait may last: a call that waited half its lease still holds its slot to the end.
+	hold := deadline
+	if d, ok := ctx.Deadline(); ok {
+		if d.Before(deadline) {
+			deadline = d
+		}
+		hold = d
 	}
 	if l.useRedis() {
-		p, err := l.acquireRedis(ctx, name, lim, start, deadline)
+		p, err := l.acquireRedis(ctx, name, lim, start, deadline, hold)
 		if !errors.Is(err, errUnavailable) {
 			return p, err
 		}
 	}
-	return l.acquireLocal(ctx, name, lim, start, deadline)
+	return l.acquireLocal(ctx, name, lim, start, deadline, hold)
 }
 
 // errUnavailable marks a failed Redis operation; the caller falls back to the local share.
@@ -69,7 +76,7 @@ func noTurn(name string, wait time.Duration) error {
 }
 
 // acquireRedis runs acquireScript until it grants or refuses, polling while no slot is free.
-func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, start, deadline time.Time) (*Permit, error) {
+func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, start, deadline, hold time.Time) (*Permit, error) {
 	keys := l.ks.all(name)[:4]
 	member := l.newMember()
 	poll := pollMin
@@ -78,8 +85,12 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		if maxWait < 0 {
 			return nil, noTurn(name, -maxWait)
 		}
+		own := 0
+		if lim.Concurrency > 0 {
+			own = l.ownHeld(name)
+		}
 		args := []any{member, lim.Concurrency, lim.Rate, lim.burst(), lim.Quota, lim.QuotaWindow.Microseconds(),
-			maxWait.Microseconds(), maxWait.Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds()}
+			maxWait.Microseconds(), max(hold.Sub(l.now()), maxWait).Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds(), own}
 		reply, err := l.run(ctx, func(ctx context.Context) ([]int64, error) {
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})
@@ -96,7 +107,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			p := &Permit{Waited: l.now().Sub(start), l: l, name: name}
 			if lim.Concurrency > 0 {
 				p.member = member
-				p.slot, p.hold = l.holdLocal(name, deadline)
+				p.slot, p.hold = l.holdLocal(name, hold)
 			}
 			return p, nil
 		case replyQuota:

@@ -71,3 +71,14 @@ func fraction(f0 float64, elapsed, recovery time.Duration, minf float64) float64
 func (a Adapt) decreased(f, minf float64) float64 {
 	return math.Max(f*a.Decrease, minf)
 }
+
+// tolerance is the GCRA burst tolerance (burst−1)·T less a margin of T/4, at most 5ms, as the
+// acquire script computes it: the burst's last call comes that much later, so the worst 1 s
+// window holds one call less than rate + burst on exact timing, and a call's delivery jitter
+// cannot push it over.
+func tolerance(burst int, T time.Duration) time.Duration {
+	if burst <= 1 {
+		return 0
+	}
+	return time.Duration(burst-1)*T - min(T/4, 5*time.Millisecond)
+}

@@ -8,9 +8,16 @@
 // 429 or 503 is slowed for every caller (Pushback): its effective rate drops multiplicatively
 // and climbs back lazily, computed by each reservation from the time of the last decrease.
 //
+// A call takes its concurrency slot first and its rate turn with it, in one script: calls
+// waiting for slots that free together still start at the rate. When the slot is free,
+// Acquire is one round trip and Release another.
+//
 // When Redis fails or times out, the limiter is degraded: each instance holds its calls to its
 // local share of each limit (the limit divided by the live instances, rounded up) and tries
-// Redis again at most once a second.
+// Redis again at most once a second. The local share counts the calls of the instance that
+// already hold Redis slots and its bucket starts empty; once Redis is back, the calls still
+// holding local slots count against the cluster's concurrency until they end. (The second
+// after Redis comes back may see the local shares' last calls on top of the cluster's burst.)
 //
 // Every key of a downstream starts with Config.Prefix and the name, e.g.
 // "baton:{dev}:ds:provider:slots". The prefix's hash tag keeps them on one cluster slot, which
@@ -20,11 +27,14 @@ package limiter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,9 +130,11 @@ func (lim Limits) share(n int) Limits {
 
 // Config configures a Limiter.
 type Config struct {
+	// Redis holds the shared state. Give it ContextTimeoutEnabled, so that Timeout bounds
+	// every operation even when Redis stalls.
 	Redis    redis.UniversalClient
-	Prefix   string        // key prefix, e.g. "baton:{dev}:ds:"
-	Instance string        // names this process in slot holders
+	Prefix   string        // key prefix, e.g. "baton:{dev}:ds:"; its hash tag keeps a cluster on one slot
+	Instance string        // names this process in slot holders (a random token is added to it)
 	Timeout  time.Duration // per Redis operation; 0 means 250ms. A failure or timeout means degraded
 	// Share returns the live instances in the cluster, for the local share; nil or <1 means 1.
 	Share func() int
@@ -162,9 +174,9 @@ func New(cfg Config) *Limiter {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Instance == "" {
-		cfg.Instance = "instance"
-	}
+	token := make([]byte, 4)
+	_, _ = rand.Read(token)
+	cfg.Instance += ":" + hex.EncodeToString(token) // two processes never share a holder name
 	l := &Limiter{
 		cfg:    cfg,
 		ks:     keyspace(cfg.Prefix),
@@ -177,6 +189,10 @@ func New(cfg Config) *Limiter {
 	}
 	if l.log == nil {
 		l.log = slog.Default()
+	}
+	if _, cluster := cfg.Redis.(*redis.ClusterClient); cluster && !hasHashTag(cfg.Prefix) {
+		l.log.Warn("downstream limits: the key prefix has no hash tag, so a downstream's keys fall on "+
+			"different cluster slots and its scripts fail (limits hold per instance only)", "prefix", cfg.Prefix)
 	}
 	go l.flushLoop()
 	return l
@@ -217,12 +233,13 @@ type Permit struct {
 }
 
 // Release gives the concurrency slot back. It is idempotent and safe on a nil Permit. A slot
-// whose release does not reach Redis comes back at its expiry.
+// whose release does not reach Redis comes back at its expiry; while degraded, Release does
+// not try, so that it never waits for the timeout.
 func (p *Permit) Release() {
 	if p == nil || p.l == nil || !p.released.CompareAndSwap(false, true) {
 		return
 	}
-	if p.member != "" {
+	if down, _ := p.l.Degraded(); p.member != "" && !down {
 		ctx, cancel := context.WithTimeout(context.Background(), p.l.cfg.Timeout)
 		_ = p.l.cfg.Redis.ZRem(ctx, p.l.ks.key(p.name, keySlots), p.member).Err()
 		cancel()
@@ -283,7 +300,17 @@ func (l *Limiter) redisWorked() {
 		"degraded_for", l.now().Sub(l.since).Round(time.Millisecond))
 }
 
-// newMember names one slot holder: the instance and a sequence number.
+// newMember names one slot holder: the instance, its token and a sequence number.
 func (l *Limiter) newMember() string {
 	return l.cfg.Instance + ":" + strconv.FormatUint(l.seq.Add(1), 36)
+}
+
+// hasHashTag reports whether key has a Redis Cluster hash tag: a non-empty "{...}".
+func hasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	return end > 0
 }

@@ -8,16 +8,17 @@ import (
 // localLimit is one downstream's limits on this instance alone, used while degraded. The
 // Limiter's mutex guards it.
 type localLimit struct {
-	episode int                  // the degraded episode tat belongs to
-	tat     time.Time            // GCRA theoretical arrival time
-	holds   map[uint64]time.Time // this instance's calls holding a slot (Redis or local) → expiry
-	freed   chan struct{}        // closed (and replaced) when a slot of this instance frees
-	kick    chan struct{}        // takes a token when a slot of this instance frees, for one Redis poller
-	qWindow int64                // quota window start, µs since the epoch
-	qCount  int64                // calls counted in it
-	f0      float64              // rate fraction after the latest decrease
-	d       time.Time            // time of the latest decrease; zero = none
-	blocked time.Time            // calls held until then
+	episode int                 // the degraded episode tat belongs to
+	tat     time.Time           // GCRA theoretical arrival time
+	holds   map[uint64]slotHold // this instance's calls holding a slot, from Redis or the local share
+	ownHeld int                 // how many of them took their slot from the local share
+	freed   chan struct{}       // closed (and replaced) when a slot of this instance frees
+	kick    chan struct{}       // takes a token when a slot of this instance frees, for one Redis poller
+	qWindow int64               // quota window start, µs since the epoch
+	qCount  int64               // calls counted in it
+	f0      float64             // rate fraction after the latest decrease
+	d       time.Time           // time of the latest decrease; zero = none
+	blocked time.Time           // calls held until then
 }
 
 // locals holds the local limits of each downstream.
@@ -27,7 +28,7 @@ type locals map[string]*localLimit
 func (m locals) of(name string) *localLimit {
 	ll := m[name]
 	if ll == nil {
-		ll = &localLimit{holds: map[uint64]time.Time{}, freed: make(chan struct{}), kick: make(chan struct{}, 1)}
+		ll = &localLimit{holds: map[uint64]slotHold{}, freed: make(chan struct{}), kick: make(chan struct{}, 1)}
 		m[name] = ll
 	}
 	return ll
@@ -41,20 +42,41 @@ func (ll *localLimit) fraction(now time.Time, a Adapt, minf float64) float64 {
 	return fraction(ll.f0, now.Sub(ll.d), a.Recovery, minf)
 }
 
-// freeSlot reports whether fewer than limit calls hold a slot at now. Slots past their expiry
-// count as free, as in Redis (their holder dropped the permit); when none is free, next is
-// the earliest expiry.
+// slotHold is one call of this instance holding a slot.
+type slotHold struct {
+	expiry time.Time
+	own    bool // from the local share, unknown to Redis
+}
+
+// prune drops the holds past their expiry, as Redis does (their holder dropped the permit),
+// and returns the earliest expiry left.
+func (ll *localLimit) prune(now time.Time) (next time.Time) {
+	for id, h := range ll.holds {
+		if !h.expiry.After(now) {
+			ll.drop(id)
+		} else if next.IsZero() || h.expiry.Before(next) {
+			next = h.expiry
+		}
+	}
+	return next
+}
+
+func (ll *localLimit) drop(id uint64) {
+	if h, ok := ll.holds[id]; ok {
+		delete(ll.holds, id)
+		if h.own {
+			ll.ownHeld--
+		}
+	}
+}
+
+// freeSlot reports whether fewer than limit calls hold a slot at now; when none is free,
+// next is the earliest expiry.
 func (ll *localLimit) freeSlot(now time.Time, limit int) (ok bool, next time.Time) {
 	if len(ll.holds) < limit {
 		return true, time.Time{}
 	}
-	for id, exp := range ll.holds {
-		if !exp.After(now) {
-			delete(ll.holds, id)
-		} else if next.IsZero() || exp.Before(next) {
-			next = exp
-		}
-	}
+	next = ll.prune(now)
 	return len(ll.holds) < limit, next
 }
 
@@ -69,7 +91,7 @@ type localGrant struct {
 
 // reserve is acquireScript on the local clock and the local share sh of lim. It reserves
 // nothing unless it grants. l.mu must be held.
-func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadline time.Time) localGrant {
+func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadline, hold time.Time) localGrant {
 	var win int64
 	if sh.Quota > 0 {
 		size := sh.QuotaWindow.Microseconds()
@@ -88,7 +110,7 @@ func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadlin
 	if sh.Rate > 0 {
 		eff := sh.Rate * ll.fraction(now, l.adapt, l.adapt.minFraction(lim.Rate))
 		T := time.Duration(float64(time.Second) / eff)
-		tau := time.Duration(sh.burst()-1) * T
+		tau := tolerance(sh.burst(), T)
 		if ll.episode != l.episode {
 			// A fresh local bucket starts empty: the cluster may have spent the burst
 			// just before Redis went away.
@@ -110,7 +132,8 @@ func (l *Limiter) reserve(ll *localLimit, now time.Time, lim, sh Limits, deadlin
 	g := localGrant{code: replyOK, wait: max(wait, 0)}
 	if sh.Concurrency > 0 {
 		g.hold = l.seq.Add(1)
-		ll.holds[g.hold] = deadline
+		ll.holds[g.hold] = slotHold{expiry: hold, own: true}
+		ll.ownHeld++
 	}
 	if sh.Quota > 0 {
 		if ll.qWindow != win {
@@ -130,13 +153,13 @@ func later(a, b time.Time) time.Time {
 }
 
 // acquireLocal is Acquire on this instance's share of lim.
-func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, start, deadline time.Time) (*Permit, error) {
+func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, start, deadline, hold time.Time) (*Permit, error) {
 	sh := lim.share(l.shareOf())
 	for {
 		l.mu.Lock()
 		ll := l.local.of(name)
 		now := l.now()
-		g := l.reserve(ll, now, lim, sh, deadline)
+		g := l.reserve(ll, now, lim, sh, deadline, hold)
 		freed := ll.freed
 		l.mu.Unlock()
 		switch g.code {
@@ -195,15 +218,27 @@ func (l *Limiter) holdLocal(name string, expiry time.Time) (*localLimit, uint64)
 	defer l.mu.Unlock()
 	ll := l.local.of(name)
 	id := l.seq.Add(1)
-	ll.holds[id] = expiry
+	ll.holds[id] = slotHold{expiry: expiry}
 	return ll, id
+}
+
+// ownHeld returns how many calls of this instance to name hold slots taken from the local
+// share while degraded: Redis does not count them, so the acquire script adds them.
+func (l *Limiter) ownHeld(name string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ll := l.local.of(name)
+	if ll.ownHeld > 0 {
+		ll.prune(l.now())
+	}
+	return ll.ownHeld
 }
 
 // releaseLocal frees this instance's slot id and wakes its waiters.
 func (l *Limiter) releaseLocal(ll *localLimit, id uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(ll.holds, id)
+	ll.drop(id)
 	close(ll.freed)
 	ll.freed = make(chan struct{})
 	select {

@@ -38,6 +38,13 @@ local function fraction(f0, d, now, recovery, minf)
   if f < minf then f = minf end
   return f
 end
+-- tolerance: see tolerance in adapt.go.
+local function tolerance(burst, T)
+  if burst <= 1 then return 0 end
+  local margin = T / 4
+  if margin > 5000 then margin = 5000 end
+  return (burst - 1) * T - margin
+end
 local function us(x) return string.format('%.0f', x) end
 local function extend(key, ttl_ms)
   ttl_ms = math.ceil(ttl_ms)
@@ -47,7 +54,8 @@ end
 
 // acquireScript takes a slot, the rate turn and the quota count in one step, or nothing.
 // KEYS: slots, tat, adapt, quota. ARGV: member, concurrency, rate, burst, quota, window (µs),
-// max wait (µs), lease (µs), min fraction, recovery (µs).
+// max wait (µs), lease (µs), min fraction, recovery (µs), the caller's calls in flight on
+// slots Redis does not know (taken from the local share while degraded).
 // Reply {0, wait µs, now µs, quota window counted} | {1, quota window end µs} | {2} no slot |
 // {3, wait µs} turn past the max wait.
 var acquireScript = redis.NewScript(luaCommon + `
@@ -57,11 +65,12 @@ local quota, win, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[
 local q
 if quota > 0 then
   q = redis.call('HMGET', KEYS[4], 'w', 'n')
-  local cur = math.floor(now / win) * win
-  if tonumber(q[1]) == cur and (tonumber(q[2]) or 0) >= quota then return {1, cur + win} end
+  -- The counted window may be the next one already, when a turn's wait crossed into it.
+  local w = tonumber(q[1]) or 0
+  if w >= math.floor(now / win) * win and (tonumber(q[2]) or 0) >= quota then return {1, w + win} end
 end
 if conc > 0 then
-  local held = redis.call('ZCARD', KEYS[1])
+  local held = redis.call('ZCARD', KEYS[1]) + tonumber(ARGV[11])
   if held >= conc then
     -- Full: only now drop the holders past their expiry (dead instances, dropped permits).
     held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -74,7 +83,7 @@ local wait, tat2 = 0, nil
 if rate > 0 then
   local eff = rate * fraction(tonumber(a[1]), tonumber(a[2]), now, tonumber(ARGV[10]), tonumber(ARGV[9]))
   local T = 1000000 / eff
-  local tau = (burst - 1) * T
+  local tau = tolerance(burst, T)
   local tat = tonumber(redis.call('GET', KEYS[2])) or now
   if tat < now then tat = now end
   if blocked > now and tat < blocked + tau then tat = blocked + tau end

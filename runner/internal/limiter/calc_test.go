@@ -75,3 +75,33 @@ func TestShare(t *testing.T) {
 		t.Errorf("share of a rate alone = %+v, want burst 1 and no other limit", got)
 	}
 }
+
+func TestTolerance(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		burst int
+		T     time.Duration
+		want  time.Duration
+	}{
+		{0, 20 * time.Millisecond, 0},
+		{1, 20 * time.Millisecond, 0},
+		{10, 20 * time.Millisecond, 180*time.Millisecond - 5*time.Millisecond},
+		{10, 100 * time.Millisecond, 900*time.Millisecond - 5*time.Millisecond}, // the margin is at most 5ms
+		{2, 4 * time.Millisecond, 3 * time.Millisecond},                         // and at most T/4
+	} {
+		if got := tolerance(tc.burst, tc.T); got != tc.want {
+			t.Errorf("tolerance(%d, %s) = %s, want %s", tc.burst, tc.T, got, tc.want)
+		}
+	}
+}
+
+func TestHasHashTag(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]bool{
+		"baton:{dev}:ds:": true, "baton:dev:ds:": false, "baton:{}:ds:": false, "baton:{dev:ds:": false, "}{x}": true,
+	} {
+		if got := hasHashTag(key); got != want {
+			t.Errorf("hasHashTag(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
