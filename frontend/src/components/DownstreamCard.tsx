@@ -43,7 +43,8 @@ export function DownstreamCard({ downstream: d, history, onSaved }: { downstream
   const l = d.limits;
   const slowed = slowedByPushback(d);
   const blocked = s.blockedUntil !== null && Date.parse(s.blockedUntil) > Date.now();
-  const color = s.degraded ? 'red' : l.paused ? 'yellow' : slowed || blocked ? 'orange' : 'blue';
+  const quotaSpent = l.quota !== null && s.quotaUsed >= l.quota;
+  const color = s.degraded ? 'red' : l.paused ? 'yellow' : slowed || blocked || quotaSpent ? 'orange' : 'blue';
   return (
     <Card
       withBorder
@@ -68,6 +69,11 @@ export function DownstreamCard({ downstream: d, history, onSaved }: { downstream
             {s.degraded && (
               <Badge color="red" data-testid="ds-degraded">
                 DEGRADED
+              </Badge>
+            )}
+            {quotaSpent && (
+              <Badge color="orange" data-testid="ds-quota-spent">
+                quota spent
               </Badge>
             )}
             {slowed && (
@@ -138,7 +144,7 @@ export function DownstreamCard({ downstream: d, history, onSaved }: { downstream
               {s.errors.toLocaleString('en-US')}
             </Text>
           </Figure>
-          <Figure label="Quota" testid="ds-quota" hint={quotaLimit(l)}>
+          <Figure label="Quota" testid="ds-quota" hint={quotaSpent ? 'spent: calls wait for the next window' : quotaLimit(l)}>
             {l.quota === null ? 'none' : `${s.quotaUsed.toLocaleString('en-US')} of ${l.quota.toLocaleString('en-US')}`}
           </Figure>
           <Figure label="Blocked until" testid="ds-blocked" hint={blocked ? 'Retry-After: every call waits until then' : undefined}>

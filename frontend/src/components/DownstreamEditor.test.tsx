@@ -92,6 +92,17 @@ describe('DownstreamEditor', () => {
 });
 
 describe('DownstreamCard', () => {
+  it('says a spent quota holds the calls', () => {
+    const { client } = clientAnswering({});
+    renderWith(
+      <Provider value={client}>
+        <DownstreamCard downstream={downstream({ limits: { ...limits, quota: 100, quotaWindow: 'HOUR' } }, { quotaUsed: 100 })} history={[]} />
+      </Provider>,
+    );
+    expect(screen.getByTestId('ds-quota-spent')).toHaveTextContent('quota spent');
+    expect(screen.getByTestId('ds-quota')).toHaveTextContent('100 of 100spent: calls wait for the next window');
+  });
+
   it('shows the live figures, pushback, blocking, DEGRADED and PAUSED', () => {
     const { client } = clientAnswering({});
     const until = new Date(Date.now() + 60_000).toISOString();
@@ -119,6 +130,7 @@ describe('DownstreamCard', () => {
     expect(screen.getByTestId('ds-waits')).toHaveTextContent('20 waited, 1.2 s in all, 60 ms on average');
     expect(screen.getByTestId('ds-throttled')).toHaveTextContent('7');
     expect(screen.getByTestId('ds-quota')).toHaveTextContent('120 of 1,000');
+    expect(screen.queryByTestId('ds-quota-spent')).toBeNull();
     expect(screen.getByTestId('ds-blocked')).toHaveTextContent('Retry-After');
     expect(screen.getByTestId('ds-degraded')).toHaveTextContent('DEGRADED');
     expect(screen.getByTestId('ds-degraded-alert')).toHaveTextContent('Redis unreachable: instances limit on their local share');
@@ -140,6 +152,7 @@ describe('DownstreamCard', () => {
     expect(screen.queryByTestId('ds-degraded')).toBeNull();
     expect(screen.queryByTestId('ds-paused')).toBeNull();
     expect(screen.getByTestId('ds-blocked')).toHaveTextContent('not blocked');
+    expect(screen.queryByTestId('ds-quota-spent')).toBeNull();
     expect(screen.getByTestId('ds-changed')).toHaveTextContent("The code's defaults hold");
     expect(screen.getByTestId('ds-defaults')).toHaveTextContent('Defaults in code: rate 50/s, burst 10 · concurrency 16 in flight · no quota');
   });
