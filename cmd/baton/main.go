@@ -1,7 +1,7 @@
 // Command baton runs and operates Baton: `serve` runs an instance (scheduler, workers, API),
-// `migrate` manages the schema, `token` mints API tokens, and `jobs`, `runs`, `replays` and
-// `maintenance` drive a running cluster through its GraphQL API. Its exit codes are for
-// scripts (exitcode.go).
+// `migrate` manages the schema, `token` mints API tokens, and `jobs`, `runs`, `replays`,
+// `maintenance` and `downstreams` drive a running cluster through its GraphQL API. Its exit
+// codes are for scripts (exitcode.go).
 package main
 
 import (
@@ -46,6 +46,8 @@ commands:
                         replay and RESTART requests and their four-eyes decision
   maintenance status|on|off
                         the cluster-wide maintenance pause
+  downstreams list | show NAME | set NAME [--rate R] ... | pause NAME | resume NAME
+                        the cluster-wide limits on calls to outside systems
   version               print the version
 
 'baton COMMAND --help' tells more. Read commands take --output json: stable JSON on
@@ -74,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return replaysCommand(ctx, args[1:], stdout, stderr)
 	case "maintenance":
 		return maintenanceCommand(ctx, args[1:], stdout, stderr)
+	case "downstreams":
+		return downstreamsCommand(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil

@@ -9,6 +9,7 @@ import { Loading } from './components/QueryState';
 import { AlertsPage } from './pages/AlertsPage';
 import { AmbiguousPage } from './pages/AmbiguousPage';
 import { AuditPage } from './pages/AuditPage';
+import { DownstreamsPage } from './pages/DownstreamsPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
@@ -56,6 +57,7 @@ export function AppRoutes() {
         <Route path="/admin/replays" element={<ReplaysPage />} />
         <Route path="/admin/ambiguous" element={<AmbiguousPage />} />
         <Route path="/admin/alerts" element={<AlertsPage />} />
+        <Route path="/admin/downstreams" element={<DownstreamsPage />} />
         <Route path="/admin/audit" element={<AuditPage />} />
         <Route path="/admin/playground" element={<Navigate to="/playground" replace />} />
         <Route

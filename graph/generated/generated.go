@@ -33,6 +33,9 @@ type ResolverRoot interface {
 	Alert() AlertResolver
 	AuditEntry() AuditEntryResolver
 	AutoResumePolicy() AutoResumePolicyResolver
+	Downstream() DownstreamResolver
+	DownstreamLimits() DownstreamLimitsResolver
+	DownstreamStats() DownstreamStatsResolver
 	Job() JobResolver
 	LedgerEntry() LedgerEntryResolver
 	Mutation() MutationResolver
@@ -138,6 +141,40 @@ type ComplexityRoot struct {
 		NextFireTimes func(childComplexity int) int
 		UserErrors    func(childComplexity int) int
 		Valid         func(childComplexity int) int
+	}
+
+	Downstream struct {
+		Defaults  func(childComplexity int) int
+		Limits    func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Stats     func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+		UpdatedBy func(childComplexity int) int
+		Version   func(childComplexity int) int
+	}
+
+	DownstreamLimits struct {
+		Burst         func(childComplexity int) int
+		Concurrency   func(childComplexity int) int
+		Paused        func(childComplexity int) int
+		Quota         func(childComplexity int) int
+		QuotaWindow   func(childComplexity int) int
+		RatePerSecond func(childComplexity int) int
+	}
+
+	DownstreamStats struct {
+		BlockedUntil   func(childComplexity int) int
+		Calls          func(childComplexity int) int
+		CallsPerSecond func(childComplexity int) int
+		Degraded       func(childComplexity int) int
+		EffectiveRate  func(childComplexity int) int
+		Errors         func(childComplexity int) int
+		InFlight       func(childComplexity int) int
+		QuotaUsed      func(childComplexity int) int
+		Throttled      func(childComplexity int) int
+		WaitSeconds    func(childComplexity int) int
+		Waits          func(childComplexity int) int
+		WindowSeconds  func(childComplexity int) int
 	}
 
 	ExecuteReplayPayload struct {
@@ -276,6 +313,7 @@ type ComplexityRoot struct {
 		SetMaintenance       func(childComplexity int, input model.SetMaintenanceInput) int
 		SilenceAlert         func(childComplexity int, input model.SilenceAlertInput) int
 		StartJob             func(childComplexity int, input model.StartJobInput) int
+		UpdateDownstream     func(childComplexity int, input model.UpdateDownstreamInput) int
 		UpdateJobAutoResume  func(childComplexity int, input model.UpdateJobAutoResumeInput) int
 		UpdateJobSchedule    func(childComplexity int, input model.UpdateJobScheduleInput) int
 	}
@@ -305,6 +343,8 @@ type ComplexityRoot struct {
 		Alerts           func(childComplexity int, includeSilenced *bool) int
 		AuditLog         func(childComplexity int, filter *batontype.AuditFilter, first *int, after *string) int
 		CronPreview      func(childComplexity int, cron string, timezone *string, n *int) int
+		Downstream       func(childComplexity int, name string) int
+		Downstreams      func(childComplexity int) int
 		Job              func(childComplexity int, name string) int
 		Jobs             func(childComplexity int, first *int, after *string) int
 		Ledger           func(childComplexity int, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) int
@@ -573,6 +613,11 @@ type ComplexityRoot struct {
 		TargetKey func(childComplexity int) int
 	}
 
+	UpdateDownstreamPayload struct {
+		Downstream func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	UpdateJobAutoResumePayload struct {
 		Job        func(childComplexity int) int
 		UserErrors func(childComplexity int) int
@@ -619,6 +664,22 @@ type AuditEntryResolver interface {
 type AutoResumePolicyResolver interface {
 	BackoffSeconds(ctx context.Context, obj *batontype.AutoResumePolicy) (int, error)
 }
+type DownstreamResolver interface {
+	UpdatedAt(ctx context.Context, obj *batontype.DownstreamState) (*time.Time, error)
+	UpdatedBy(ctx context.Context, obj *batontype.DownstreamState) (*string, error)
+}
+type DownstreamLimitsResolver interface {
+	RatePerSecond(ctx context.Context, obj *batontype.DownstreamLimits) (*float64, error)
+	Burst(ctx context.Context, obj *batontype.DownstreamLimits) (*int, error)
+	Concurrency(ctx context.Context, obj *batontype.DownstreamLimits) (*int, error)
+	Quota(ctx context.Context, obj *batontype.DownstreamLimits) (*int, error)
+	QuotaWindow(ctx context.Context, obj *batontype.DownstreamLimits) (*batontype.QuotaWindow, error)
+}
+type DownstreamStatsResolver interface {
+	WindowSeconds(ctx context.Context, obj *batontype.DownstreamStats) (int, error)
+
+	EffectiveRate(ctx context.Context, obj *batontype.DownstreamStats) (*float64, error)
+}
 type JobResolver interface {
 	ID(ctx context.Context, obj *batontype.JobSettings) (string, error)
 
@@ -643,6 +704,7 @@ type MutationResolver interface {
 	SetMaintenance(ctx context.Context, input model.SetMaintenanceInput) (*model.SetMaintenancePayload, error)
 	AcknowledgeAlert(ctx context.Context, input model.AcknowledgeAlertInput) (*model.AcknowledgeAlertPayload, error)
 	SilenceAlert(ctx context.Context, input model.SilenceAlertInput) (*model.SilenceAlertPayload, error)
+	UpdateDownstream(ctx context.Context, input model.UpdateDownstreamInput) (*model.UpdateDownstreamPayload, error)
 	StartJob(ctx context.Context, input model.StartJobInput) (*model.StartJobPayload, error)
 	UpdateJobSchedule(ctx context.Context, input model.UpdateJobScheduleInput) (*model.UpdateJobSchedulePayload, error)
 	PauseJob(ctx context.Context, input model.PauseJobInput) (*model.PauseJobPayload, error)
@@ -667,6 +729,8 @@ type QueryResolver interface {
 	Alerts(ctx context.Context, includeSilenced *bool) ([]*batontype.Alert, error)
 	AlertHistory(ctx context.Context, jobName *string, first *int, after *string) (*model.AlertConnection, error)
 	AuditLog(ctx context.Context, filter *batontype.AuditFilter, first *int, after *string) (*model.AuditEntryConnection, error)
+	Downstreams(ctx context.Context) ([]*batontype.DownstreamState, error)
+	Downstream(ctx context.Context, name string) (*batontype.DownstreamState, error)
 	Jobs(ctx context.Context, first *int, after *string) (*model.JobConnection, error)
 	Job(ctx context.Context, name string) (*batontype.JobSettings, error)
 	CronPreview(ctx context.Context, cron string, timezone *string, n *int) (*model.CronPreview, error)
@@ -1080,6 +1144,159 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronPreview.Valid(childComplexity), true
+
+	case "Downstream.defaults":
+		if e.ComplexityRoot.Downstream.Defaults == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.Defaults(childComplexity), true
+	case "Downstream.limits":
+		if e.ComplexityRoot.Downstream.Limits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.Limits(childComplexity), true
+	case "Downstream.name":
+		if e.ComplexityRoot.Downstream.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.Name(childComplexity), true
+	case "Downstream.stats":
+		if e.ComplexityRoot.Downstream.Stats == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.Stats(childComplexity), true
+	case "Downstream.updatedAt":
+		if e.ComplexityRoot.Downstream.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.UpdatedAt(childComplexity), true
+	case "Downstream.updatedBy":
+		if e.ComplexityRoot.Downstream.UpdatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.UpdatedBy(childComplexity), true
+	case "Downstream.version":
+		if e.ComplexityRoot.Downstream.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Downstream.Version(childComplexity), true
+
+	case "DownstreamLimits.burst":
+		if e.ComplexityRoot.DownstreamLimits.Burst == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamLimits.Burst(childComplexity), true
+	case "DownstreamLimits.concurrency":
+		if e.ComplexityRoot.DownstreamLimits.Concurrency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamLimits.Concurrency(childComplexity), true
+	case "DownstreamLimits.paused":
+		if e.ComplexityRoot.DownstreamLimits.Paused == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamLimits.Paused(childComplexity), true
+	case "DownstreamLimits.quota":
+		if e.ComplexityRoot.DownstreamLimits.Quota == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamLimits.Quota(childComplexity), true
+	case "DownstreamLimits.quotaWindow":
+		if e.ComplexityRoot.DownstreamLimits.QuotaWindow == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamLimits.QuotaWindow(childComplexity), true
+	case "DownstreamLimits.ratePerSecond":
+		if e.ComplexityRoot.DownstreamLimits.RatePerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamLimits.RatePerSecond(childComplexity), true
+
+	case "DownstreamStats.blockedUntil":
+		if e.ComplexityRoot.DownstreamStats.BlockedUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.BlockedUntil(childComplexity), true
+	case "DownstreamStats.calls":
+		if e.ComplexityRoot.DownstreamStats.Calls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.Calls(childComplexity), true
+	case "DownstreamStats.callsPerSecond":
+		if e.ComplexityRoot.DownstreamStats.CallsPerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.CallsPerSecond(childComplexity), true
+	case "DownstreamStats.degraded":
+		if e.ComplexityRoot.DownstreamStats.Degraded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.Degraded(childComplexity), true
+	case "DownstreamStats.effectiveRate":
+		if e.ComplexityRoot.DownstreamStats.EffectiveRate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.EffectiveRate(childComplexity), true
+	case "DownstreamStats.errors":
+		if e.ComplexityRoot.DownstreamStats.Errors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.Errors(childComplexity), true
+	case "DownstreamStats.inFlight":
+		if e.ComplexityRoot.DownstreamStats.InFlight == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.InFlight(childComplexity), true
+	case "DownstreamStats.quotaUsed":
+		if e.ComplexityRoot.DownstreamStats.QuotaUsed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.QuotaUsed(childComplexity), true
+	case "DownstreamStats.throttled":
+		if e.ComplexityRoot.DownstreamStats.Throttled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.Throttled(childComplexity), true
+	case "DownstreamStats.waitSeconds":
+		if e.ComplexityRoot.DownstreamStats.WaitSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.WaitSeconds(childComplexity), true
+	case "DownstreamStats.waits":
+		if e.ComplexityRoot.DownstreamStats.Waits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.Waits(childComplexity), true
+	case "DownstreamStats.windowSeconds":
+		if e.ComplexityRoot.DownstreamStats.WindowSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DownstreamStats.WindowSeconds(childComplexity), true
 
 	case "ExecuteReplayPayload.replayRequest":
 		if e.ComplexityRoot.ExecuteReplayPayload.ReplayRequest == nil {
@@ -1787,6 +2004,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StartJob(childComplexity, args["input"].(model.StartJobInput)), true
+	case "Mutation.updateDownstream":
+		if e.ComplexityRoot.Mutation.UpdateDownstream == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateDownstream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateDownstream(childComplexity, args["input"].(model.UpdateDownstreamInput)), true
 	case "Mutation.updateJobAutoResume":
 		if e.ComplexityRoot.Mutation.UpdateJobAutoResume == nil {
 			break
@@ -1923,6 +2151,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.CronPreview(childComplexity, args["cron"].(string), args["timezone"].(*string), args["n"].(*int)), true
+	case "Query.downstream":
+		if e.ComplexityRoot.Query.Downstream == nil {
+			break
+		}
+
+		args, err := ec.field_Query_downstream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Downstream(childComplexity, args["name"].(string)), true
+	case "Query.downstreams":
+		if e.ComplexityRoot.Query.Downstreams == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Downstreams(childComplexity), true
 
 	case "Query.job":
 		if e.ComplexityRoot.Query.Job == nil {
@@ -3108,6 +3353,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TargetHistory.TargetKey(childComplexity), true
 
+	case "UpdateDownstreamPayload.downstream":
+		if e.ComplexityRoot.UpdateDownstreamPayload.Downstream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateDownstreamPayload.Downstream(childComplexity), true
+	case "UpdateDownstreamPayload.userErrors":
+		if e.ComplexityRoot.UpdateDownstreamPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateDownstreamPayload.UserErrors(childComplexity), true
+
 	case "UpdateJobAutoResumePayload.job":
 		if e.ComplexityRoot.UpdateJobAutoResumePayload.Job == nil {
 			break
@@ -3194,6 +3452,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
 			graphql.NewInputUnmarshaler("SilenceAlertInput", ec.unmarshalInputSilenceAlertInput),
 			graphql.NewInputUnmarshaler("StartJobInput", ec.unmarshalInputStartJobInput),
+			graphql.NewInputUnmarshaler("UpdateDownstreamInput", ec.unmarshalInputUpdateDownstreamInput),
 			graphql.NewInputUnmarshaler("UpdateJobAutoResumeInput", ec.unmarshalInputUpdateJobAutoResumeInput),
 			graphql.NewInputUnmarshaler("UpdateJobScheduleInput", ec.unmarshalInputUpdateJobScheduleInput),
 		)
@@ -3445,6 +3704,148 @@ type AuditEntryConnection {
 type AuditEntryEdge {
   cursor: String!
   node: AuditEntry!
+}
+`, BuiltIn: false},
+	{Name: "../downstream.graphqls", Input: `# Downstreams: the outside systems jobs call (Item.Downstream), the limits their calls start
+# under — held cluster-wide — and what those calls are doing.
+
+"Binds a schema type to a Go type (gqlgen)."
+directive @goModel(model: String, models: [String!]) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
+
+"Resolves a field with a resolver of its own rather than the Go type's field (gqlgen)."
+directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on INPUT_FIELD_DEFINITION | FIELD_DEFINITION
+
+extend type Query {
+  """
+  Every downstream the cluster knows, by name: its limits now, the code's defaults, and its
+  calls over the last minute. Every instance shows the same.
+  """
+  downstreams: [Downstream!]!
+  "One downstream by name; null when the cluster knows none of that name."
+  downstream(name: String!): Downstream
+}
+
+extend type Mutation {
+  """
+  Changes a downstream's limits for the whole cluster: every instance applies the change within
+  a second. An omitted field stays as it is; ` + "`" + `clear` + "`" + ` removes limits. A value that is zero,
+  negative or out of range is refused with INVALID_INPUT naming the field, an unknown
+  downstream with NOT_FOUND; a refused update changes nothing. Every update is audited.
+  """
+  updateDownstream(input: UpdateDownstreamInput!): UpdateDownstreamPayload! @hasRole(role: OPERATOR)
+}
+
+"An outside system jobs call, with the cluster-wide limits on those calls."
+type Downstream @goModel(model: "github.com/baton-run/baton/runner/batontype.DownstreamState") {
+  name: String!
+  "The limits calls start under now."
+  limits: DownstreamLimits!
+  "The limits the code declares (JobInfo.Downstreams), used until an operator changes them."
+  defaults: DownstreamLimits!
+  "Rises with every change of the limits."
+  version: Int!
+  "When the limits were last changed, or first declared when no one has changed them."
+  updatedAt: Time @goField(forceResolver: true)
+  "The token name that last changed the limits; null while the code's defaults hold."
+  updatedBy: String @goField(forceResolver: true)
+  "The downstream's calls, cluster-wide, over the recent past."
+  stats: DownstreamStats!
+}
+
+"A downstream's limits. A null number sets no limit of its kind."
+type DownstreamLimits {
+  "Calls per second, sustained."
+  ratePerSecond: Float @goField(forceResolver: true)
+  "Calls that may start at once above the rate; null without a rate."
+  burst: Int @goField(forceResolver: true)
+  "Calls in flight at once."
+  concurrency: Int @goField(forceResolver: true)
+  "Calls per quotaWindow."
+  quota: Int @goField(forceResolver: true)
+  "The window the quota counts over; null without a quota."
+  quotaWindow: QuotaWindow @goField(forceResolver: true)
+  "Every call is held at its item boundary, without failing the runs that wait."
+  paused: Boolean!
+}
+
+"A downstream's calls, cluster-wide."
+type DownstreamStats {
+  "How far back the counts reach, in seconds (the last minute)."
+  windowSeconds: Int! @goField(forceResolver: true)
+  "Calls started per second over the last 10 seconds."
+  callsPerSecond: Float!
+  "Calls over the window."
+  calls: Int!
+  "Calls the downstream answered 429 or 503 over the window."
+  throttled: Int!
+  "Calls that failed otherwise over the window."
+  errors: Int!
+  "Calls that waited for their turn over the window."
+  waits: Int!
+  "The time those calls waited, in all."
+  waitSeconds: Float!
+  """
+  The rate calls start at now: the rate limit, lowered by pushback (429, 503) and recovering;
+  null without a rate limit.
+  """
+  effectiveRate: Float @goField(forceResolver: true)
+  "Until when a Retry-After holds every call; null when none does."
+  blockedUntil: Time
+  "Calls in flight now."
+  inFlight: Int!
+  "Calls in the current quota window."
+  quotaUsed: Int!
+  """
+  Redis is unreachable for an instance: it limits calls on its local share (the limit divided
+  by the live instances).
+  """
+  degraded: Boolean!
+}
+
+"The period a downstream's quota counts over, aligned to UTC."
+enum QuotaWindow {
+  HOUR
+  DAY
+}
+
+"A kind of limit, to clear with updateDownstream."
+enum DownstreamLimitKind @goModel(model: "github.com/baton-run/baton/runner/batontype.DownstreamLimit") {
+  "The rate and its burst."
+  RATE
+  CONCURRENCY
+  "The quota and its window."
+  QUOTA
+}
+
+input UpdateDownstreamInput {
+  "The downstream's name."
+  name: String!
+  "Calls per second, above 0 and at most 100000."
+  ratePerSecond: Float
+  "Calls at once above the rate, 1 to 10000."
+  burst: Int
+  "Calls in flight, 1 to 10000."
+  concurrency: Int
+  "Calls per quotaWindow, 1 to 1000000000."
+  quota: Int
+  quotaWindow: QuotaWindow
+  "Hold every call (true) or let them go again (false)."
+  paused: Boolean
+  "Limits to remove (RATE with its burst, QUOTA with its window)."
+  clear: [DownstreamLimitKind!]
+  "Why, for the audit log."
+  reason: String
+}
+
+type UpdateDownstreamPayload {
+  "The downstream as the update left it; null when refused."
+  downstream: Downstream
+  userErrors: [UserError!]!
+}
+
+extend enum AlertKind {
+  "An instance limits a downstream on its local share because Redis is unreachable."
+  DOWNSTREAM_LIMIT_DEGRADED
 }
 `, BuiltIn: false},
 	{Name: "../history.graphqls", Input: `# History: a job's past runs aggregated over a window, for the job page's charts.
@@ -4886,6 +5287,74 @@ func (ec *executionContext) childFields_CronPreview(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type CronPreview", field.Name)
 }
 
+func (ec *executionContext) childFields_Downstream(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_Downstream_name(ctx, field)
+	case "limits":
+		return ec.fieldContext_Downstream_limits(ctx, field)
+	case "defaults":
+		return ec.fieldContext_Downstream_defaults(ctx, field)
+	case "version":
+		return ec.fieldContext_Downstream_version(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Downstream_updatedAt(ctx, field)
+	case "updatedBy":
+		return ec.fieldContext_Downstream_updatedBy(ctx, field)
+	case "stats":
+		return ec.fieldContext_Downstream_stats(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Downstream", field.Name)
+}
+
+func (ec *executionContext) childFields_DownstreamLimits(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ratePerSecond":
+		return ec.fieldContext_DownstreamLimits_ratePerSecond(ctx, field)
+	case "burst":
+		return ec.fieldContext_DownstreamLimits_burst(ctx, field)
+	case "concurrency":
+		return ec.fieldContext_DownstreamLimits_concurrency(ctx, field)
+	case "quota":
+		return ec.fieldContext_DownstreamLimits_quota(ctx, field)
+	case "quotaWindow":
+		return ec.fieldContext_DownstreamLimits_quotaWindow(ctx, field)
+	case "paused":
+		return ec.fieldContext_DownstreamLimits_paused(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DownstreamLimits", field.Name)
+}
+
+func (ec *executionContext) childFields_DownstreamStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "windowSeconds":
+		return ec.fieldContext_DownstreamStats_windowSeconds(ctx, field)
+	case "callsPerSecond":
+		return ec.fieldContext_DownstreamStats_callsPerSecond(ctx, field)
+	case "calls":
+		return ec.fieldContext_DownstreamStats_calls(ctx, field)
+	case "throttled":
+		return ec.fieldContext_DownstreamStats_throttled(ctx, field)
+	case "errors":
+		return ec.fieldContext_DownstreamStats_errors(ctx, field)
+	case "waits":
+		return ec.fieldContext_DownstreamStats_waits(ctx, field)
+	case "waitSeconds":
+		return ec.fieldContext_DownstreamStats_waitSeconds(ctx, field)
+	case "effectiveRate":
+		return ec.fieldContext_DownstreamStats_effectiveRate(ctx, field)
+	case "blockedUntil":
+		return ec.fieldContext_DownstreamStats_blockedUntil(ctx, field)
+	case "inFlight":
+		return ec.fieldContext_DownstreamStats_inFlight(ctx, field)
+	case "quotaUsed":
+		return ec.fieldContext_DownstreamStats_quotaUsed(ctx, field)
+	case "degraded":
+		return ec.fieldContext_DownstreamStats_degraded(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DownstreamStats", field.Name)
+}
+
 func (ec *executionContext) childFields_ExecuteReplayPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "replayRequest":
@@ -5658,6 +6127,16 @@ func (ec *executionContext) childFields_TargetHistory(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type TargetHistory", field.Name)
 }
 
+func (ec *executionContext) childFields_UpdateDownstreamPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "downstream":
+		return ec.fieldContext_UpdateDownstreamPayload_downstream(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_UpdateDownstreamPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateDownstreamPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_UpdateJobAutoResumePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "job":
@@ -6126,6 +6605,20 @@ func (ec *executionContext) field_Mutation_startJob_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateDownstream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateDownstreamInput, error) {
+			return ec.unmarshalNUpdateDownstreamInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateDownstreamInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updateJobAutoResume_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6269,6 +6762,20 @@ func (ec *executionContext) field_Query_cronPreview_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["n"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_downstream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
 	return args, nil
 }
 
@@ -8112,6 +8619,608 @@ func (ec *executionContext) fieldContext_CronPreview_userErrors(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Downstream_name(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Downstream", field, false, false, "String")
+}
+
+func (ec *executionContext) _Downstream_limits(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_limits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Limits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.DownstreamLimits) graphql.Marshaler {
+			return ec.marshalNDownstreamLimits2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_limits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Downstream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DownstreamLimits(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Downstream_defaults(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_defaults(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Defaults, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.DownstreamLimits) graphql.Marshaler {
+			return ec.marshalNDownstreamLimits2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_defaults(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Downstream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DownstreamLimits(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Downstream_version(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Downstream", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Downstream_updatedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Downstream().UpdatedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Downstream", field, true, true, "Time")
+}
+
+func (ec *executionContext) _Downstream_updatedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_updatedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Downstream().UpdatedBy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_updatedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Downstream", field, true, true, "String")
+}
+
+func (ec *executionContext) _Downstream_stats(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamState) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Downstream_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stats, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.DownstreamStats) graphql.Marshaler {
+			return ec.marshalNDownstreamStats2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Downstream_stats(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Downstream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DownstreamStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DownstreamLimits_ratePerSecond(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamLimits_ratePerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamLimits().RatePerSecond(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamLimits_ratePerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamLimits", field, true, true, "Float")
+}
+
+func (ec *executionContext) _DownstreamLimits_burst(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamLimits_burst(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamLimits().Burst(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamLimits_burst(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamLimits", field, true, true, "Int")
+}
+
+func (ec *executionContext) _DownstreamLimits_concurrency(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamLimits_concurrency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamLimits().Concurrency(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamLimits_concurrency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamLimits", field, true, true, "Int")
+}
+
+func (ec *executionContext) _DownstreamLimits_quota(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamLimits_quota(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamLimits().Quota(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamLimits_quota(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamLimits", field, true, true, "Int")
+}
+
+func (ec *executionContext) _DownstreamLimits_quotaWindow(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamLimits_quotaWindow(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamLimits().QuotaWindow(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.QuotaWindow) graphql.Marshaler {
+			return ec.marshalOQuotaWindow2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐQuotaWindow(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamLimits_quotaWindow(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamLimits", field, true, true, "QuotaWindow")
+}
+
+func (ec *executionContext) _DownstreamLimits_paused(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamLimits_paused(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Paused, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamLimits_paused(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamLimits", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DownstreamStats_windowSeconds(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_windowSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamStats().WindowSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_windowSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, true, true, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_callsPerSecond(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_callsPerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CallsPerSecond, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_callsPerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Float")
+}
+
+func (ec *executionContext) _DownstreamStats_calls(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_calls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Calls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_calls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_throttled(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_throttled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Throttled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_throttled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_errors(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_errors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Errors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_errors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_waits(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_waits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Waits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_waits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_waitSeconds(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_waitSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WaitSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_waitSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Float")
+}
+
+func (ec *executionContext) _DownstreamStats_effectiveRate(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_effectiveRate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DownstreamStats().EffectiveRate(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_effectiveRate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, true, true, "Float")
+}
+
+func (ec *executionContext) _DownstreamStats_blockedUntil(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_blockedUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BlockedUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_blockedUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DownstreamStats_inFlight(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_inFlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InFlight, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_inFlight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_quotaUsed(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_quotaUsed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QuotaUsed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_quotaUsed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DownstreamStats_degraded(ctx context.Context, field graphql.CollectedField, obj *batontype.DownstreamStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DownstreamStats_degraded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Degraded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DownstreamStats_degraded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DownstreamStats", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ExecuteReplayPayload_replayRequest(ctx context.Context, field graphql.CollectedField, obj *model.ExecuteReplayPayload) (ret graphql.Marshaler) {
@@ -10420,6 +11529,68 @@ func (ec *executionContext) fieldContext_Mutation_silenceAlert(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateDownstream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateDownstream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateDownstream(ctx, fc.Args["input"].(model.UpdateDownstreamInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.UpdateDownstreamPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.UpdateDownstreamPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateDownstreamPayload) graphql.Marshaler {
+			return ec.marshalNUpdateDownstreamPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateDownstreamPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateDownstream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpdateDownstreamPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateDownstream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_startJob(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11926,6 +13097,82 @@ func (ec *executionContext) fieldContext_Query_auditLog(ctx context.Context, fie
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_auditLog_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_downstreams(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_downstreams(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Downstreams(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.DownstreamState) graphql.Marshaler {
+			return ec.marshalNDownstream2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamStateᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_downstreams(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Downstream(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_downstream(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_downstream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Downstream(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.DownstreamState) graphql.Marshaler {
+			return ec.marshalODownstream2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamState(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_downstream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Downstream(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_downstream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16960,6 +18207,70 @@ func (ec *executionContext) fieldContext_TargetHistory_errors(ctx context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _UpdateDownstreamPayload_downstream(ctx context.Context, field graphql.CollectedField, obj *model.UpdateDownstreamPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateDownstreamPayload_downstream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Downstream, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.DownstreamState) graphql.Marshaler {
+			return ec.marshalODownstream2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamState(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateDownstreamPayload_downstream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateDownstreamPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Downstream(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateDownstreamPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.UpdateDownstreamPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateDownstreamPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateDownstreamPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateDownstreamPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _UpdateJobAutoResumePayload_job(ctx context.Context, field graphql.CollectedField, obj *model.UpdateJobAutoResumePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19281,6 +20592,104 @@ func UnmarshalStartJobInput(ctx context.Context, raw any) (model.StartJobInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateDownstreamInput(ctx context.Context, obj any) (model.UpdateDownstreamInput, error) {
+	var it model.UpdateDownstreamInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "ratePerSecond", "burst", "concurrency", "quota", "quotaWindow", "paused", "clear", "reason"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "ratePerSecond":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ratePerSecond"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RatePerSecond = data
+		case "burst":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("burst"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Burst = data
+		case "concurrency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrency"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Concurrency = data
+		case "quota":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("quota"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Quota = data
+		case "quotaWindow":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("quotaWindow"))
+			data, err := ec.unmarshalOQuotaWindow2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐQuotaWindow(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.QuotaWindow = data
+		case "paused":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("paused"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Paused = data
+		case "clear":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clear"))
+			data, err := ec.unmarshalODownstreamLimitKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimitᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Clear = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateDownstreamInput unmarshals raw into the UpdateDownstreamInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateDownstreamInput(ctx context.Context, raw any) (model.UpdateDownstreamInput, error) {
+	var out model.UpdateDownstreamInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateDownstreamInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateJobAutoResumeInput(ctx context.Context, obj any) (model.UpdateJobAutoResumeInput, error) {
 	var it model.UpdateJobAutoResumeInput
 	if obj == nil {
@@ -20071,6 +21480,224 @@ func (ec *executionContext) _CronPreview(ctx context.Context, sel ast.SelectionS
 			out.Values[i] = ec._CronPreview_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var downstreamImplementors = []string{"Downstream"}
+
+func (ec *executionContext) _Downstream(ctx context.Context, sel ast.SelectionSet, obj *batontype.DownstreamState) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, downstreamImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Downstream")
+		case "name":
+			out.Values[i] = ec._Downstream_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "limits":
+			out.Values[i] = ec._Downstream_limits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "defaults":
+			out.Values[i] = ec._Downstream_defaults(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._Downstream_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Downstream_updatedAt(ctx, field, obj)
+				})
+		case "updatedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Downstream_updatedBy(ctx, field, obj)
+				})
+		case "stats":
+			out.Values[i] = ec._Downstream_stats(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var downstreamLimitsImplementors = []string{"DownstreamLimits"}
+
+func (ec *executionContext) _DownstreamLimits(ctx context.Context, sel ast.SelectionSet, obj *batontype.DownstreamLimits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, downstreamLimitsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DownstreamLimits")
+		case "ratePerSecond":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamLimits_ratePerSecond(ctx, field, obj)
+				})
+		case "burst":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamLimits_burst(ctx, field, obj)
+				})
+		case "concurrency":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamLimits_concurrency(ctx, field, obj)
+				})
+		case "quota":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamLimits_quota(ctx, field, obj)
+				})
+		case "quotaWindow":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamLimits_quotaWindow(ctx, field, obj)
+				})
+		case "paused":
+			out.Values[i] = ec._DownstreamLimits_paused(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var downstreamStatsImplementors = []string{"DownstreamStats"}
+
+func (ec *executionContext) _DownstreamStats(ctx context.Context, sel ast.SelectionSet, obj *batontype.DownstreamStats) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, downstreamStatsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DownstreamStats")
+		case "windowSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamStats_windowSeconds(ctx, field, obj)
+				})
+		case "callsPerSecond":
+			out.Values[i] = ec._DownstreamStats_callsPerSecond(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "calls":
+			out.Values[i] = ec._DownstreamStats_calls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "throttled":
+			out.Values[i] = ec._DownstreamStats_throttled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "errors":
+			out.Values[i] = ec._DownstreamStats_errors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "waits":
+			out.Values[i] = ec._DownstreamStats_waits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "waitSeconds":
+			out.Values[i] = ec._DownstreamStats_waitSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "effectiveRate":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._DownstreamStats_effectiveRate(ctx, field, obj)
+				})
+		case "blockedUntil":
+			out.Values[i] = ec._DownstreamStats_blockedUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "inFlight":
+			out.Values[i] = ec._DownstreamStats_inFlight(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "quotaUsed":
+			out.Values[i] = ec._DownstreamStats_quotaUsed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "degraded":
+			out.Values[i] = ec._DownstreamStats_degraded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -20886,6 +22513,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateDownstream":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateDownstream(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "startJob":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_startJob(ctx, field)
@@ -21208,6 +22842,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditLog(ctx, field)
+				})
+		case "downstreams":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_downstreams(ctx, field)
+				})
+		case "downstream":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_downstream(ctx, field)
 				})
 		case "jobs":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -22960,6 +24606,44 @@ func (ec *executionContext) _TargetHistory(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var updateDownstreamPayloadImplementors = []string{"UpdateDownstreamPayload"}
+
+func (ec *executionContext) _UpdateDownstreamPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateDownstreamPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateDownstreamPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateDownstreamPayload")
+		case "downstream":
+			out.Values[i] = ec._UpdateDownstreamPayload_downstream(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._UpdateDownstreamPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var updateJobAutoResumePayloadImplementors = []string{"UpdateJobAutoResumePayload"}
 
 func (ec *executionContext) _UpdateJobAutoResumePayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateJobAutoResumePayload) graphql.Marshaler {
@@ -23678,6 +25362,53 @@ func (ec *executionContext) marshalNCronPreview2ᚖgithubᚗcomᚋbatonᚑrunᚋ
 		return graphql.Null
 	}
 	return ec._CronPreview(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDownstream2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamStateᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.DownstreamState) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDownstream2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamState(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNDownstream2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamState(ctx context.Context, sel ast.SelectionSet, v *batontype.DownstreamState) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Downstream!")
+		return graphql.Null
+	}
+	return ec._Downstream(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDownstreamLimitKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimit(ctx context.Context, v any) (batontype.DownstreamLimit, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.DownstreamLimit(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDownstreamLimitKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimit(ctx context.Context, sel ast.SelectionSet, v batontype.DownstreamLimit) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "DownstreamLimitKind!")
+	}
+	return res
+}
+
+func (ec *executionContext) marshalNDownstreamLimits2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimits(ctx context.Context, sel ast.SelectionSet, v batontype.DownstreamLimits) graphql.Marshaler {
+	return ec._DownstreamLimits(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNDownstreamStats2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamStats(ctx context.Context, sel ast.SelectionSet, v batontype.DownstreamStats) graphql.Marshaler {
+	return ec._DownstreamStats(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNExecuteReplayInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayInput(ctx context.Context, v any) (model.ExecuteReplayInput, error) {
@@ -24676,6 +26407,19 @@ func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel
 	return res
 }
 
+func (ec *executionContext) unmarshalNUpdateDownstreamInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateDownstreamInput(ctx context.Context, v any) (model.UpdateDownstreamInput, error) {
+	res, err := ec.unmarshalInputUpdateDownstreamInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateDownstreamPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateDownstreamPayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateDownstreamPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UpdateDownstreamPayload!")
+		return graphql.Null
+	}
+	return ec._UpdateDownstreamPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNUpdateJobAutoResumeInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobAutoResumeInput(ctx context.Context, v any) (model.UpdateJobAutoResumeInput, error) {
 	res, err := ec.unmarshalInputUpdateJobAutoResumeInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -24951,6 +26695,49 @@ func (ec *executionContext) marshalOCancelRunsPayload2ᚖgithubᚗcomᚋbatonᚑ
 	return ec._CancelRunsPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalODownstream2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamState(ctx context.Context, sel ast.SelectionSet, v *batontype.DownstreamState) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Downstream(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalODownstreamLimitKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimitᚄ(ctx context.Context, v any) ([]batontype.DownstreamLimit, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]batontype.DownstreamLimit, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNDownstreamLimitKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimit(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalODownstreamLimitKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimitᚄ(ctx context.Context, sel ast.SelectionSet, v []batontype.DownstreamLimit) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDownstreamLimitKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamLimit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalOExecuteReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐExecuteReplayPayload(ctx context.Context, sel ast.SelectionSet, v *model.ExecuteReplayPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -25127,6 +26914,25 @@ func (ec *executionContext) marshalOPauseJobPayload2ᚖgithubᚗcomᚋbatonᚑru
 		return graphql.Null
 	}
 	return ec._PauseJobPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOQuotaWindow2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐQuotaWindow(ctx context.Context, v any) (*batontype.QuotaWindow, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.QuotaWindow(tmp)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOQuotaWindow2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐQuotaWindow(ctx context.Context, sel ast.SelectionSet, v *batontype.QuotaWindow) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(string(*v))
+	return res
 }
 
 func (ec *executionContext) marshalOReconcileEntriesPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐReconcileEntriesPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReconcileEntriesPayload) graphql.Marshaler {

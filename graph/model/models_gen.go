@@ -455,6 +455,32 @@ type StartJobPayload struct {
 type Subscription struct {
 }
 
+type UpdateDownstreamInput struct {
+	// The downstream's name.
+	Name string `json:"name"`
+	// Calls per second, above 0 and at most 100000.
+	RatePerSecond *float64 `json:"ratePerSecond,omitempty"`
+	// Calls at once above the rate, 1 to 10000.
+	Burst *int `json:"burst,omitempty"`
+	// Calls in flight, 1 to 10000.
+	Concurrency *int `json:"concurrency,omitempty"`
+	// Calls per quotaWindow, 1 to 1000000000.
+	Quota       *int                   `json:"quota,omitempty"`
+	QuotaWindow *batontype.QuotaWindow `json:"quotaWindow,omitempty"`
+	// Hold every call (true) or let them go again (false).
+	Paused *bool `json:"paused,omitempty"`
+	// Limits to remove (RATE with its burst, QUOTA with its window).
+	Clear []batontype.DownstreamLimit `json:"clear,omitempty"`
+	// Why, for the audit log.
+	Reason *string `json:"reason,omitempty"`
+}
+
+type UpdateDownstreamPayload struct {
+	// The downstream as the update left it; null when refused.
+	Downstream *batontype.DownstreamState `json:"downstream,omitempty"`
+	UserErrors []*UserError               `json:"userErrors"`
+}
+
 type UpdateJobAutoResumeInput struct {
 	Name    string `json:"name"`
 	Enabled *bool  `json:"enabled,omitempty"`

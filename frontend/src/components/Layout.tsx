@@ -33,6 +33,7 @@ import {
   IconLogout,
   IconMoon,
   IconPlayerPlay,
+  IconPlugConnected,
   IconQuestionMark,
   IconRepeat,
   IconSun,
@@ -68,6 +69,7 @@ const NAV = [
   { to: '/admin/replays', label: 'Replays', icon: IconRepeat, key: '2' },
   { to: '/admin/ambiguous', label: 'Ambiguous queue', icon: IconQuestionMark, key: '3' },
   { to: '/admin/alerts', label: 'Alerts', icon: IconBell, key: '4' },
+  { to: '/admin/downstreams', label: 'Downstreams', icon: IconPlugConnected, key: '8' },
   { to: '/admin/audit', label: 'Audit log', icon: IconListDetails, key: '5' },
   { to: '/playground', label: 'Playground', icon: IconCode, key: '6' },
 ] as const;

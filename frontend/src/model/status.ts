@@ -196,6 +196,7 @@ const ALERT_KIND: Record<AlertKind, string> = {
   NO_LEDGER_WRITES: 'No ledger writes',
   AMBIGUOUS_EFFECT: 'Ambiguous effect',
   AUTO_RESUME_EXHAUSTED: 'Auto-resume gave up',
+  DOWNSTREAM_LIMIT_DEGRADED: 'Downstream limit on local share',
 };
 
 export function alertKindLabel(k: AlertKind): string {
