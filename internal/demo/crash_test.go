@@ -39,8 +39,11 @@ func crashChild() int {
 	accounts, _ := strconv.Atoi(os.Getenv("BATON_CRASH_ACCOUNTS"))
 	batch, _ := strconv.Atoi(os.Getenv("BATON_CRASH_BATCH"))
 	jobs, _ := Jobs(pool, crashConfig(accounts, batch))
+	// A short lease: a killed worker's concurrency slots at the provider come back when its
+	// calls' lease would have ended (the test expires the run's lease in the database at once,
+	// but not the slots in Redis), so with a long lease the kills would hold them all.
 	r, err := runner.New(runner.Config{DB: pool, Redis: rc, Env: env, PoolSize: 1,
-		DefaultLease: 30 * time.Second, MaintenanceCron: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		DefaultLease: 3 * time.Second, MaintenanceCron: "-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
