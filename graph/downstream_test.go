@@ -98,6 +98,10 @@ func TestDownstreamsOverGraphQL(t *testing.T) {
 	if r := i.post(t, viewer, updateDownstreamQ, map[string]any{"in": in}); r.code() != "FORBIDDEN" {
 		t.Fatalf("a viewer updates: code %q, want FORBIDDEN", r.code())
 	}
+	// The refusal is audited against the downstream, as the runner audits an update.
+	if n := b.count(`SELECT count(*) FROM audit_log WHERE action = 'updateDownstream' AND outcome LIKE 'FORBIDDEN%' AND target = 'downstream:provider'`); n != 1 {
+		t.Errorf("%d FORBIDDEN updateDownstream audit rows on downstream:provider; want 1", n)
+	}
 	var up updateDownstreamData
 	i.post(t, operator, updateDownstreamQ, map[string]any{"in": in}).decode(t, &up)
 	got := up.UpdateDownstream.Downstream

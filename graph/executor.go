@@ -189,6 +189,9 @@ func describeMutation(fc *graphql.FieldContext) (action, target string, args map
 // auditTarget names what a mutation acts on, as the runner's audit rows do.
 func auditTarget(action string, args map[string]any) string {
 	if name, ok := args["name"].(string); ok {
+		if action == "updateDownstream" {
+			return "downstream:" + name
+		}
 		return "job:" + name
 	}
 	for _, k := range []struct{ arg, typ, prefix string }{
