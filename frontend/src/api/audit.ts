@@ -68,7 +68,7 @@ export interface AuditLink {
 
 /**
  * auditTargetLink links an audit target (job:<name>, run:<id>, replay:<id>, ledger:<id>,
- * alert:<id>, cluster) to its page (a ledger entry has none yet). runPathFor builds a run's URL
+ * alert:<id>, downstream:<name>, cluster) to its page (a ledger entry has none yet). runPathFor builds a run's URL
  * from its number.
  */
 export function auditTargetLink(target: string, runPathFor: (n: string) => string): AuditLink | null {
@@ -86,6 +86,8 @@ export function auditTargetLink(target: string, runPathFor: (n: string) => strin
       return /^\d+$/.test(rest) ? { to: '/admin/replays', label: `replay request #${rest}` } : null;
     case 'alert':
       return { to: '/admin/alerts', label: 'alerts' };
+    case 'downstream':
+      return { to: '/admin/downstreams', label: `downstream ${rest}` };
   }
   return null;
 }

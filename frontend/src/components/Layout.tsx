@@ -46,7 +46,7 @@ import { alertBadges, AlertRaisedSubscription, AlertsQuery } from '../api/alerts
 import type { SocketState } from '../api/client';
 import { MaintenanceQuery } from '../api/viewer';
 import { useLogout, useOnReconnect, useSignedOut, useSocketState, useViewer } from '../auth/AuthContext';
-import { alertKindLabel, roleLabel } from '../model/status';
+import { alertTitle, roleLabel } from '../model/status';
 
 interface MaintenanceValue {
   on: boolean | null;
@@ -196,7 +196,7 @@ export function Layout({ children }: { children?: ReactNode }) {
     if (!latest) return;
     notifications.show({
       color: latest.severity === 'CRITICAL' ? 'red' : 'orange',
-      title: `${alertKindLabel(latest.kind)} — ${latest.jobName}`,
+      title: alertTitle(latest),
       message: latest.message,
       autoClose: 10000,
     });

@@ -10,6 +10,8 @@ import { SIGNED_OUT_REASON, ViewerProvider } from '../auth/AuthContext';
 import { renderWith } from '../test/render';
 import { ActionButton } from './ActionButton';
 import { DateTime, TimeAgo, zonedLines } from './Time';
+import type { AlertKind } from '../gql/graphql';
+import { alertKindLabel, alertTitle } from '../model/status';
 
 describe('Time', () => {
   const iso = '2026-05-01T04:00:00Z';
@@ -179,6 +181,10 @@ describe('audit filters and links', () => {
     const run = (n: string) => `/admin/runs/${n}`;
     expect(auditTargetLink('job:pay outs', run)).toEqual({ to: '/admin/jobs/pay%20outs', label: 'job pay outs' });
     expect(auditTargetLink('run:42', run)?.to).toBe('/admin/runs/42');
+    expect(auditTargetLink('downstream:provider', run)).toEqual({ to: '/admin/downstreams', label: 'downstream provider' });
+    // A cluster-wide alarm names no job, so its title has no dangling dash.
+    expect(alertTitle({ kind: 'DOWNSTREAM_LIMIT_DEGRADED' as AlertKind, jobName: '' })).toBe(alertKindLabel('DOWNSTREAM_LIMIT_DEGRADED' as AlertKind));
+    expect(alertTitle({ kind: 'AMBIGUOUS_EFFECT' as AlertKind, jobName: 'pay' })).toBe(`${alertKindLabel('AMBIGUOUS_EFFECT' as AlertKind)} — pay`);
     expect(auditTargetLink('run:abc', run)).toBeNull();
     expect(auditTargetLink('replay:7', run)?.to).toBe('/admin/replays');
     expect(auditTargetLink('ledger:9', run)).toBeNull();

@@ -226,3 +226,8 @@ export function roleReason(role: Role, needed: Role): string | null {
   const article = (r: Role): string => (r === 'OPERATOR' || r === 'APPROVER' || r === 'ADMIN' ? 'an' : 'a');
   return `Needs the ${roleLabel(needed)} role; you are ${article(role)} ${roleLabel(role)}.`;
 }
+
+/** alertTitle names an alarm in a line: its kind, and the job it concerns when it concerns one. */
+export function alertTitle(a: { kind: AlertKind; jobName: string }): string {
+  return a.jobName ? `${alertKindLabel(a.kind)} — ${a.jobName}` : alertKindLabel(a.kind);
+}

@@ -15,7 +15,7 @@ import { report } from '../components/report';
 import { DateTime, TimeAgo } from '../components/Time';
 import type { AlertFieldsFragment } from '../gql/graphql';
 import { useCursorPager } from '../hooks/useCursorPager';
-import { alertKindLabel, severityColor } from '../model/status';
+import { alertKindLabel, alertTitle, severityColor } from '../model/status';
 
 /** alertValue renders an alarm's value: counts as integers, rates and seconds with decimals. */
 export function alertValue(v: number): string {
@@ -25,9 +25,16 @@ export function alertValue(v: number): string {
 function AlertLinks({ a }: { a: AlertFieldsFragment }) {
   return (
     <>
-      <Anchor component={Link} to={jobPath(a.jobName)} size="sm" data-testid="alert-job-link">
-        {a.jobName}
-      </Anchor>
+      {a.jobName ? (
+        <Anchor component={Link} to={jobPath(a.jobName)} size="sm" data-testid="alert-job-link">
+          {a.jobName}
+        </Anchor>
+      ) : (
+        // A cluster-wide alarm (DOWNSTREAM_LIMIT_DEGRADED) concerns no job.
+        <Anchor component={Link} to="/admin/downstreams" size="sm" data-testid="alert-downstreams-link">
+          downstreams
+        </Anchor>
+      )}
       {a.run && (
         <Anchor component={Link} to={runPath(a.run.id)} size="sm" data-testid="alert-run-link">
           run #{runNumber(a.run.id)}
@@ -46,7 +53,7 @@ function AlertActions({ a }: { a: AlertFieldsFragment }) {
   const [ackState, ack] = useMutation(AcknowledgeAlertMutation);
   const [silState, silence] = useMutation(SilenceAlertMutation);
   const [seconds, setSeconds] = useState<string>(String(3600));
-  const label = `${alertKindLabel(a.kind)} — ${a.jobName}`;
+  const label = alertTitle(a);
   return (
     <Stack gap={6} align="flex-end">
       {a.acknowledgedBy ? (
