@@ -105,6 +105,7 @@ func (d *downstreams) serve(ctx context.Context) {
 }
 
 func (d *downstreams) beat(ctx context.Context) {
+	d.lim.Probe(ctx) // an instance making no calls learns of a Redis outage, and its end, here
 	var since *time.Time
 	if on, at := d.lim.Degraded(); on {
 		since = &at

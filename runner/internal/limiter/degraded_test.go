@@ -148,3 +148,26 @@ func TestDegradedOnTimeout(t *testing.T) {
 		t.Errorf("5 calls and a release while degraded took %s: they paid the 100ms timeout", d)
 	}
 }
+
+// TestProbe: an instance that makes no calls learns of an outage and of its end by probing.
+func TestProbe(t *testing.T) {
+	t.Parallel()
+	srv := testenv.PrivateRedis(t)
+	l := newLimiter(t, newClient(t, srv.URL()), "baton:{dev}:ds:", "i0", nil)
+	ctx := context.Background()
+	l.Probe(ctx)
+	if on, _ := l.Degraded(); on {
+		t.Fatal("degraded with Redis up")
+	}
+	srv.Stop(t)
+	l.Probe(ctx)
+	if on, _ := l.Degraded(); !on {
+		t.Fatal("a probe with Redis stopped left the limiter not degraded")
+	}
+	srv.Start(t)
+	testenv.Eventually(t, 10*time.Second, "a probe to find Redis back", func() bool {
+		l.Probe(ctx)
+		on, _ := l.Degraded()
+		return !on
+	})
+}

@@ -273,6 +273,18 @@ func (l *Limiter) useRedis() bool {
 	return true
 }
 
+// Probe checks that Redis answers (one PING under the timeout), entering or leaving degraded
+// mode as a call would. An instance that makes no calls learns of an outage, and of its end,
+// only this way: the runner probes at every heartbeat.
+func (l *Limiter) Probe(ctx context.Context) {
+	_, _ = l.run(ctx, func(ctx context.Context) ([]int64, error) {
+		if err := l.cfg.Redis.Ping(ctx).Err(); err != nil {
+			return nil, err
+		}
+		return []int64{1}, nil
+	})
+}
+
 // redisFailed marks the limiter degraded after err, logging on entry.
 func (l *Limiter) redisFailed(err error) {
 	l.mu.Lock()
