@@ -681,30 +681,27 @@ func renderScale(w writef, r *Run) {
 	w("\n## Scale\n\n")
 	w("What Baton costs as it grows (issue 6), %s. Sizes are in the benchmark names (jobs=10k, targets=200k, instances=50); the defaults are sized for `make bench` to take about half an hour on 2 cores, and `BATON_BENCH_SCALE=full make bench` runs the sizes the issues name (hours). Figures in bold are the ones asked for; the others give context.\n\n",
 		cmp.Or(scaleSetting(r), "at the default sizes"))
-	w("| issue | what | measured (median over rounds) | per-round range | verdict |\n|---|---|---|---|---|\n")
-	for _, g := range scale {
-		measured, rng, verdict := judge(r, g)
-		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
-	}
+	renderVerdicts(w, r, scale)
 }
 
 // renderHistory writes what a job's history costs, and how its statements reach their rows.
 func renderHistory(w writef, r *Run) {
 	w("\n## Job history\n\n")
 	w("The job page's charts (issue 15) read `Job.history(window:)`: three aggregate statements in one read-only transaction, on 10 jobs × 10,000 runs spread over 40 days, 5 %% of them failed with 5 error rows each, and a call-statistics row per job and minute. Every statement reaches its rows through an index condition on the window: runs by `job_runs_job_finished (job_name, finished_at)` (migration 000019), their error rows by `job_run_errors_run (run_id)` probed once per run (a lateral aggregate, never a hash join over every job's errors), call statistics by `job_call_stats_pkey (job_name, minute)`; `TestJobHistoryPlansUseIndexes` (runner/postgres) fails on any sequential scan or a missing index condition. Only this benchmark: `go test -run '^$' -bench BenchmarkJobHistory -benchtime 50x ./runner/postgres/`.\n\n")
-	w("| issue | what | measured (median over rounds) | per-round range | verdict |\n|---|---|---|---|---|\n")
-	for _, g := range history {
-		measured, rng, verdict := judge(r, g)
-		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
-	}
+	renderVerdicts(w, r, history)
 }
 
 // renderDownstream writes what a downstream limit costs.
 func renderDownstream(w writef, r *Run) {
 	w("\n## Downstream limits\n\n")
 	w("An item that names a downstream (issue 16) takes its turn at the limiter before its call: a concurrency slot, the rate turn (GCRA) and the quota count in one Lua script on the Redis clock, and the slot's release after the call (`runner/internal/limiter`). The figures are the limiter's own, on the shared Redis, one client per instance. Only these benchmarks: `go test -run '^$' -bench . ./runner/internal/limiter/`.\n\n")
+	renderVerdicts(w, r, downstream)
+}
+
+// renderVerdicts writes gs as a table of figures and verdicts.
+func renderVerdicts(w writef, r *Run, gs []Goal) {
 	w("| issue | what | measured (median over rounds) | per-round range | verdict |\n|---|---|---|---|---|\n")
-	for _, g := range downstream {
+	for _, g := range gs {
 		measured, rng, verdict := judge(r, g)
 		w("| %s | %s | %s | %s | %s |\n", g.Issue, g.What, measured, rng, verdict)
 	}
