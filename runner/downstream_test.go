@@ -421,3 +421,35 @@ func TestDownstreamRedisDownFallsBackToLocalShare(t *testing.T) {
 		return true
 	})
 }
+
+// A downstream an item names without a declaration is unlimited, listed for an operator to
+// limit, and limited once they do; a downstream name no limit could be set on is refused.
+func TestDownstreamUndeclaredIsListedAndBadNamesRefused(t *testing.T) {
+	b := setup(t)
+	sys := &fakeSystem{}
+	job := &dsJob{name: "undeclared", ds: "search-api", sys: sys, n: 20, batch: 10, parallelism: 4, lease: 5 * time.Second}
+	r := b.runner(nil, job)
+	id := mustStart(t, r, runner.StartParams{Job: job.name})
+	if got := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed); got.Status != bt.StatusSucceeded || got.Succeeded != 20 {
+		t.Fatalf("run on an undeclared downstream: %s (%s) with %d succeeded; want SUCCEEDED with 20", got.Status, got.Message, got.Succeeded)
+	}
+	testenv.Eventually(t, 10*time.Second, "the undeclared downstream to be listed", func() bool {
+		_, err := r.Downstreams().Get(context.Background(), "search-api")
+		return err == nil
+	})
+	d := setLimits(t, r, bt.DownstreamUpdate{Name: "search-api", Concurrency: ptr(2), Reason: "found it calling"})
+	if d.Limits.Concurrency != 2 || d.Defaults != (bt.DownstreamLimits{QuotaWindow: bt.QuotaHour}) {
+		t.Errorf("after the update: %+v, defaults %+v; want concurrency 2 and no defaults", d.Limits, d.Defaults)
+	}
+
+	bad := &dsJob{name: "bad-name", ds: "search api!", sys: sys, n: 1, batch: 1, parallelism: 1, lease: 5 * time.Second}
+	r2 := b.runner(nil, bad)
+	id = mustStart(t, r2, runner.StartParams{Job: bad.name})
+	got := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed)
+	if got.Status != bt.StatusFailed || !strings.Contains(got.Message, "INVALID_INPUT") || !strings.Contains(got.Message, "downstream name") {
+		t.Errorf("an item naming downstream %q: %s (%s); want FAILED with INVALID_INPUT on the name", bad.ds, got.Status, got.Message)
+	}
+	if n := b.count(`SELECT count(*)::int FROM job_ledger WHERE job_name = 'bad-name'`); n != 0 {
+		t.Errorf("%d ledger rows for a refused item; want none", n)
+	}
+}

@@ -151,8 +151,8 @@ func applyUpdate(l *bt.DownstreamLimits, u bt.DownstreamUpdate) error {
 // checkDefaults refuses a job's declared downstream whose name or limits could not be set
 // at runtime either.
 func checkDefaults(d bt.Downstream) error {
-	if err := validateName(d.Name); err != nil {
-		return fmt.Errorf("downstream: %w", err)
+	if err := bt.CheckName("downstream", d.Name); err != nil {
+		return err
 	}
 	l := d.Defaults
 	u := bt.DownstreamUpdate{Name: d.Name, Paused: &l.Paused}

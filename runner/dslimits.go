@@ -41,6 +41,7 @@ type downstreams struct {
 	mu       sync.Mutex
 	quotaEnd map[string]quotaHold // a spent quota holds calls until its window ends
 	degraded []string             // the instances on their local share, at the last beat
+	noted    sync.Map             // names of undeclared downstreams this instance has recorded
 }
 
 func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downstreams, error) {
@@ -164,6 +165,9 @@ func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Ti
 	if ok && s.Limits.Paused {
 		return nil, errors.New("the downstream is paused")
 	}
+	if !ok {
+		d.note(name)
+	}
 	lim := limitsOf(s.Limits)
 	p, err := d.lim.Acquire(ctx, name, lim, deadline)
 	if err != nil {
@@ -180,6 +184,22 @@ func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Ti
 		d.m.wait.WithLabelValues(name).Observe(p.Waited.Seconds())
 	}
 	return &dsTurn{d: d, name: name, lim: lim, p: p}, nil
+}
+
+// note records, once per instance, a downstream that an item names but no job declares: it
+// is unlimited, and listed so that an operator can set its limits.
+func (d *downstreams) note(name string) {
+	if _, done := d.noted.LoadOrStore(name, true); done {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := d.declare(ctx, []bt.Downstream{{Name: name}}); err != nil {
+			d.noted.Delete(name) // try again on a later call
+			d.log.Warn("record an undeclared downstream failed", "downstream", name, "err", err)
+		}
+	}()
 }
 
 // dsTurn is one call's turn at its downstream.

@@ -320,17 +320,7 @@ func retentionDays(info JobInfo) int {
 	}
 }
 
-func validateName(name string) error {
-	if name == "" || len(name) > 100 {
-		return bt.Errorf(bt.CodeInvalidInput, "job name must be 1 to 100 characters")
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return bt.Errorf(bt.CodeInvalidInput, "job name %q may hold only letters, digits, '-', '_' and '.'", name)
-		}
-	}
-	return nil
-}
+func validateName(name string) error { return bt.CheckName("job", name) }
 
 // Job returns a registered job by name.
 func (r *Runner) Job(name string) (Job, bool) { return r.reg.get(name) }

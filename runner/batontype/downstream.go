@@ -1,6 +1,9 @@
 package batontype
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // QuotaWindow is the period a downstream's call quota counts over, aligned to UTC.
 type QuotaWindow string
@@ -120,3 +123,17 @@ const (
 // AlertDownstreamDegraded: an instance limits a downstream on its local share of the limit
 // because Redis is unreachable.
 const AlertDownstreamDegraded AlertKind = "DOWNSTREAM_LIMIT_DEGRADED"
+
+// CheckName refuses the name of a job or a downstream (kind) that is empty, longer than 100
+// characters, or holds anything but letters, digits, '-', '_' and '.'.
+func CheckName(kind, name string) error {
+	if name == "" || len(name) > 100 {
+		return &Error{Code: CodeInvalidInput, Field: "name", Message: fmt.Sprintf("a %s name is 1 to 100 characters", kind)}
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return &Error{Code: CodeInvalidInput, Field: "name", Message: fmt.Sprintf("%s name %q may hold only letters, digits, '-', '_' and '.'", kind, name)}
+		}
+	}
+	return nil
+}

@@ -101,6 +101,11 @@ func (b *batch) keys() ([]store.TargetStep, error) {
 		if it.Target == "" {
 			return nil, bt.Errorf(bt.CodeInvalidInput, "item %d has no target key", i)
 		}
+		if it.Downstream != "" {
+			if err := bt.CheckName("downstream", it.Downstream); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+		}
 		k := store.TargetStep{Target: it.Target, Step: it.Step}
 		if seen[k] {
 			return nil, bt.Errorf(bt.CodeInvalidInput, "target %q step %q appears twice in one batch", it.Target, it.Step)
