@@ -14,6 +14,12 @@ type Adapt struct {
 	// comes; default 20s. The climb is quadratic in the time since the decrease: slow at
 	// first and faster later, so the rate settles just under a provider's true limit.
 	Recovery time.Duration
+	// Evidence is how many pushbacks without a Retry-After must come within one Cooldown
+	// before the rate is lowered; default 3. One with a Retry-After lowers it at once. A
+	// provider failing 1 % of 60 calls/s at random sends 3 in a second about once a minute,
+	// so sporadic errors do not drive the rate to its floor; a provider past its limit sends
+	// them by the dozen.
+	Evidence int
 }
 
 // Adapt defaults.
@@ -22,6 +28,7 @@ const (
 	DefaultCooldown = time.Second
 	DefaultFloor    = 0.02
 	DefaultRecovery = 20 * time.Second
+	DefaultEvidence = 3
 )
 
 // minRate is the effective rate no pushback goes below, in calls per second.
@@ -39,6 +46,9 @@ func (a Adapt) withDefaults() Adapt {
 	}
 	if a.Recovery <= 0 {
 		a.Recovery = DefaultRecovery
+	}
+	if a.Evidence <= 0 {
+		a.Evidence = DefaultEvidence
 	}
 	return a
 }

@@ -31,7 +31,7 @@ func TestOnCluster(t *testing.T) {
 			t.Fatalf("%s: third Acquire with 2 slots held = %v, want ErrNoTurn", env, err)
 		}
 		p.Release()
-		l.Pushback(ctx, "provider", lim, 0)
+		l.Pushback(ctx, "provider", lim, time.Millisecond) // with a Retry-After: lowers the rate at once
 		l.Record("provider", limiter.OutcomeThrottled, 0)
 		l.Close()
 		st, err := l.State(ctx, "provider", lim)

@@ -177,7 +177,7 @@ func TestSlotHeldUntilTheCallsContextEnds(t *testing.T) {
 func TestPushback(t *testing.T) {
 	t.Parallel()
 	const recovery = 2 * time.Second
-	ls, c := instances(t, 2, func(cfg *limiter.Config) { cfg.Adapt.Recovery = recovery })
+	ls, c := instances(t, 2, func(cfg *limiter.Config) { cfg.Adapt.Recovery, cfg.Adapt.Evidence = recovery, 1 })
 	lim := limiter.Limits{Rate: 100, Burst: 1}
 	ctx := context.Background()
 	rate := func() float64 {
@@ -380,11 +380,44 @@ func TestCancelledWaitGivesBack(t *testing.T) {
 	}
 }
 
+// TestPushbackNeedsEvidence: a pushback without a Retry-After lowers the rate only once
+// Adapt.Evidence of them came within one cooldown, on any instances; one with a Retry-After
+// lowers it at once. Sporadic errors leave the rate alone.
+func TestPushbackNeedsEvidence(t *testing.T) {
+	t.Parallel()
+	ls, _ := instances(t, 2, func(cfg *limiter.Config) { cfg.Adapt.Cooldown = time.Minute })
+	ctx := context.Background()
+	rate := func(lim limiter.Limits) float64 {
+		st, err := ls[1].State(ctx, "provider", lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.EffectiveRate
+	}
+	lim := limiter.Limits{Rate: 100, Burst: 1}
+	ls[0].Pushback(ctx, "provider", lim, 0)
+	ls[1].Pushback(ctx, "provider", lim, 0)
+	if r := rate(lim); r != 100 {
+		t.Fatalf("after 2 pushbacks (evidence 3) the rate is %.2f, want 100", r)
+	}
+	ls[0].Pushback(ctx, "provider", lim, 0)
+	if r := rate(lim); r < 69 || r > 71 {
+		t.Fatalf("after the 3rd pushback within the cooldown the rate is %.2f, want about 70", r)
+	}
+	other := limiter.Limits{Rate: 50, Burst: 1}
+	ls[1].Pushback(ctx, "other", other, 0)
+	ls[1].Pushback(ctx, "other", other, time.Second)
+	st, err := ls[0].State(ctx, "other", other)
+	if err != nil || st.EffectiveRate < 34 || st.EffectiveRate > 36 {
+		t.Fatalf("after a pushback with Retry-After the rate is %+v, %v; want about 35", st, err)
+	}
+}
+
 // TestPushbackFloor: repeated pushback never takes the effective rate below Floor × Rate.
 func TestPushbackFloor(t *testing.T) {
 	t.Parallel()
 	ls, _ := instances(t, 1, func(cfg *limiter.Config) {
-		cfg.Adapt = limiter.Adapt{Cooldown: time.Microsecond, Floor: 0.05, Decrease: 0.5}
+		cfg.Adapt = limiter.Adapt{Cooldown: time.Microsecond, Floor: 0.05, Decrease: 0.5, Evidence: 1}
 	})
 	ctx := context.Background()
 	for _, tc := range []struct {

@@ -19,6 +19,8 @@ type localLimit struct {
 	f0      float64             // rate fraction after the latest decrease
 	d       time.Time           // time of the latest decrease; zero = none
 	blocked time.Time           // calls held until then
+	n       int                 // pushbacks in the window from nw (Adapt.Evidence)
+	nw      time.Time
 }
 
 // locals holds the local limits of each downstream.
@@ -253,7 +255,11 @@ func (l *Limiter) pushbackLocal(name string, lim Limits, retryAfter time.Duratio
 	defer l.mu.Unlock()
 	ll := l.local.of(name)
 	now := l.now()
-	if lim.Rate > 0 && (ll.d.IsZero() || now.Sub(ll.d) >= l.adapt.Cooldown) {
+	if now.Sub(ll.nw) >= l.adapt.Cooldown {
+		ll.n, ll.nw = 0, now
+	}
+	ll.n++
+	if lim.Rate > 0 && (ll.d.IsZero() || now.Sub(ll.d) >= l.adapt.Cooldown) && (retryAfter > 0 || ll.n >= l.adapt.Evidence) {
 		minf := l.adapt.minFraction(lim.Rate)
 		ll.f0, ll.d = l.adapt.decreased(ll.fraction(now, l.adapt, minf), minf), now
 	}

@@ -6,7 +6,7 @@ import "github.com/redis/go-redis/v9"
 const (
 	keySlots = ":slots" // sorted set: slot holder → expiry (µs, Redis clock)
 	keyTAT   = ":tat"   // string: the GCRA theoretical arrival time (µs)
-	keyAdapt = ":adapt" // hash: f (rate fraction after the last decrease), d (its time), b (blocked until)
+	keyAdapt = ":adapt" // hash: f (rate fraction after the last decrease), d (its time), b (blocked until), n and nw (pushbacks in the window from nw)
 	keyQuota = ":quota" // hash: w (window start, µs), n (calls counted in it)
 	keyStats = ":st"    // base of the per-second buckets ":st:<unix second>" (hash c t e w ws)
 )
@@ -133,11 +133,18 @@ var pushbackScript = redis.NewScript(luaCommon + `
 local now = clock()
 local rate, dec, cool = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local minf, rec, retry = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local a = redis.call('HMGET', KEYS[1], 'f', 'd', 'b')
+local need = tonumber(ARGV[7])
+local a = redis.call('HMGET', KEYS[1], 'f', 'd', 'b', 'n', 'nw')
 local f0, d, b = tonumber(a[1]), tonumber(a[2]), tonumber(a[3]) or 0
+-- Pushbacks without a Retry-After count in a window of one cooldown: only need of them in
+-- one window are taken as "too fast", so a provider's sporadic 503s do not slow anyone.
+local n, nw = tonumber(a[4]) or 0, tonumber(a[5]) or 0
+if now - nw >= cool then n, nw = 0, now end
+n = n + 1
+redis.call('HSET', KEYS[1], 'n', n, 'nw', us(nw))
 local f = fraction(f0, d, now, rec, minf)
 local decreased = 0
-if rate > 0 and (not d or now - d >= cool) then
+if rate > 0 and (not d or now - d >= cool) and (retry > 0 or n >= need) then
   f = f * dec
   if f < minf then f = minf end
   d = now

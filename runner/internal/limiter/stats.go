@@ -22,7 +22,8 @@ const minWait = time.Millisecond
 const flushEvery = time.Second
 
 // Pushback records that the downstream answered 429 or 503: it lowers the effective rate for
-// every caller (multiplicative decrease, at most once per Adapt.Cooldown) and, when
+// every caller (multiplicative decrease, at most once per Adapt.Cooldown; a pushback without
+// a Retry-After only once Adapt.Evidence of them came within one cooldown) and, when
 // retryAfter > 0, holds every call until now+retryAfter, cluster-wide. The rate recovers
 // lazily, computed by each Acquire. While degraded it applies to this instance's share.
 func (l *Limiter) Pushback(ctx context.Context, name string, lim Limits, retryAfter time.Duration) {
@@ -37,7 +38,7 @@ func (l *Limiter) Pushback(ctx context.Context, name string, lim Limits, retryAf
 	_, _ = l.run(ctx, func(ctx context.Context) ([]int64, error) {
 		return pushbackScript.Run(ctx, l.cfg.Redis, []string{l.ks.key(name, keyAdapt)},
 			lim.Rate, a.Decrease, a.Cooldown.Microseconds(), a.minFraction(lim.Rate),
-			a.Recovery.Microseconds(), retryAfter.Microseconds()).Int64Slice()
+			a.Recovery.Microseconds(), retryAfter.Microseconds(), a.Evidence).Int64Slice()
 	})
 }
 
