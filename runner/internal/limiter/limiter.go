@@ -147,6 +147,7 @@ type Config struct {
 // Limiter holds calls to downstreams to their limits. Its methods are safe for concurrent use.
 type Limiter struct {
 	cfg   Config
+	now   func() time.Time // cfg.Now
 	ks    keyspace
 	adapt Adapt
 	log   *slog.Logger
@@ -179,6 +180,7 @@ func New(cfg Config) *Limiter {
 	cfg.Instance += ":" + hex.EncodeToString(token) // two processes never share a holder name
 	l := &Limiter{
 		cfg:    cfg,
+		now:    cfg.Now,
 		ks:     keyspace(cfg.Prefix),
 		adapt:  cfg.Adapt.withDefaults(),
 		log:    cfg.Log,
@@ -206,8 +208,6 @@ func (l *Limiter) Close() {
 		<-l.done
 	})
 }
-
-func (l *Limiter) now() time.Time { return l.cfg.Now() }
 
 func (l *Limiter) shareOf() int {
 	if l.cfg.Share == nil {
