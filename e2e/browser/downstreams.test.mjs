@@ -9,6 +9,8 @@ import { gql, launch, login, shot, TOKENS, until } from './helpers.mjs';
 let browser;
 /** The limits of the downstream the specs change, as they were before: put back at the end. */
 let restore = null;
+/** The runs the specs start, cancelled at the end so that the specs after find the jobs free. */
+const startedRuns = [];
 
 const gqlAs = (role, query, variables = {}) => gql(TOKENS[role], query, variables);
 
@@ -30,13 +32,30 @@ after(async () => {
     if (limits.ratePerSecond !== null) Object.assign(input, { ratePerSecond: limits.ratePerSecond, burst: limits.burst });
     await gqlAs('operator', UPDATE, { in: input });
   }
+  for (const id of startedRuns) {
+    await gqlAs('operator', `mutation($id: ID!) { cancelRun(input: {runId: $id}) { userErrors { code } } }`, { id });
+  }
+  await until(
+    'the runs this spec started to end',
+    async () => {
+      for (const id of startedRuns) {
+        const d = await gqlAs('viewer', `query($id: ID!) { run(id: $id) { status } }`, { id });
+        if (['STARTING', 'RUNNING'].includes(d.run?.status)) return false;
+      }
+      return true;
+    },
+    60_000,
+    500,
+  );
   await browser?.close();
 });
 
 /** startRun starts a RESTART run of job (a RESUME after a finished run has nothing to do). */
 async function startRun(job) {
   const d = await gqlAs('operator', `mutation($n: String!) { startJob(input: {name: $n, mode: RESTART}) { run { id } userErrors { code } } }`, { n: job });
-  return d.startJob.run?.id ?? null;
+  const id = d.startJob.run?.id ?? null;
+  if (id) startedRuns.push(id);
+  return id;
 }
 
 /** busyDownstream starts the demo jobs until a declared downstream has calls, and returns it. */
