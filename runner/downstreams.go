@@ -64,7 +64,8 @@ func (s *DownstreamService) Update(ctx context.Context, actor string, u bt.Downs
 	if err != nil {
 		return nil, err
 	}
-	_ = r.ds.refresh(ctx) // this instance at once; the others within a refresh
+	_ = r.ds.refresh(ctx) // this instance at once, the others when they hear of it
+	r.ds.announce(ctx, u.Name)
 	r.ds.stats(ctx, d)
 	return d, nil
 }

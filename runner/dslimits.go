@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/limiter"
@@ -16,14 +17,16 @@ import (
 	"github.com/baton-run/baton/runner/store"
 )
 
-// How the downstream limits reach every instance (docs/adr/0018-downstream-limits.md): each
-// instance reads the downstreams table every dsRefresh, so a change applies cluster-wide
-// within a second, and beats its row in runner_instances every dsBeat; an instance that has
-// not beaten for dsAlive is not counted in the local share.
+// How the downstream limits reach every instance (docs/adr/0018-downstream-limits.md): the
+// instance that changes a downstream publishes its name on Redis, and every instance reads the
+// downstreams table when it hears it, so a change applies cluster-wide within a second. Each
+// instance also reads the table at every poll (Config.PollInterval), for a change published
+// while Redis was away, and beats its row in runner_instances at the same pace; an instance
+// that has not beaten for three beats is not counted in the local share. An idle instance so
+// adds no database transaction but its beat.
 const (
-	dsRefresh = 400 * time.Millisecond
-	dsBeat    = 2 * time.Second
-	dsAlive   = 10 * time.Second
+	dsMinBeat = time.Second
+	dsChannel = "ds:changed"
 )
 
 // downstreams is the runner's side of the downstream limits: the limits as the database
@@ -31,6 +34,9 @@ const (
 // share; and the metrics. It implements pipeline.Downstreams.
 type downstreams struct {
 	store    store.Downstreams
+	rdb      redis.UniversalClient
+	channel  string        // where changes are announced
+	every    time.Duration // the safety poll and the heartbeat
 	lim      *limiter.Limiter
 	log      *slog.Logger
 	instance string
@@ -38,6 +44,7 @@ type downstreams struct {
 
 	limits   atomic.Pointer[map[string]bt.DownstreamState]
 	live     atomic.Int64
+	mark     atomic.Int64 // the limits' mark at the last beat (store.Beat.Limits)
 	mu       sync.Mutex
 	quotaEnd map[string]quotaHold // a spent quota holds calls until its window ends
 	degraded []string             // the instances on their local share, at the last beat
@@ -45,7 +52,8 @@ type downstreams struct {
 }
 
 func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downstreams, error) {
-	d := &downstreams{store: st, log: log, instance: cfg.Instance, quotaEnd: map[string]quotaHold{}}
+	d := &downstreams{store: st, rdb: cfg.Redis, channel: "baton:{" + cfg.Env + "}:" + dsChannel,
+		every: max(cfg.PollInterval, dsMinBeat), log: log, instance: cfg.Instance, quotaEnd: map[string]quotaHold{}}
 	d.live.Store(1)
 	empty := map[string]bt.DownstreamState{}
 	d.limits.Store(&empty)
@@ -83,9 +91,11 @@ func (d *downstreams) refresh(ctx context.Context) error {
 
 // serve keeps the limits and the instance's heartbeat fresh until ctx ends.
 func (d *downstreams) serve(ctx context.Context) {
-	refresh, beat := time.NewTicker(dsRefresh), time.NewTicker(dsBeat)
-	defer refresh.Stop()
-	defer beat.Stop()
+	sub := d.rdb.Subscribe(ctx, d.channel) // go-redis resubscribes by itself after an outage
+	defer sub.Close()
+	changed := sub.Channel()
+	tick := time.NewTicker(d.every)
+	defer tick.Stop()
 	d.beat(ctx)
 	for {
 		select {
@@ -95,13 +105,27 @@ func (d *downstreams) serve(ctx context.Context) {
 			cancel()
 			d.lim.Close()
 			return
-		case <-refresh.C:
-			if err := d.refresh(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("read downstream limits failed; the last ones read still apply", "err", err)
-			}
-		case <-beat.C:
-			d.beat(ctx)
+		case <-changed:
+			d.reload(ctx)
+		case <-tick.C:
+			d.beat(ctx) // and reloads the limits if they changed unheard
 		}
+	}
+}
+
+func (d *downstreams) reload(ctx context.Context) {
+	if err := d.refresh(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("read downstream limits failed; the last ones read still apply", "err", err)
+	}
+}
+
+// announce tells every instance that downstream name changed. A lost announcement (Redis
+// away) is made up by the next poll.
+func (d *downstreams) announce(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := d.rdb.Publish(ctx, d.channel, name).Err(); err != nil {
+		d.log.Warn("announce a downstream change failed; the other instances apply it at their next poll", "downstream", name, "err", err)
 	}
 }
 
@@ -111,17 +135,20 @@ func (d *downstreams) beat(ctx context.Context) {
 	if on, at := d.lim.Degraded(); on {
 		since = &at
 	}
-	live, degraded, err := d.store.BeatInstance(ctx, d.instance, since, dsAlive)
+	b, err := d.store.BeatInstance(ctx, d.instance, since, 3*d.every+time.Second)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("instance heartbeat failed; the local share keeps its last divisor", "err", err)
 		}
 		return
 	}
-	d.live.Store(int64(max(live, 1)))
+	d.live.Store(int64(max(b.Live, 1)))
 	d.mu.Lock()
-	d.degraded = degraded
+	d.degraded = b.Degraded
 	d.mu.Unlock()
+	if b.Limits != d.mark.Swap(b.Limits) {
+		d.reload(ctx)
+	}
 }
 
 // degradedInstances returns the instances that limited on their local share at the last beat.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // downstreamStore holds the downstreams' limits (downstreams) and the live instances
@@ -103,9 +104,8 @@ func scanDownstream(row pgx.Row) (bt.DownstreamState, error) {
 	return d, nil
 }
 
-func (s downstreamStore) BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration) (int, []string, error) {
-	var live int
-	var degraded []string
+func (s downstreamStore) BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration) (store.Beat, error) {
+	var b store.Beat
 	err := s.pool.QueryRow(ctx, `WITH beat AS (
 			INSERT INTO runner_instances (instance, degraded_since) VALUES ($1, $2)
 			ON CONFLICT (instance) DO UPDATE SET heartbeat_at = statement_timestamp(), degraded_since = $2
@@ -114,9 +114,11 @@ func (s downstreamStore) BeatInstance(ctx context.Context, instance string, degr
 			SELECT instance, degraded_since FROM runner_instances
 			WHERE instance <> $1 AND heartbeat_at > statement_timestamp() - make_interval(secs => $3)
 		), live AS (SELECT * FROM beat UNION ALL SELECT * FROM others)
-		SELECT count(*), coalesce(array_agg(instance ORDER BY instance) FILTER (WHERE degraded_since IS NOT NULL), '{}') FROM live`,
-		instance, degradedSince, alive.Seconds()).Scan(&live, &degraded)
-	return live, degraded, err
+		SELECT count(*), coalesce(array_agg(instance ORDER BY instance) FILTER (WHERE degraded_since IS NOT NULL), '{}'),
+			(SELECT coalesce(sum(version), 0) + count(*) * 1000000007 FROM downstreams)::bigint
+		FROM live`,
+		instance, degradedSince, alive.Seconds()).Scan(&b.Live, &b.Degraded, &b.Limits)
+	return b, err
 }
 
 func (s downstreamStore) LeaveInstance(ctx context.Context, instance string) error {

@@ -21,8 +21,16 @@ type Downstreams interface {
 	UpdateDownstream(ctx context.Context, name, actor string, change func(*bt.DownstreamLimits) error) (*bt.DownstreamState, error)
 	// BeatInstance records that instance is alive, and whether (since when) it limits calls
 	// on its local share; it returns how many instances have beaten within alive, itself
-	// included, and those among them on their local share.
-	BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration) (live int, degraded []string, err error)
+	// included, those among them on their local share, and a mark of the downstreams' limits
+	// that changes whenever any of them does (so one statement tells whether to read them).
+	BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration) (Beat, error)
 	// LeaveInstance removes instance from the live ones (at shutdown).
 	LeaveInstance(ctx context.Context, instance string) error
+}
+
+// Beat is what an instance's heartbeat learns of the cluster.
+type Beat struct {
+	Live     int      // instances alive, the beating one included
+	Degraded []string // those limiting on their local share
+	Limits   int64    // changes whenever any downstream's limits do
 }
