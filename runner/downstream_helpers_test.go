@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -89,15 +88,8 @@ func (f *fakeSystem) snapshot() (calls, throttled []time.Time, peak int) {
 
 // maxInWindow returns the most calls that arrived within any window w.
 func maxInWindow(ts []time.Time, w time.Duration) int {
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	best, j := 0, 0
-	for i := range ts {
-		for ts[i].Sub(ts[j]) >= w {
-			j++
-		}
-		best = max(best, i-j+1)
-	}
-	return best
+	most, _ := testenv.MostWithin(ts, w)
+	return most
 }
 
 // between returns the times in [from, to).

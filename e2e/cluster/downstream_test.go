@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/internal/demo"
+	"github.com/baton-run/baton/internal/testenv"
 )
 
 // TestClusterDownstreamLimits: three `baton serve --demo` instances pay through one provider
@@ -158,14 +158,6 @@ func waitAlarm(t *testing.T, n *Node, kind string, want bool, within time.Durati
 
 // mostInASecond returns the most times within any one second.
 func mostInASecond(ts []time.Time) int {
-	ts = append([]time.Time(nil), ts...)
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	best, j := 0, 0
-	for i := range ts {
-		for ts[i].Sub(ts[j]) >= time.Second {
-			j++
-		}
-		best = max(best, i-j+1)
-	}
-	return best
+	most, _ := testenv.MostWithin(ts, time.Second)
+	return most
 }

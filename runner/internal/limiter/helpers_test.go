@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -82,17 +81,8 @@ func (s *starts) add(t time.Time) {
 // maxInWindow returns the most starts in any window of length w, and the sorted starts.
 func (s *starts) maxInWindow(w time.Duration) (int, []time.Time) {
 	s.mu.Lock()
-	at := append([]time.Time(nil), s.at...)
-	s.mu.Unlock()
-	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
-	most, j := 0, 0
-	for i := range at {
-		for at[i].Sub(at[j]) >= w {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	return most, at
+	defer s.mu.Unlock()
+	return testenv.MostWithin(s.at, w)
 }
 
 // countLog counts log records by message.
