@@ -21,7 +21,7 @@ func TestMostWithin(t *testing.T) {
 		{nil, 0},
 		{at(0), 1},
 		{at(0, 999), 2},
-		{at(0, 1000), 1}, // a window is [t, t+1s)
+		{at(0, 1000), 1},                       // a window is [t, t+1s)
 		{at(1500, 0, 400, 900, 2600, 1300), 3}, // 400, 900, 1300
 	} {
 		got, sorted := MostWithin(c.ts, time.Second)
