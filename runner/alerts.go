@@ -81,6 +81,37 @@ func (s *AlarmService) History(ctx context.Context, f bt.AlertHistoryFilter) ([]
 	return s.r.store.AlertHistory(ctx, f)
 }
 
+// stuck judges one running run, or one held shard, by its heartbeat, its ledger writes and its
+// checkpoint. A shard's alarms name its run and the shard.
+func (r *Runner) stuck(now time.Time, run *bt.RunRecord) []bt.Alert {
+	id, key, what := run.ID, fmt.Sprintf("run:%d", run.ID), fmt.Sprintf("run %d of %s", run.ID, run.JobName)
+	if s := run.Shard; s != nil {
+		id, key, what = s.RunID, fmt.Sprintf("run:%d:shard:%s", s.RunID, s.Key), fmt.Sprintf("shard %s of run %d of %s", s.Key, s.RunID, run.JobName)
+	}
+	lease := time.Duration(run.LeaseSeconds) * time.Second
+	stall := 10 * time.Minute
+	if job, ok := r.Job(run.JobName); ok && job.Info().StallAfter > 0 {
+		stall = job.Info().StallAfter
+	}
+	if since := now.Sub(run.HeartbeatAt); since > lease {
+		return []bt.Alert{{ID: fmt.Sprintf("%s:%s", bt.AlertHeartbeatMissed, key), Kind: bt.AlertHeartbeatMissed,
+			Severity: "CRITICAL", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.HeartbeatAt,
+			Message: fmt.Sprintf("%s on %s has not renewed its lease for %s (lease %s): the worker may be stuck or dead",
+				what, run.Instance, since.Round(time.Second), lease)}}
+	}
+	if since := now.Sub(run.LastProgressAt); since > stall {
+		return []bt.Alert{{ID: fmt.Sprintf("%s:%s", bt.AlertNoLedgerWrites, key), Kind: bt.AlertNoLedgerWrites,
+			Severity: "WARNING", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.LastProgressAt,
+			Message: fmt.Sprintf("%s keeps its lease but has committed no item for %s", what, since.Round(time.Second))}}
+	}
+	if since := now.Sub(run.LastCheckpointAt); since > stall {
+		return []bt.Alert{{ID: fmt.Sprintf("%s:%s", bt.AlertCheckpointStalled, key), Kind: bt.AlertCheckpointStalled,
+			Severity: "WARNING", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.LastCheckpointAt,
+			Message: fmt.Sprintf("%s: checkpoint %q unchanged for %s", what, run.Checkpoint, since.Round(time.Second))}}
+	}
+	return nil
+}
+
 // judge computes the active alarms from the database's facts.
 func (s *AlarmService) judge(ctx context.Context) ([]bt.Alert, error) {
 	r := s.r
@@ -89,32 +120,11 @@ func (s *AlarmService) judge(ctx context.Context) ([]bt.Alert, error) {
 		return nil, err
 	}
 	var out []bt.Alert
-	for _, run := range f.Active {
-		id := run.ID
-		lease := time.Duration(run.LeaseSeconds) * time.Second
-		stall := 10 * time.Minute
-		if job, ok := r.Job(run.JobName); ok && job.Info().StallAfter > 0 {
-			stall = job.Info().StallAfter
+	for _, run := range append(f.Active, f.Shards...) {
+		if run.Status != bt.StatusRunning || run.ShardTotal > 0 {
+			continue // a sharded run lives by its shards, judged one by one
 		}
-		if run.Status != bt.StatusRunning {
-			continue
-		}
-		if since := f.Now.Sub(run.HeartbeatAt); since > lease {
-			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:run:%d", bt.AlertHeartbeatMissed, id), Kind: bt.AlertHeartbeatMissed,
-				Severity: "CRITICAL", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.HeartbeatAt,
-				Message: fmt.Sprintf("run %d of %s on %s has not renewed its lease for %s (lease %s): the worker may be stuck or dead",
-					id, run.JobName, run.Instance, since.Round(time.Second), lease)})
-			continue
-		}
-		if since := f.Now.Sub(run.LastProgressAt); since > stall {
-			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:run:%d", bt.AlertNoLedgerWrites, id), Kind: bt.AlertNoLedgerWrites,
-				Severity: "WARNING", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.LastProgressAt,
-				Message: fmt.Sprintf("run %d of %s keeps its lease but has committed no item for %s", id, run.JobName, since.Round(time.Second))})
-		} else if since := f.Now.Sub(run.LastCheckpointAt); since > stall {
-			out = append(out, bt.Alert{ID: fmt.Sprintf("%s:run:%d", bt.AlertCheckpointStalled, id), Kind: bt.AlertCheckpointStalled,
-				Severity: "WARNING", JobName: run.JobName, RunID: &id, Value: since.Seconds(), Since: run.LastCheckpointAt,
-				Message: fmt.Sprintf("run %d of %s: checkpoint %q unchanged for %s", id, run.JobName, run.Checkpoint, since.Round(time.Second))})
-		}
+		out = append(out, r.stuck(f.Now, run)...)
 	}
 	for job, n := range f.Retried {
 		out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertTargetRetried, job), Kind: bt.AlertTargetRetried,

@@ -49,6 +49,11 @@ type downstreams struct {
 	quotaEnd map[string]quotaHold // a spent quota holds calls until its window ends
 	degraded []string             // the instances on their local share, at the last beat
 	noted    sync.Map             // names of undeclared downstreams this instance has recorded
+
+	// jobsFunc lists the jobs this instance runs, and pendingFunc is told when the beat finds
+	// a shard of one of them waiting for a slot (the claimer's safety net; nil: not asked).
+	jobsFunc    func() []string
+	pendingFunc func()
 }
 
 func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downstreams, error) {
@@ -135,7 +140,11 @@ func (d *downstreams) beat(ctx context.Context) {
 	if on, at := d.lim.Degraded(); on {
 		since = &at
 	}
-	b, err := d.store.BeatInstance(ctx, d.instance, since, 3*d.every+time.Second)
+	var jobs []string
+	if d.jobsFunc != nil {
+		jobs = d.jobsFunc()
+	}
+	b, err := d.store.BeatInstance(ctx, d.instance, since, 3*d.every+time.Second, jobs)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("instance heartbeat failed; the local share keeps its last divisor", "err", err)
@@ -143,6 +152,9 @@ func (d *downstreams) beat(ctx context.Context) {
 		return
 	}
 	d.live.Store(int64(max(b.Live, 1)))
+	if b.ShardsPending && d.pendingFunc != nil {
+		d.pendingFunc()
+	}
 	d.mu.Lock()
 	d.degraded = b.Degraded
 	d.mu.Unlock()

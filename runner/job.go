@@ -87,6 +87,10 @@ type JobInfo struct {
 	// runtime (DownstreamService.Update). A downstream an item names without any declaration
 	// is unlimited until an operator sets limits.
 	Downstreams []Downstream
+	// Shards splits each run into shards that every instance of the cluster works at once,
+	// each leased, fenced and checkpointed on its own (see Sharding); nil runs the job on one
+	// slot. Run is then called once per shard, and Run.Shard says which.
+	Shards *Sharding
 }
 
 // RetryPolicy is capped exponential backoff with full jitter for TRANSIENT failures.

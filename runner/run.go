@@ -17,6 +17,8 @@ type Run struct {
 	job Job
 	// fence is the run's id and lease token, for the fenced writes of the runner's own jobs.
 	fence store.Fence
+	// shard is the shard the run works, nil for a run that is not a shard.
+	shard *ShardInfo
 }
 
 // ErrStop is returned by Check and Process when the run has been asked to stop (cancel, pause,
@@ -28,6 +30,11 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 	retry := info.Retry.withDefaults()
 	d := pipeline.Deps{Store: r.store, Locks: r.locks, Metrics: r.metrics, Logger: r.log,
 		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance, Downstreams: r.ds}
+	var shard *ShardInfo
+	if s := rec.Shard; s != nil {
+		d.Locks = noLocks{} // the run holds the job's lock; the database fences each shard
+		shard = &ShardInfo{RunID: s.RunID, Key: s.Key, Spec: s.Spec, Index: s.Index, Count: s.Count}
+	}
 	if events := r.cfg.Events; events != nil {
 		d.PublishFunc = func(rec bt.RunRecord, final bool) { events.RunChanged(RunEvent{Run: rec, Final: final}) }
 	}
@@ -35,7 +42,7 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 		Token: token, Scope: scope, Targets: targets, StopConditions: info.StopConditions, SensitiveEvidence: info.SensitiveEvidence,
 		Retry: pipeline.Retry{MaxAttempts: retry.MaxAttempts, InitialBackoff: retry.InitialBackoff, MaxBackoff: retry.MaxBackoff},
 	})
-	return &Run{e: e, job: job, fence: e.Fence()}
+	return &Run{e: e, job: job, fence: e.Fence(), shard: shard}
 }
 
 // ID returns the run id.

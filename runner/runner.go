@@ -147,6 +147,8 @@ type Runner struct {
 	replays    *replay.Service
 	reconciles *replay.Reconciles
 	ds         *downstreams
+	// claimWake wakes the shard claimer (serveShards).
+	claimWake chan struct{}
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -164,23 +166,25 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{
-		cfg:     cfg,
-		store:   st,
-		locks:   redislock.New(cfg.Redis, cfg.Env),
-		log:     cfg.Logger.With("instance", cfg.Instance),
-		metrics: m,
-		reg:     &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
-		slots:   make(chan struct{}, cfg.PoolSize),
-		active:  map[int64]*Run{},
+		cfg:       cfg,
+		store:     st,
+		locks:     redislock.New(cfg.Redis, cfg.Env),
+		log:       cfg.Logger.With("instance", cfg.Instance),
+		metrics:   m,
+		reg:       &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
+		slots:     make(chan struct{}, cfg.PoolSize),
+		active:    map[int64]*Run{},
+		claimWake: make(chan struct{}, 1),
 	}
 	r.handover = handover{r}
 	if r.ds, err = newDownstreams(cfg, st, r.log); err != nil {
 		return nil, err
 	}
-	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
-	if cfg.Events != nil {
-		r.recoverer.RunEndedFunc = func(run bt.RunRecord) { cfg.Events.RunChanged(RunEvent{Run: run, Final: true}) }
+	if cfg.PoolSize > 0 {
+		r.ds.jobsFunc, r.ds.pendingFunc = r.reg.names, r.wakeClaimer
 	}
+	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
+	r.recoverer.RunEndedFunc = r.recovered
 	listenDB := cfg.ListenDB
 	if listenDB == nil {
 		listenDB = cfg.DB
@@ -268,6 +272,9 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		if err := validatePolicy(policyOf(info)); err != nil {
 			return fmt.Errorf("job %q: %w", info.Name, err)
 		}
+		if err := validateSharding(info.Shards); err != nil {
+			return fmt.Errorf("job %q: %w", info.Name, err)
+		}
 		for _, d := range info.Downstreams {
 			if err := checkDefaults(d); err != nil {
 				return fmt.Errorf("job %q: %w", info.Name, err)
@@ -288,6 +295,9 @@ func (r *Runner) Register(ctx context.Context, jobs ...Job) error {
 		defaults[i] = store.JobDefaults{
 			Name: info.Name, Description: info.Description, Cron: info.Cron, Timezone: tz,
 			RiskLevel: risk, RetentionDays: retentionDays(info), JobVersion: info.Version, AutoResume: policyOf(info),
+		}
+		if info.Shards != nil {
+			defaults[i].MaxConcurrentShards = info.Shards.MaxConcurrent
 		}
 	}
 	// One statement per thousand jobs, not a round trip and a commit per job: an instance
@@ -332,6 +342,7 @@ func (r *Runner) JobNames() []string { return r.reg.names() }
 func (r *Runner) freeSlot() {
 	<-r.slots
 	r.sched.SlotFreed()
+	r.wakeClaimer()
 }
 
 // Run runs the scheduler (if configured) until ctx is done, then shuts down gracefully: it
@@ -352,10 +363,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); r.ds.serve(ctx) }()
-	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts and reconciles to the others
-		wg.Add(2)
+	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts, shards and reconciles to the others
+		wg.Add(3)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()
 		go func() { defer wg.Done(); r.reconciles.Serve(ctx) }()
+		go func() { defer wg.Done(); r.serveShards(ctx) }()
 	}
 	if r.cfg.Scheduler {
 		wg.Add(2)

@@ -24,5 +24,17 @@ func (r *Runner) work(run *Run) {
 	if draining {
 		run.requestStop(bt.StopShutdown)
 	}
-	run.e.Execute(func(ctx context.Context) error { return run.job.Run(ctx, run) })
+	body := func(ctx context.Context) error { return run.job.Run(ctx, run) }
+	if s := run.job.Info().Shards; s != nil && run.shard == nil {
+		body = func(ctx context.Context) error { return r.plan(ctx, run, s) }
+	}
+	run.e.Execute(body)
+	switch {
+	case run.shard != nil:
+		r.shardEnded(context.Background(), run.e.Snapshot())
+	case run.job.Info().Shards != nil && run.e.Snapshot().Status.Active():
+		// Handed to its shards, or ended at once when every shard was done before: only this
+		// worker can have ended it.
+		r.publishRun(context.Background(), run.ID(), true)
+	}
 }

@@ -13,7 +13,9 @@ import (
 type RunStatus string
 
 // Run statuses. STARTING and RUNNING are active: at most one active run exists per job.
+// PENDING is a shard's only (see Shard): it waits for an instance with a free slot to claim it.
 const (
+	StatusPending   RunStatus = "PENDING"
 	StatusStarting  RunStatus = "STARTING"
 	StatusRunning   RunStatus = "RUNNING"
 	StatusSucceeded RunStatus = "SUCCEEDED"
@@ -24,6 +26,10 @@ const (
 
 // Active reports whether s holds the job's lease.
 func (s RunStatus) Active() bool { return s == StatusStarting || s == StatusRunning }
+
+// Open reports whether a run or shard in status s still has work to do: PENDING, STARTING or
+// RUNNING.
+func (s RunStatus) Open() bool { return s == StatusPending || s.Active() }
 
 // Trigger says why a run was started.
 type Trigger string
@@ -286,6 +292,23 @@ type RunRecord struct {
 	AutoResumeOutcome string
 	// AutoResumeRunID is the AUTO_RESUME run that continued this one.
 	AutoResumeRunID *int64
+	// ShardTotal is the number of shards of a sharded run once they are planned, 0 for a run
+	// that is not sharded (or not planned yet). A sharded run's counters are its shards' sums.
+	ShardTotal int
+	// Shard is set on a shard's own record (the row of one shard of a sharded run).
+	Shard *ShardOf
+}
+
+// ShardOf says which shard of which run a record is.
+type ShardOf struct {
+	RunID int64  // the sharded run (the parent)
+	Key   string // the shard's key: its checkpoint stream, unique within the run
+	Index int    // its place in the run's plan, from 0
+	Spec  string // what the shard covers, as the job's plan said (a key range, pages)
+	Count int    // how many shards the run has
+	// RunEnded is set on the record of a shard's end (Finish) when that end ended its run:
+	// the one shard whose end settled the run.
+	RunEnded bool
 }
 
 // Percent reports progress in [0,100], or -1 when the total is unknown.
@@ -321,6 +344,9 @@ type JobSettings struct {
 	UpdatedAt         time.Time
 	UpdatedBy         string
 	AutoResume        AutoResumePolicy
+	// MaxConcurrentShards caps how many shards of one of the job's sharded runs the cluster
+	// works at once; 0: as many as there are free slots.
+	MaxConcurrentShards int
 }
 
 // RunError is one failed item of a run.

@@ -13,8 +13,6 @@ type Item struct {
 	// Checkpoint is the token the run resumes after once this item commits; empty keeps the
 	// previous one.
 	Checkpoint string
-	// Shard names the checkpoint stream; empty for single-shard jobs.
-	Shard string
 	// External marks a step with an effect outside Baton's database (a payment, an email).
 	// Its intent is committed before the call, so a crash can never make the effect twice.
 	External bool

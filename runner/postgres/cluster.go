@@ -40,14 +40,21 @@ func (s clusterStore) SetMaintenance(ctx context.Context, on bool, actor string)
 		return err
 	}
 	if on {
-		_, err = tx.Exec(ctx, `WITH p AS (
-				UPDATE job_runs SET pause_reason = 'MAINTENANCE' WHERE status IN ('STARTING', 'RUNNING') AND pause_reason IS NULL RETURNING id
-			) `+recordRunEvents(store.EventPauseRequested, "p", "$1", "maintenance on"), actor)
+		rows, qerr := tx.Query(ctx, `WITH p AS (
+				UPDATE job_runs SET pause_reason = 'MAINTENANCE' WHERE status IN ('STARTING', 'RUNNING') AND `+topLevel+`
+					AND pause_reason IS NULL RETURNING id
+			), e AS (`+recordRunEvents(store.EventPauseRequested, "p", "$1", "maintenance on")+`)
+			SELECT id FROM p`, actor)
+		var ids []int64
+		if ids, err = collect(rows, qerr, "pause every run", scanOne[int64]); err == nil {
+			err = settleStopping(ctx, tx, ids)
+		}
 	} else {
 		_, err = tx.Exec(ctx, `UPDATE job_settings SET next_scheduled_at = NULL`)
 		if err == nil {
 			_, err = tx.Exec(ctx, `WITH p AS (
-				UPDATE job_runs SET pause_reason = NULL WHERE status IN ('STARTING', 'RUNNING') AND pause_reason = 'MAINTENANCE' RETURNING id
+				UPDATE job_runs SET pause_reason = NULL WHERE status IN ('STARTING', 'RUNNING') AND `+topLevel+`
+					AND pause_reason = 'MAINTENANCE' RETURNING id
 			) `+recordRunEvents(store.EventPauseLifted, "p", "$1", "maintenance off"), actor)
 		}
 	}
@@ -71,7 +78,12 @@ func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) 
 		return nil, err
 	}
 	out.Active = active
-	rows, err := s.pool.Query(ctx, `SELECT job_name, count(*), 0, 0 FROM job_ledger
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs
+		WHERE parent_run_id IS NOT NULL AND status IN ('STARTING', 'RUNNING') ORDER BY id LIMIT 10000`)
+	if out.Shards, err = collect(rows, err, "read held shards", scanRun); err != nil {
+		return nil, err
+	}
+	rows, err = s.pool.Query(ctx, `SELECT job_name, count(*), 0, 0 FROM job_ledger
 		WHERE attempt >= 3 AND state NOT IN ('CONFIRMED', 'NOT_APPLIED', 'SKIPPED') GROUP BY job_name`)
 	retried, err := collect(rows, err, "count retried targets", scanJobCounts)
 	if err != nil {
@@ -90,7 +102,7 @@ func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) 
 		return nil, err
 	}
 	rows, err = s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id IN (SELECT l.id FROM job_settings js
-		CROSS JOIN LATERAL (SELECT id, auto_resume_outcome FROM job_runs WHERE job_name = js.name ORDER BY id DESC LIMIT 1) l
+		CROSS JOIN LATERAL (SELECT id, auto_resume_outcome FROM job_runs WHERE job_name = js.name AND `+topLevel+` ORDER BY id DESC LIMIT 1) l
 		WHERE l.auto_resume_outcome = 'EXHAUSTED')`)
 	exhausted, err := collect(rows, err, "read exhausted auto-resumes", scanRun)
 	if err != nil {

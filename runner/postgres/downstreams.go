@@ -104,7 +104,7 @@ func scanDownstream(row pgx.Row) (bt.DownstreamState, error) {
 	return d, nil
 }
 
-func (s downstreamStore) BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration) (store.Beat, error) {
+func (s downstreamStore) BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration, jobs []string) (store.Beat, error) {
 	var b store.Beat
 	err := s.pool.QueryRow(ctx, `WITH beat AS (
 			INSERT INTO runner_instances (instance, degraded_since) VALUES ($1, $2)
@@ -115,9 +115,11 @@ func (s downstreamStore) BeatInstance(ctx context.Context, instance string, degr
 			WHERE instance <> $1 AND heartbeat_at > statement_timestamp() - make_interval(secs => $3)
 		), live AS (SELECT * FROM beat UNION ALL SELECT * FROM others)
 		SELECT count(*), coalesce(array_agg(instance ORDER BY instance) FILTER (WHERE degraded_since IS NOT NULL), '{}'),
-			(SELECT coalesce(sum(version), 0) + count(*) * 1000000007 FROM downstreams)::bigint
+			(SELECT coalesce(sum(version), 0) + count(*) * 1000000007 FROM downstreams)::bigint,
+			EXISTS (SELECT 1 FROM job_runs WHERE status = 'PENDING' AND job_name = ANY($4)
+				AND (auto_resume_at IS NULL OR auto_resume_at <= statement_timestamp()))
 		FROM live`,
-		instance, degradedSince, alive.Seconds()).Scan(&b.Live, &b.Degraded, &b.Limits)
+		instance, degradedSince, alive.Seconds(), jobs).Scan(&b.Live, &b.Degraded, &b.Limits, &b.ShardsPending)
 	return b, err
 }
 

@@ -32,7 +32,7 @@ const (
 		COALESCE(sum(processed) FILTER (WHERE activated_at IS NOT NULL), 0)::bigint,
 		COALESCE(sum(extract(epoch FROM (finished_at - activated_at))) FILTER (WHERE activated_at IS NOT NULL), 0)::float8
 	FROM job_runs
-	WHERE job_name = $1 AND finished_at >= $2 AND finished_at < $4
+	WHERE job_name = $1 AND finished_at >= $2 AND finished_at < $4 AND parent_run_id IS NULL
 	GROUP BY 1`
 
 	// The error rows are counted run by run (a lateral aggregate, which the planner cannot turn

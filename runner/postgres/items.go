@@ -32,26 +32,26 @@ type itemStore struct{ *Store }
 //     or known in their prior state (an intent the run has just committed) inserts the fresh
 //     ones and updates the known ones in place (knownItemsSQL): a quarter less than the upsert.
 var (
-	itemsSQL = itemsStatement(`SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::text[], $27::text[], $28::bool[],
-		$29::text[])
+	itemsSQL = itemsStatement(`SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::int[], $15::text[], $16::text[], $17::bool[],
+		$18::bool[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int[], $24::bool[], $25::text[], $26::text[], $27::bool[],
+		$28::text[])
 		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, count_run, err_class, err_msg, fresh,
 		kind)`,
-		`cardinality($12::text[]) > 0`, false)
-	itemSQL = itemsStatement(`SELECT $12::text AS target, $13::text AS step, $14::text AS state, $15::int AS attempt,
-		$16::text AS key, $17::text AS hash, $18::bool AS changed, $19::bool AS ext, $20::text AS effect,
-		$21::text AS evidence, $22::text AS err, $23::text AS sig, $24::int AS same, $25::bool AS count_run,
-		$26::text AS err_class, $27::text AS err_msg, $28::bool AS fresh, $29::text AS kind`, `true`, true)
+		`cardinality($11::text[]) > 0`, false)
+	itemSQL = itemsStatement(`SELECT $11::text AS target, $12::text AS step, $13::text AS state, $14::int AS attempt,
+		$15::text AS key, $16::text AS hash, $17::bool AS changed, $18::bool AS ext, $19::text AS effect,
+		$20::text AS evidence, $21::text AS err, $22::text AS sig, $23::int AS same, $24::bool AS count_run,
+		$25::text AS err_class, $26::text AS err_msg, $27::bool AS fresh, $28::text AS kind`, `true`, true)
 
 	freshItemsSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
-	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+	SELECT $9, $10, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
-	FROM fence, unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[])
+	FROM fence, unnest($11::text[], $12::text[], $13::text[], $14::int[], $15::text[], $16::text[], $17::bool[],
+		$18::bool[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int[])
 		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)
-), ` + countedTail(25) + `
+), ` + countedTail(24) + `
 SELECT * FROM fence`
 
 	// knownItemsSQL is the batch form for rows that are each fresh (prior NULL) or known in
@@ -62,12 +62,12 @@ SELECT * FROM fence`
 	// transition. The known states themselves were judged by the table before (knowledge).
 	knownItemsSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
-	SELECT * FROM unnest($12::text[], $13::text[], $14::text[], $15::int[], $16::text[], $17::text[], $18::bool[],
-		$19::bool[], $20::text[], $21::text[], $22::text[], $23::text[], $24::int[], $25::text[], $34::text[])
+	SELECT * FROM unnest($11::text[], $12::text[], $13::text[], $14::int[], $15::text[], $16::text[], $17::bool[],
+		$18::bool[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int[], $24::text[], $33::text[])
 		AS t(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same, prior, kind)
 ), ins AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
-	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+	SELECT $9, $10, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
 	FROM input i, fence WHERE i.prior IS NULL
 ), upd AS (
@@ -78,43 +78,42 @@ WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 		-- Each row found by its key through the unique index (LIMIT 1 keeps the planner from
 		-- hashing the generation when its statistics are stale), updated by its address.
 		SELECT i.*, x.ctid AS tid FROM input i CROSS JOIN LATERAL (
-			SELECT ctid FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step
+			SELECT ctid FROM job_ledger WHERE job_name = $9 AND generation = $10 AND target_key = i.target AND step = i.step
 				AND state = i.prior AND ` + ownGuardSQL(`state`, `i.kind`, `(run_id = $1 AND attempt = i.attempt)`) + ` LIMIT 1
 		) x WHERE i.prior IS NOT NULL
 	) i
 	WHERE l.ctid = i.tid
 	RETURNING 1
-), ` + countedTail(26) + `
+), ` + countedTail(25) + `
 SELECT fence.* FROM fence
-WHERE CASE WHEN (SELECT count(*) FROM upd) = $33 THEN true ELSE baton_ledger_changed($33, (SELECT count(*) FROM upd)) END`
+WHERE CASE WHEN (SELECT count(*) FROM upd) = $32 THEN true ELSE baton_ledger_changed($32, (SELECT count(*) FROM upd)) END`
 
 	freshItemSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
-	SELECT $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $1 FROM fence
+	SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $1 FROM fence
 ), cnt AS (
 	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $10, $11, c.r, $14, 1 FROM fence, (VALUES (0::bigint), ($1::bigint)) AS c(r) WHERE c.r = 0 OR $25::bool
+	SELECT $9, $10, c.r, $13, 1 FROM fence, (VALUES (0::bigint), ($1::bigint)) AS c(r) WHERE c.r = 0 OR $24::bool
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
-), ` + checkpointCTE + `, er AS (
+), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
-	SELECT $1, $12, $26, $27, $15 FROM fence WHERE $26::text <> ''
+	SELECT $1, $11, $25, $26, $14 FROM fence WHERE $25::text <> ''
 )
 SELECT * FROM fence`
 )
 
 // countedTail is the end of the statements whose counter deltas and error rows come from Go:
-// the counters from parameters $p..$p+2 (run id, state, delta), the named shard's checkpoint,
-// and the error rows from $p+3..$p+6 (target, class, message, attempt).
+// the counters from parameters $p..$p+2 (run id, state, delta) and the error rows from $p+3..$p+6 (target, class, message, attempt).
 func countedTail(p int) string {
 	return fmt.Sprintf(`cnt AS (
 	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $10, $11, c.r, c.s, c.n FROM fence, unnest($%d::bigint[], $%d::text[], $%d::bigint[]) AS c(r, s, n)
+	SELECT $9, $10, c.r, c.s, c.n FROM fence, unnest($%d::bigint[], $%d::text[], $%d::bigint[]) AS c(r, s, n)
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
-), %s, er AS (
+), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($%d::text[], $%d::text[], $%d::text[], $%d::int[]) AS e(target, class, msg, attempt)
-)`, p, p+1, p+2, checkpointCTE, p+3, p+4, p+5, p+6)
+)`, p, p+1, p+2, p+3, p+4, p+5, p+6)
 }
 
 const ledgerInsertColumns = `job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
@@ -138,8 +137,8 @@ func fenceCTE(hasRows, clock string) string {
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
 		skipped = skipped + $6, ambiguous = ambiguous + $7,
-		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $9 = '' AND $8 IS DISTINCT FROM checkpoint THEN ` + clock + ` ELSE last_checkpoint_at END,
-		checkpoint = CASE WHEN $8::text IS NOT NULL AND $9 = '' THEN $8 ELSE checkpoint END,
+		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $8 IS DISTINCT FROM checkpoint THEN ` + clock + ` ELSE last_checkpoint_at END,
+		checkpoint = COALESCE($8, checkpoint),
 		heartbeat_at = ` + clock + `,
 		last_progress_at = CASE WHEN $3 > 0 OR ` + hasRows + ` THEN ` + clock + ` ELSE last_progress_at END
 	WHERE id = $1 AND lease_token = $2 AND status = 'RUNNING' AND lease_until > ` + clock + `
@@ -147,21 +146,11 @@ func fenceCTE(hasRows, clock string) string {
 )`
 }
 
-// checkpointCTE advances a named shard's checkpoint. Named shards keep their checkpoints here
-// item by item; the main shard's lives on the run row and is copied here when the run ends
-// (Finish, RecoverExpired): one row less per item.
-const checkpointCTE = `cp AS (
-	INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
-	SELECT $10, $11, $9, $8, fence.processed, $1 FROM fence WHERE $8::text IS NOT NULL AND $9 <> ''
-	ON CONFLICT (job_name, generation, shard) DO UPDATE SET
-		token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = now()
-)`
-
 // itemsStatement builds the general fenced item statement around input, a query yielding the
-// ledger rows from parameters $12..$29, and hasRows, true when it yields any; $30 is the
+// ledger rows from parameters $11..$28, and hasRows, true when it yields any; $29 is the
 // replay scope. A row the target already has is moved only as the transition table allows,
 // else baton_ledger_refused fails the statement whole, naming it. With one row (single, its
-// kind the scalar $29) the upsert itself judges the row it meets, locked, and a refused row is
+// kind the scalar $28) the upsert itself judges the row it meets, locked, and a refused row is
 // one the upsert left alone; with many, refused finds the first the table refuses in the
 // statement's snapshot, the rows as they were before it (only a write redone as an upsert
 // takes this form: the runner's batches are fresh or known). Either way the upsert replaces a
@@ -182,15 +171,15 @@ func itemsStatement(input, hasRows string, single bool) string {
 	}
 	guard, refused := unchanged(`true`), `
 	SELECT i.target, i.step, l.state, i.kind FROM fence, input i CROSS JOIN LATERAL (
-		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = i.target AND step = i.step LIMIT 1
-	) l WHERE NOT i.fresh AND NOT `+allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$30::text[]`)+`
+		SELECT state, run_id, attempt FROM job_ledger WHERE job_name = $9 AND generation = $10 AND target_key = i.target AND step = i.step LIMIT 1
+	) l WHERE NOT i.fresh AND NOT `+allowedSQL(`l.state`, `i.kind`, `(l.run_id = $1 AND l.attempt = i.attempt)`, `$29::text[]`)+`
 	LIMIT 1`
 	if single {
-		guard = unchanged(allowedSQL(`job_ledger.state`, `$29::text`, `(job_ledger.run_id = $1 AND job_ledger.attempt = EXCLUDED.attempt)`, `$30::text[]`))
+		guard = unchanged(allowedSQL(`job_ledger.state`, `$28::text`, `(job_ledger.run_id = $1 AND job_ledger.attempt = EXCLUDED.attempt)`, `$29::text[]`))
 		refused = `
-	SELECT $12::text AS target, $13::text AS step, l.state, $29::text AS kind FROM fence, job_ledger l
+	SELECT $11::text AS target, $12::text AS step, l.state, $28::text AS kind FROM fence, job_ledger l
 	WHERE NOT EXISTS (SELECT 1 FROM led) AND NOT EXISTS (SELECT 1 FROM fresh)
-		AND l.job_name = $10 AND l.generation = $11 AND l.target_key = $12 AND l.step = $13`
+		AND l.job_name = $9 AND l.generation = $10 AND l.target_key = $11 AND l.step = $12`
 	}
 	return `
 WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
@@ -198,13 +187,13 @@ WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 ), fresh AS (
 	-- Rows the caller knows are new: a plain insert (the unique key still guards it).
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
-	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+	SELECT $9, $10, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
 	FROM input i, fence WHERE i.fresh
 	RETURNING state
 ), led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
-	SELECT $10, $11, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
+	SELECT $9, $10, i.target, i.step, i.state, i.attempt, i.key, i.hash, i.changed, i.ext, i.effect, i.evidence,
 		i.err, i.sig, i.same, $1
 	FROM input i, fence WHERE NOT i.fresh
 	ON CONFLICT (job_name, generation, target_key, step) DO UPDATE SET
@@ -222,18 +211,18 @@ WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 	-- targets costs no lookups. LIMIT keeps the planner from flattening this into a join that
 	-- hashes the whole generation when its statistics are stale.
 	SELECT l.state FROM led CROSS JOIN LATERAL (
-		SELECT state FROM job_ledger WHERE job_name = $10 AND generation = $11 AND target_key = led.target_key AND step = led.step LIMIT 1
+		SELECT state FROM job_ledger WHERE job_name = $9 AND generation = $10 AND target_key = led.target_key AND step = led.step LIMIT 1
 	) l WHERE NOT led.inserted
 ), cnt AS (
 	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $10, $11, r, s, sum(d) FROM (
+	SELECT $9, $10, r, s, sum(d) FROM (
 		SELECT 0::bigint AS r, state AS s, 1 AS d FROM led
 		UNION ALL SELECT 0, state, 1 FROM fresh
 		UNION ALL SELECT 0, state, -1 FROM prev
 		UNION ALL SELECT $1, i.state, 1 FROM input i, fence WHERE i.count_run
 	) x GROUP BY r, s HAVING sum(d) <> 0
 	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
-), ` + checkpointCTE + `, er AS (
+), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''
 )
@@ -280,11 +269,11 @@ func writeStatement(w *store.ItemsWrite, f store.Fence) (string, []any) {
 	return itemsSQL, append(args, countRun, classes, msgs, freshes, kindsArg(w), scopeArg(w))
 }
 
-// fenceArgs returns parameters $1..$11 every item statement starts with: the fence, the run's
-// counter deltas, the checkpoint and shard, the job and generation.
+// fenceArgs returns parameters $1..$10 every item statement starts with: the fence, the run's
+// counter deltas, the checkpoint, the job and generation.
 func fenceArgs(w *store.ItemsWrite, f store.Fence) []any {
 	d := w.Delta
-	return []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint, w.Shard,
+	return []any{f.RunID, f.Token, d.Processed, d.Succeeded, d.Failed, d.Skipped, d.Ambiguous, w.Checkpoint,
 		w.JobName, w.Generation}
 }
 

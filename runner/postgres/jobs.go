@@ -19,7 +19,7 @@ type jobStore struct{ *Store }
 
 const jobColumns = `name, description, cron, timezone, enabled, paused, next_scheduled_at, risk_level,
 	lease_seconds, retention_days, job_version, current_generation, version, updated_at, updated_by,
-	auto_resume, auto_resume_max_attempts, auto_resume_backoff_seconds, auto_resume_on`
+	auto_resume, auto_resume_max_attempts, auto_resume_backoff_seconds, auto_resume_on, max_concurrent_shards`
 
 func scanJob(row pgx.Row) (*bt.JobSettings, error) {
 	var j bt.JobSettings
@@ -28,7 +28,7 @@ func scanJob(row pgx.Row) (*bt.JobSettings, error) {
 	var on []string
 	err := row.Scan(&j.Name, &j.Description, &j.Cron, &j.Timezone, &j.Enabled, &j.Paused, &j.NextScheduledAt,
 		&risk, &j.LeaseSeconds, &j.RetentionDays, &j.JobVersion, &j.CurrentGeneration, &j.Version, &j.UpdatedAt, &j.UpdatedBy,
-		&j.AutoResume.Enabled, &j.AutoResume.MaxAttempts, &backoff, &on)
+		&j.AutoResume.Enabled, &j.AutoResume.MaxAttempts, &backoff, &on, &j.MaxConcurrentShards)
 	if err != nil {
 		return nil, err
 	}
@@ -62,10 +62,11 @@ func (s jobStore) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) erro
 		c := defaultColumns(chunk)
 		_, err := s.pool.Exec(ctx, `
 			INSERT INTO job_settings (name, description, cron, timezone, risk_level, retention_days, job_version,
-				auto_resume, auto_resume_max_attempts, auto_resume_backoff_seconds, auto_resume_on)
-			SELECT name, descr, cron, tz, risk, retention, version, ar, ar_max, ar_backoff, string_to_array(ar_on, ',')
+				auto_resume, auto_resume_max_attempts, auto_resume_backoff_seconds, auto_resume_on, max_concurrent_shards)
+			SELECT name, descr, cron, tz, risk, retention, version, ar, ar_max, ar_backoff, string_to_array(ar_on, ','), max_shards
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[],
-				$8::boolean[], $9::integer[], $10::integer[], $11::text[]) AS d(name, descr, cron, tz, risk, retention, version, ar, ar_max, ar_backoff, ar_on)
+				$8::boolean[], $9::integer[], $10::integer[], $11::text[], $12::integer[])
+				AS d(name, descr, cron, tz, risk, retention, version, ar, ar_max, ar_backoff, ar_on, max_shards)
 			ORDER BY 1
 			ON CONFLICT (name) DO UPDATE SET
 				description = EXCLUDED.description,
@@ -74,7 +75,7 @@ func (s jobStore) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) erro
 			WHERE job_settings.description IS DISTINCT FROM EXCLUDED.description
 			   OR job_settings.risk_level IS DISTINCT FROM EXCLUDED.risk_level
 			   OR job_settings.job_version IS DISTINCT FROM EXCLUDED.job_version`,
-			c.names, c.descs, c.crons, c.tzs, c.risks, c.retention, c.versions, c.autoResume, c.maxAttempts, c.backoff, c.on)
+			c.names, c.descs, c.crons, c.tzs, c.risks, c.retention, c.versions, c.autoResume, c.maxAttempts, c.backoff, c.on, c.maxShards)
 		if err != nil {
 			if n == 1 {
 				return fmt.Errorf("ensure job %s: %w", c.names[0], err)
@@ -88,7 +89,7 @@ func (s jobStore) EnsureJobs(ctx context.Context, jobs []store.JobDefaults) erro
 // jobDefaultColumns are JobDefaults as the columns of one EnsureJobs statement.
 type jobDefaultColumns struct {
 	names, descs, crons, tzs, risks, versions, on []string
-	retention, maxAttempts, backoff               []int32
+	retention, maxAttempts, backoff, maxShards    []int32
 	autoResume                                    []bool
 }
 
@@ -96,10 +97,10 @@ func defaultColumns(jobs []store.JobDefaults) jobDefaultColumns {
 	n := len(jobs)
 	c := jobDefaultColumns{names: make([]string, n), descs: make([]string, n), crons: make([]string, n), tzs: make([]string, n),
 		risks: make([]string, n), versions: make([]string, n), on: make([]string, n), retention: make([]int32, n),
-		maxAttempts: make([]int32, n), backoff: make([]int32, n), autoResume: make([]bool, n)}
+		maxAttempts: make([]int32, n), backoff: make([]int32, n), autoResume: make([]bool, n), maxShards: make([]int32, n)}
 	for i, d := range jobs {
 		c.names[i], c.descs[i], c.crons[i], c.tzs[i], c.risks[i], c.versions[i] = d.Name, d.Description, d.Cron, d.Timezone, string(d.RiskLevel), d.JobVersion
-		c.retention[i] = int32(d.RetentionDays)
+		c.retention[i], c.maxShards[i] = int32(d.RetentionDays), int32(d.MaxConcurrentShards)
 		p := d.AutoResume
 		if p.MaxAttempts == 0 { // not given: the schema's default policy
 			p = bt.AutoResumePolicy{Enabled: true, MaxAttempts: 3, Backoff: 5 * time.Second, On: bt.ResumeCauses}
@@ -170,12 +171,20 @@ func (s jobStore) SetPaused(ctx context.Context, job string, paused bool, actor 
 		return nil, err
 	}
 	if paused {
-		_, err = tx.Exec(ctx, `WITH p AS (
-				UPDATE job_runs SET pause_reason = 'PAUSED' WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') RETURNING id
-			) `+recordRunEvents(store.EventPauseRequested, "p", "$2", "job paused"), job, actor)
+		// A sharded run's shards see their run's pause on their next write; its shards no
+		// instance holds end at once (settleStopping).
+		var ids []int64
+		rows, qerr := tx.Query(ctx, `WITH p AS (
+				UPDATE job_runs SET pause_reason = 'PAUSED' WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') AND `+topLevel+` RETURNING id
+			), e AS (`+recordRunEvents(store.EventPauseRequested, "p", "$2", "job paused")+`)
+			SELECT id FROM p`, job, actor)
+		if ids, err = collect(rows, qerr, "pause the runs of "+job, scanOne[int64]); err == nil {
+			err = settleStopping(ctx, tx, ids)
+		}
 	} else {
 		_, err = tx.Exec(ctx, `WITH p AS (
-				UPDATE job_runs SET pause_reason = NULL WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') AND pause_reason = 'PAUSED' RETURNING id
+				UPDATE job_runs SET pause_reason = NULL WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') AND `+topLevel+`
+					AND pause_reason = 'PAUSED' RETURNING id
 			) `+recordRunEvents(store.EventPauseLifted, "p", "$2", "job resumed"), job, actor)
 	}
 	if err != nil {

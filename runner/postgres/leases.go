@@ -18,9 +18,11 @@ type leaseStore struct{ *Store }
 
 // leaseReturningAt is what a fenced write returns to the worker: the lease left by clock, the
 // flags, the counters, and the lease end and heartbeat as the row now has them (for the run's
-// live events).
+// live events). A shard's flags are its run's: cancel and pause are asked of the run.
 func leaseReturningAt(clock string) string {
-	return `EXTRACT(EPOCH FROM (lease_until - ` + clock + `))::float8, cancel_requested, COALESCE(pause_reason, ''),
+	return `EXTRACT(EPOCH FROM (lease_until - ` + clock + `))::float8,
+	CASE WHEN parent_run_id IS NULL THEN cancel_requested ELSE baton_run_cancel_requested(parent_run_id) END,
+	COALESCE(CASE WHEN parent_run_id IS NULL THEN pause_reason ELSE baton_run_pause_reason(parent_run_id) END, ''),
 	processed, succeeded, failed, skipped, ambiguous, checkpoint, total, lease_until, heartbeat_at`
 }
 
@@ -126,12 +128,7 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 				finished_at = statement_timestamp(), lease_until = LEAST(lease_until, statement_timestamp()), pause_reason = NULL
 			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > statement_timestamp()
 			RETURNING *
-		), cp AS (
-			INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
-			SELECT job_name, generation, '', checkpoint, processed, id FROM fin `+syncableCheckpoint+`
-			ON CONFLICT (job_name, generation, shard) DO UPDATE SET
-				token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()
-		)
+		), cp AS (`+checkpointSync("fin")+`)
 		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
 	if err != nil {
 		return nil, err
@@ -145,6 +142,14 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 		return nil, err
 	}
 	run.Ambiguous += amb[run.ID]
+	if run.Shard != nil {
+		// The shard's run ends with its last shard. Settled here, after everything this end
+		// writes, so that the one shard whose end settles the run knows it (the trigger at
+		// commit would settle it all the same).
+		if err := tx.QueryRow(ctx, `SELECT baton_settle_run($1)`, run.Shard.RunID).Scan(&run.Shard.RunEnded); err != nil {
+			return nil, fmt.Errorf("settle run %d: %w", run.Shard.RunID, err)
+		}
+	}
 	if run.StopReason == bt.StopCondition {
 		// The run stops at the boundary right after the trip: the trip is recorded with its end,
 		// with the condition and its value (the message).
@@ -159,19 +164,30 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 	return run, nil
 }
 
-// syncableCheckpoint selects ended runs whose checkpoint the next RESUME should start from.
-// Replays walk the generation from its start and do not move it.
-const syncableCheckpoint = `WHERE checkpoint <> '' AND trigger <> 'REPLAY' AND checkpoint IS DISTINCT FROM start_checkpoint`
+// checkpointSync copies the checkpoint of the ended runs from (a CTE or a subquery over
+// job_runs) to job_checkpoints, where the next RESUME of the generation starts from: a run's
+// under the shard ”, a shard's under its key, the row naming the run. A shard that
+// SUCCEEDED is marked done in the generation. Replays walk the generation from its start and
+// move nothing.
+func checkpointSync(from string) string {
+	return `INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id, done)
+	SELECT job_name, generation, COALESCE(shard_key, ''),
+		CASE WHEN checkpoint IS DISTINCT FROM start_checkpoint THEN checkpoint ELSE '' END, processed,
+		COALESCE(parent_run_id, id), parent_run_id IS NOT NULL AND status = 'SUCCEEDED'
+	FROM ` + from + `
+	WHERE trigger <> 'REPLAY' AND ((checkpoint <> '' AND checkpoint IS DISTINCT FROM start_checkpoint)
+		OR (parent_run_id IS NOT NULL AND status = 'SUCCEEDED'))
+	ON CONFLICT (job_name, generation, shard) DO UPDATE SET
+		token = CASE WHEN EXCLUDED.token <> '' THEN EXCLUDED.token ELSE job_checkpoints.token END,
+		processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, done = job_checkpoints.done OR EXCLUDED.done,
+		updated_at = statement_timestamp()`
+}
 
-// syncCheckpoints copies the main-shard checkpoint of ended runs to job_checkpoints, where the
-// next RESUME of the generation starts from.
+// syncCheckpoints copies the checkpoints of ended runs to job_checkpoints (checkpointSync).
 func syncCheckpoints(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, runIDs []int64) error {
-	_, err := q.Exec(ctx, `INSERT INTO job_checkpoints (job_name, generation, shard, token, processed, run_id)
-		SELECT job_name, generation, '', checkpoint, processed, id FROM job_runs `+syncableCheckpoint+` AND id = ANY($1)
-		ON CONFLICT (job_name, generation, shard) DO UPDATE SET
-			token = EXCLUDED.token, processed = EXCLUDED.processed, run_id = EXCLUDED.run_id, updated_at = statement_timestamp()`, runIDs)
+	_, err := q.Exec(ctx, checkpointSync(`(SELECT * FROM job_runs WHERE id = ANY($1)) r`), runIDs)
 	if err != nil {
 		return fmt.Errorf("sync checkpoints: %w", err)
 	}
@@ -194,27 +210,49 @@ func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, err
 			message = 'lease expired at ' || to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 				|| ' on instance ' || instance || ': the worker stopped renewing it; start with RESUME to continue from checkpoint '
 				|| quote_literal(checkpoint)
-		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < statement_timestamp() FOR UPDATE SKIP LOCKED)
-		RETURNING id, job_name, lease_token, generation`)
+		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < statement_timestamp()
+			AND shard_total IS NULL FOR UPDATE SKIP LOCKED)
+		RETURNING id, job_name, lease_token, generation, status, parent_run_id`)
 	expired, err := collect(rows, err, "recover expired leases", scanExpiredRun)
-	if err != nil || len(expired) == 0 {
-		return nil, err
-	}
-	ids := make([]int64, len(expired))
-	for i, e := range expired {
-		ids[i] = e.ID
-	}
-	if err := syncCheckpoints(ctx, tx, ids); err != nil {
-		return nil, err
-	}
-	amb, err := markAmbiguous(ctx, tx, ids, "the worker lost its lease while the call was in flight")
 	if err != nil {
 		return nil, err
 	}
-	for i := range expired {
-		expired[i].Ambiguous = amb[expired[i].ID]
+	if len(expired) > 0 {
+		ids := make([]int64, len(expired))
+		for i, e := range expired {
+			ids[i] = e.ID
+		}
+		if err := syncCheckpoints(ctx, tx, ids); err != nil {
+			return nil, err
+		}
+		amb, err := markAmbiguous(ctx, tx, ids, "the worker lost its lease while the call was in flight")
+		if err != nil {
+			return nil, err
+		}
+		for i := range expired {
+			expired[i].Ambiguous = amb[expired[i].ID]
+		}
 	}
-	return expired, tx.Commit(ctx)
+	// Then the sharded runs: one whose shards have all ended (an expired shard's job policy
+	// may have ended it FAILED), or that is stopping, is settled. Each shard's end settles its
+	// run already; this also catches a shard made PENDING again just as its run was asked to
+	// stop, which nothing else would end.
+	rows, err = tx.Query(ctx, `SELECT id, job_name, '', generation, 'RUNNING', NULL::bigint FROM (
+			SELECT id, job_name, generation FROM job_runs r
+			WHERE shard_total IS NOT NULL AND status IN ('STARTING', 'RUNNING')
+				AND (cancel_requested OR pause_reason IS NOT NULL OR NOT EXISTS (
+					SELECT 1 FROM job_runs c WHERE c.parent_run_id = r.id AND c.status IN ('PENDING', 'STARTING', 'RUNNING')))
+			ORDER BY id
+			OFFSET 0
+		) r WHERE baton_settle_run(id)`)
+	settled, err := collect(rows, err, "settle sharded runs", scanExpiredRun)
+	if err != nil {
+		return nil, err
+	}
+	for i := range settled {
+		settled[i].Settled = true
+	}
+	return append(expired, settled...), tx.Commit(ctx)
 }
 
 // runCount is a count per run.
@@ -228,7 +266,13 @@ func scanRunCount(row pgx.Row) (runCount, error) {
 
 func scanExpiredRun(row pgx.Row) (store.ExpiredRun, error) {
 	var e store.ExpiredRun
-	err := row.Scan(&e.ID, &e.JobName, &e.Token, &e.Generation)
+	var status string
+	var parent *int64
+	err := row.Scan(&e.ID, &e.JobName, &e.Token, &e.Generation, &status, &parent)
+	e.Requeued = status == string(bt.StatusPending)
+	if parent != nil {
+		e.ShardOf = *parent
+	}
 	return e, err
 }
 

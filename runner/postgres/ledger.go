@@ -40,7 +40,9 @@ func (s ledgerStore) Ledger(ctx context.Context, q store.LedgerQuery) ([]*bt.Led
 	}
 	lq.oneOf("state", strs(q.States))
 	if q.RunID != 0 {
-		lq.where("run_id = %s", q.RunID)
+		if err := s.whereRun(ctx, &lq, q.RunID); err != nil {
+			return nil, err
+		}
 	}
 	if q.Generation != 0 {
 		lq.where("generation = %s", q.Generation)
@@ -113,10 +115,12 @@ func (s ledgerStore) LedgerCountsOf(ctx context.Context, keys []store.CountsKey)
 		jobs[i], gens[i], runs[i] = k.Job, k.Generation, k.RunID
 		out[k] = map[bt.LedgerState]int64{}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT c.job_name, c.generation, c.run_id, c.state, c.n
+	// A sharded run's counts are its shards' sums.
+	rows, err := s.pool.Query(ctx, `SELECT k.job, k.gen, k.run, c.state, sum(c.n)::bigint
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS k(job, gen, run)
-		JOIN job_ledger_counts c ON c.job_name = k.job AND c.generation = k.gen AND c.run_id = k.run
-		WHERE c.n <> 0`, jobs, gens, runs)
+		CROSS JOIN LATERAL (SELECT k.run AS id UNION ALL SELECT id FROM job_runs WHERE k.run <> 0 AND parent_run_id = k.run) r
+		JOIN job_ledger_counts c ON c.job_name = k.job AND c.generation = k.gen AND c.run_id = r.id
+		GROUP BY 1, 2, 3, 4 HAVING sum(c.n) <> 0`, jobs, gens, runs)
 	counts, err := collect(rows, err, "read ledger counts", scanLedgerCount)
 	if err != nil {
 		return nil, err

@@ -133,6 +133,12 @@ func TestListQueryPlansUseIndexes(t *testing.T) {
 			t.Fatalf("%s found nothing: the data set does not exercise it", sh.name)
 		}
 		for _, sql := range rec.end() {
+			if strings.Contains(sql, "WHERE parent_run_id = ANY") {
+				// The shards of the runs a shape reads, looked up first (whereRun): one probe
+				// of job_runs_shards, whatever the shape.
+				cond[sql] = "parent_run_id"
+				continue
+			}
 			if c, ok := cond[sql]; ok && c != sh.cond {
 				t.Fatalf("%s shares its statement with a shape that expects %q", sh.name, c)
 			}

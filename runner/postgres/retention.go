@@ -122,13 +122,13 @@ func (s retentionStore) pruneGeneration(ctx context.Context, f store.Fence, job 
 var pruneSQL = map[store.PruneTable]string{
 	store.PruneRuns: `WITH RECURSIVE cand AS (
 		SELECT r.id FROM job_runs r
-		WHERE r.job_name = $1 AND r.status NOT IN ('STARTING', 'RUNNING')
+		WHERE r.job_name = $1 AND r.status NOT IN ('STARTING', 'RUNNING') AND r.parent_run_id IS NULL -- shards go with their run
 			AND r.finished_at < statement_timestamp() - make_interval(secs => $2)
-			AND r.id < (SELECT max(id) FROM job_runs WHERE job_name = $1)
+			AND r.id < (SELECT max(id) FROM job_runs WHERE job_name = $1 AND parent_run_id IS NULL)
 			AND NOT EXISTS (SELECT 1 FROM replay_requests rr WHERE rr.source_run_id = r.id OR rr.replay_run_id = r.id)
 			AND NOT EXISTS (SELECT 1 FROM job_checkpoints c WHERE c.run_id = r.id)
 			AND NOT EXISTS (SELECT 1 FROM job_schedule_events e WHERE e.run_id = r.id)
-			AND NOT (r.id = (SELECT max(g.id) FROM job_runs g WHERE g.job_name = $1 AND g.generation = r.generation)
+			AND NOT (r.id = (SELECT max(g.id) FROM job_runs g WHERE g.job_name = $1 AND g.generation = r.generation AND g.parent_run_id IS NULL)
 				AND (EXISTS (SELECT 1 FROM job_ledger l WHERE l.job_name = $1 AND l.generation = r.generation)
 					OR r.generation = (SELECT current_generation FROM job_settings WHERE name = $1)))
 		ORDER BY r.id LIMIT $3
@@ -141,9 +141,9 @@ var pruneSQL = map[store.PruneTable]string{
 	DELETE FROM job_runs WHERE id IN (SELECT id FROM cand EXCEPT SELECT id FROM keep)`,
 	store.PruneRunErrors: `DELETE FROM job_run_errors WHERE id IN (
 		SELECT e.id FROM job_run_errors e JOIN job_runs r ON r.id = e.run_id
-		WHERE r.job_name = $1 AND r.status NOT IN ('STARTING', 'RUNNING')
+		WHERE r.job_name = $1 AND r.status NOT IN ('PENDING', 'STARTING', 'RUNNING')
 			AND e.created_at < statement_timestamp() - make_interval(secs => $2)
-			AND NOT EXISTS (SELECT 1 FROM replay_requests rr WHERE rr.source_run_id = r.id
+			AND NOT EXISTS (SELECT 1 FROM replay_requests rr WHERE rr.source_run_id = COALESCE(r.parent_run_id, r.id)
 				AND rr.status IN ('PENDING_APPROVAL', 'APPROVED'))
 		ORDER BY e.id LIMIT $3)`,
 	store.PruneScheduleEvents: `DELETE FROM job_schedule_events WHERE id IN (

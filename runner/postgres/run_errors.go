@@ -22,7 +22,9 @@ func scanRunError(row pgx.Row) (bt.RunError, error) {
 // RunErrors lists a run's error rows in insertion order after afterID.
 func (s runStore) RunErrors(ctx context.Context, runID, afterID int64, limit int) ([]bt.RunError, error) {
 	var q listQuery
-	q.where("run_id = %s", runID)
+	if err := s.whereRun(ctx, &q, runID); err != nil {
+		return nil, err
+	}
 	if afterID > 0 {
 		q.where("id > %s", afterID)
 	}
@@ -33,7 +35,10 @@ func (s runStore) RunErrors(ctx context.Context, runID, afterID int64, limit int
 // RunErrorsMatching lists the error rows of a run that match f after afterID, in insertion
 // order: the walk of (run_id, id) filtered, never more than the run's own rows.
 func (s runStore) RunErrorsMatching(ctx context.Context, runID int64, f store.RunErrorFilter, afterID int64, limit int) ([]bt.RunError, error) {
-	q := runErrorsQuery(runID, f)
+	q, err := s.runErrorsQuery(ctx, runID, f)
+	if err != nil {
+		return nil, err
+	}
 	if afterID > 0 {
 		q.where("id > %s", afterID)
 	}
@@ -43,7 +48,10 @@ func (s runStore) RunErrorsMatching(ctx context.Context, runID int64, f store.Ru
 
 // CountRunErrors counts the error rows of a run that match f.
 func (s runStore) CountRunErrors(ctx context.Context, runID int64, f store.RunErrorFilter) (int64, error) {
-	q := runErrorsQuery(runID, f)
+	q, err := s.runErrorsQuery(ctx, runID, f)
+	if err != nil {
+		return 0, err
+	}
 	sql := `SELECT count(*) FROM job_run_errors WHERE ` + strings.Join(q.conds, " AND ")
 	var n int64
 	if err := s.pool.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeExec}, q.args...)...).Scan(&n); err != nil {
@@ -52,9 +60,11 @@ func (s runStore) CountRunErrors(ctx context.Context, runID int64, f store.RunEr
 	return n, nil
 }
 
-func runErrorsQuery(runID int64, f store.RunErrorFilter) *listQuery {
+func (s runStore) runErrorsQuery(ctx context.Context, runID int64, f store.RunErrorFilter) (*listQuery, error) {
 	var q listQuery
-	q.where("run_id = %s", runID)
+	if err := s.whereRun(ctx, &q, runID); err != nil {
+		return nil, err
+	}
 	if f.FailureClass != "" {
 		q.where("failure_class = %s", f.FailureClass)
 	}
@@ -62,7 +72,43 @@ func runErrorsQuery(runID int64, f store.RunErrorFilter) *listQuery {
 		pat := likeContaining(f.Search)
 		q.where(`(item_key ILIKE %s OR message ILIKE %s)`, pat, pat)
 	}
-	return &q
+	return &q, nil
+}
+
+// whereRun narrows q to the rows of a run: its own, and its shards' for a sharded run (whose
+// items its shards write). A run that is not sharded keeps the plain equality, and with it
+// the ordered walk of (run_id, id).
+func (s *Store) whereRun(ctx context.Context, q *listQuery, runID int64) error {
+	shards, err := s.shardIDs(ctx, []int64{runID})
+	if err != nil {
+		return err
+	}
+	if ids := shards[runID]; len(ids) > 0 {
+		q.where("run_id = ANY(%s::bigint[])", append(ids, runID))
+		return nil
+	}
+	q.where("run_id = %s", runID)
+	return nil
+}
+
+// shardIDs returns the shard ids of each of the sharded runs among runIDs.
+func (s *Store) shardIDs(ctx context.Context, runIDs []int64) (map[int64][]int64, error) {
+	// Unprepared, as the list queries it serves are (listQuery): planned with its values.
+	rows, err := s.pool.Query(ctx, `SELECT parent_run_id, id FROM job_runs WHERE parent_run_id = ANY($1) ORDER BY parent_run_id, shard_index`,
+		pgx.QueryExecModeExec, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read the shards of runs: %w", err)
+	}
+	out := map[int64][]int64{}
+	var parent, id int64
+	_, err = pgx.ForEachRow(rows, []any{&parent, &id}, func() error {
+		out[parent] = append(out[parent], id)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the shards of runs: %w", err)
+	}
+	return out, nil
 }
 
 // RunErrorsOfRuns returns, for each of runIDs, its error rows after afterID in insertion order,
@@ -74,5 +120,17 @@ func (s runStore) RunErrorsOfRuns(ctx context.Context, runIDs []int64, afterID i
 			WHERE run_id = k.run AND id > $2 ORDER BY id LIMIT $3) e
 		ORDER BY e.run_id, e.id`, runIDs, afterID, limit)
 	errs, err := collect(rows, err, "read errors of runs", scanRunError)
-	return grouped(errs, err, func(e bt.RunError) int64 { return e.RunID })
+	out, err := grouped(errs, err, func(e bt.RunError) int64 { return e.RunID })
+	if err != nil {
+		return nil, err
+	}
+	// A sharded run's errors are its shards': read each such run on its own.
+	shards, err := s.shardIDs(ctx, runIDs)
+	for run := range shards {
+		if err != nil {
+			break
+		}
+		out[run], err = s.RunErrors(ctx, run, afterID, limit)
+	}
+	return out, err
 }

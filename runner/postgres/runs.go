@@ -19,18 +19,26 @@ const runColumns = `id, job_name, status, trigger, mode, requested_by, instance,
 	cancel_requested, COALESCE(cancel_requested_by, ''), COALESCE(pause_reason, ''), generation, resumed_from, replay_request_id,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
 	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at, generation_started_at,
-	attempt, auto_resume_at, COALESCE(auto_resume_outcome, ''), auto_resume_run_id`
+	attempt, auto_resume_at, COALESCE(auto_resume_outcome, ''), auto_resume_run_id,
+	COALESCE(shard_total, 0), parent_run_id, COALESCE(shard_key, ''), COALESCE(shard_index, 0), shard_spec`
 
 func scanRun(row pgx.Row) (*bt.RunRecord, error) {
 	var r bt.RunRecord
 	var status, trigger, mode, pause, stop string
+	var parent *int64
+	var shard bt.ShardOf
 	err := row.Scan(&r.ID, &r.JobName, &status, &trigger, &mode, &r.RequestedBy, &r.Instance, &r.LeaseSeconds, &r.LeaseUntil,
 		&r.HeartbeatAt, &r.CancelRequested, &r.CancelBy, &pause, &r.Generation, &r.ResumedFrom, &r.ReplayRequestID,
 		&r.ScheduledFor, &r.Checkpoint, &r.StartCheckpoint, &r.Total, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped,
 		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt, &r.GenerationStartedAt,
-		&r.Attempt, &r.AutoResumeAt, &r.AutoResumeOutcome, &r.AutoResumeRunID)
+		&r.Attempt, &r.AutoResumeAt, &r.AutoResumeOutcome, &r.AutoResumeRunID,
+		&r.ShardTotal, &parent, &shard.Key, &shard.Index, &shard.Spec)
 	if err != nil {
 		return nil, err
+	}
+	if parent != nil {
+		shard.RunID = *parent
+		r.Shard = &shard
 	}
 	r.Status, r.Trigger, r.Mode = bt.RunStatus(status), bt.Trigger(trigger), bt.Mode(mode)
 	r.PauseReason, r.StopReason = bt.StopReason(pause), bt.StopReason(stop)
@@ -150,8 +158,27 @@ func (s runStore) Run(ctx context.Context, id int64) (*bt.RunRecord, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, bt.Errorf(bt.CodeNotFound, "run %d not found", id)
 	}
-	return run, err
+	return summed(ctx, s.Store, run, err)
 }
+
+// summed gives a sharded run still going the sums of its shards (sumShards).
+func summed(ctx context.Context, s *Store, run *bt.RunRecord, err error) (*bt.RunRecord, error) {
+	if err != nil || run == nil {
+		return run, err
+	}
+	return run, s.sumShards(ctx, run)
+}
+
+// summedAll is summed for a list of runs.
+func summedAll(ctx context.Context, s *Store, runs []*bt.RunRecord, err error) ([]*bt.RunRecord, error) {
+	if err != nil {
+		return nil, err
+	}
+	return runs, s.sumShards(ctx, runs...)
+}
+
+// topLevel keeps a run's shards out of the lists of runs: a shard is part of its run.
+const topLevel = "parent_run_id IS NULL"
 
 // Runs lists runs matching f, newest first. Each combination of filters is its own statement
 // (see listQuery), so that each keeps a plan on the index its filters need.
@@ -163,9 +190,11 @@ func (s runStore) Runs(ctx context.Context, f store.RunFilter) ([]*bt.RunRecord,
 	if f.JobName != "" {
 		q.where("job_name = %s", f.JobName)
 	}
+	q.where(topLevel)
 	runFilterConds(&q, f)
 	rows, err := q.rows(ctx, s.pool, `SELECT `+runColumns+` FROM job_runs`, "id DESC", f.Limit)
-	return collect(rows, err, "list runs", scanRun)
+	runs, err := collect(rows, err, "list runs", scanRun)
+	return summedAll(ctx, s.Store, runs, err)
 }
 
 // startLag bounds how long before its insert a run's start time (its insert transaction's
@@ -211,6 +240,7 @@ func runFilterConds(q *listQuery, f store.RunFilter) {
 func (s runStore) RunsByIDs(ctx context.Context, ids []int64) (map[int64]*bt.RunRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id = ANY($1)`, ids)
 	runs, err := collect(rows, err, "read runs by id", scanRun)
+	runs, err = summedAll(ctx, s.Store, runs, err)
 	return keyed(runs, err, func(r *bt.RunRecord) int64 { return r.ID })
 }
 
@@ -224,48 +254,53 @@ func (s runStore) RunsOfJobs(ctx context.Context, jobs []string, f store.RunFilt
 	var q listQuery
 	q.param(jobs) // $1: the jobs
 	q.where("job_name = j.name")
+	q.where(topLevel)
 	runFilterConds(&q, f)
 	// Planned with its values, as Runs is (see listQuery).
 	inner := q.sql(`SELECT `+runColumns+` FROM job_runs`, "id DESC", f.Limit)
 	rows, err := s.pool.Query(ctx, `SELECT r.* FROM unnest($1::text[]) AS j(name) CROSS JOIN LATERAL (`+inner+`) r
 		ORDER BY r.job_name, r.id DESC`, append([]any{pgx.QueryExecModeExec}, q.args...)...)
 	runs, err := collect(rows, err, "read runs of jobs", scanRun)
+	runs, err = summedAll(ctx, s.Store, runs, err)
 	return grouped(runs, err, runJob)
 }
 
 // ActiveRun returns the job's active run, or nil.
 func (s runStore) ActiveRun(ctx context.Context, job string) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
-		WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING')`, job))
+		WHERE job_name = $1 AND status IN ('STARTING', 'RUNNING') AND `+topLevel, job))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
-	return run, err
+	return summed(ctx, s.Store, run, err)
 }
 
 // ActiveRunsByJobs returns the active run of each named job that has one, keyed by job name.
 func (s runStore) ActiveRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM job_runs
-		WHERE job_name = ANY($1) AND status IN ('STARTING', 'RUNNING')`, jobs)
+		WHERE job_name = ANY($1) AND status IN ('STARTING', 'RUNNING') AND `+topLevel, jobs)
 	runs, err := collect(rows, err, "read active runs", scanRun)
+	runs, err = summedAll(ctx, s.Store, runs, err)
 	return keyed(runs, err, runJob)
 }
 
 // LastRun returns the job's most recent run, or nil.
 func (s runStore) LastRun(ctx context.Context, job string) (*bt.RunRecord, error) {
-	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE job_name = $1 ORDER BY id DESC LIMIT 1`, job))
+	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE job_name = $1 AND `+topLevel+`
+		ORDER BY id DESC LIMIT 1`, job))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
-	return run, err
+	return summed(ctx, s.Store, run, err)
 }
 
 // LastRunsByJobs returns the most recent run of each named job that has one, keyed by job
 // name. Each job costs one index probe on (job_name, id DESC), however many runs it has.
 func (s runStore) LastRunsByJobs(ctx context.Context, jobs []string) (map[string]*bt.RunRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT r.* FROM unnest($1::text[]) AS j(name)
-		CROSS JOIN LATERAL (SELECT `+runColumns+` FROM job_runs WHERE job_name = j.name ORDER BY id DESC LIMIT 1) r`, jobs)
+		CROSS JOIN LATERAL (SELECT `+runColumns+` FROM job_runs WHERE job_name = j.name AND `+topLevel+` ORDER BY id DESC LIMIT 1) r`, jobs)
 	runs, err := collect(rows, err, "read last runs", scanRun)
+	runs, err = summedAll(ctx, s.Store, runs, err)
 	return keyed(runs, err, runJob)
 }
 
@@ -273,14 +308,14 @@ func (s runStore) LastRunsByJobs(ctx context.Context, jobs []string) (map[string
 // run a RESTART request names as its source.
 func (s runStore) GenerationRun(ctx context.Context, job string, gen int64) (*bt.RunRecord, error) {
 	run, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs
-		WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`, job, gen))
+		WHERE job_name = $1 AND generation = $2 AND `+topLevel+` ORDER BY id DESC LIMIT 1`, job, gen))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the newest run of %s generation %d: %w", job, gen, err)
 	}
-	return run, nil
+	return summed(ctx, s.Store, run, nil)
 }
 
 // LastRunsPausedBy returns the jobs whose latest run ended PAUSED for reason and that are not
@@ -289,7 +324,7 @@ func (s runStore) GenerationRun(ctx context.Context, job string, gen int64) (*bt
 func (s runStore) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT js.name FROM job_settings js
-		CROSS JOIN LATERAL (SELECT status, stop_reason FROM job_runs WHERE job_name = js.name ORDER BY id DESC LIMIT 1) r
+		CROSS JOIN LATERAL (SELECT status, stop_reason FROM job_runs WHERE job_name = js.name AND `+topLevel+` ORDER BY id DESC LIMIT 1) r
 		WHERE NOT js.paused AND r.status = 'PAUSED' AND COALESCE(r.stop_reason, '') = $1
 		ORDER BY js.name`, string(reason))
 	return collect(rows, err, "read runs paused by "+string(reason), scanOne[string])
@@ -297,23 +332,48 @@ func (s runStore) LastRunsPausedBy(ctx context.Context, reason bt.StopReason) ([
 
 // RequestCancel sets the cancel flag of an active run and records the request on its
 // timeline, in one statement. The worker sees the flag on its next fenced write and stops at
-// the item boundary.
+// the item boundary; a sharded run's shards see their run's flag on theirs, and its shards no
+// instance holds end at once (settleStopping). A shard is cancelled through its run.
 func (s runStore) RequestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
-	run, err := scanRun(s.pool.QueryRow(ctx, `WITH c AS (
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %d: %w", runID, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	run, err := scanRun(tx.QueryRow(ctx, `WITH c AS (
 			UPDATE job_runs SET cancel_requested = true,
 				cancel_requested_by = $2, cancel_requested_at = statement_timestamp()
-			WHERE id = $1 AND status IN ('STARTING', 'RUNNING') RETURNING *
+			WHERE id = $1 AND status IN ('STARTING', 'RUNNING') AND `+topLevel+` RETURNING *
 		), e AS (
 			INSERT INTO job_run_events (run_id, kind, actor) SELECT id, 'CANCEL_REQUESTED', $2 FROM c
 		)
 		SELECT `+runColumns+` FROM c`, runID, actor))
 	if errors.Is(err, pgx.ErrNoRows) {
+		_ = tx.Rollback(ctx) // its connection back before the next read
 		if _, err := s.Run(ctx, runID); err != nil {
 			return nil, err
 		}
 		return nil, bt.Errorf(bt.CodeNotActive, "run %d is not active", runID)
 	}
-	return run, err
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %d: %w", runID, err)
+	}
+	if err := settleStopping(ctx, tx, []int64{run.ID}); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit the cancel of run %d: %w", runID, err)
+	}
+	return s.Run(ctx, run.ID)
+}
+
+// settleStopping settles the sharded runs among runIDs (baton_settle_run) after a cancel or a
+// pause: their PENDING shards end at once, and a run whose other shards have ended ends too.
+func settleStopping(ctx context.Context, tx pgx.Tx, runIDs []int64) error {
+	if _, err := tx.Exec(ctx, `SELECT baton_settle_run(id) FROM job_runs WHERE id = ANY($1) AND shard_total IS NOT NULL`, runIDs); err != nil {
+		return fmt.Errorf("settle stopping sharded runs: %w", err)
+	}
+	return nil
 }
 
 // runJob keys a run by its job.

@@ -28,7 +28,7 @@ var (
 		$11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::int[])
 		AS i(target, step, state, attempt, key, hash, changed, ext, effect, evidence, err, sig, same)`
 	stagedTailSQL = `
-WITH ` + fenceCTE(`true`, wallClock) + `, ` + countedTail(12) + `
+WITH ` + fenceCTE(`true`, wallClock) + `, ` + countedTail(11) + `
 SELECT * FROM fence`
 )
 

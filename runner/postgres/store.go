@@ -42,6 +42,7 @@ type Store struct {
 	historyStore
 	clusterStore
 	downstreamStore
+	shardStore
 }
 
 // New returns a Store on pool.
@@ -51,7 +52,7 @@ func New(pool *pgxpool.Pool) *Store {
 	s.autoResumeStore = autoResumeStore{s}
 	s.itemStore, s.ledgerStore, s.replayStore, s.reconcileStore = itemStore{s}, ledgerStore{s}, replayStore{s}, reconcileStore{s}
 	s.retentionStore, s.auditStore, s.callStatStore, s.clusterStore = retentionStore{s}, auditStore{s}, callStatStore{s}, clusterStore{s}
-	s.historyStore, s.alertStore, s.downstreamStore = historyStore{s}, alertStore{s}, downstreamStore{s}
+	s.historyStore, s.alertStore, s.downstreamStore, s.shardStore = historyStore{s}, alertStore{s}, downstreamStore{s}, shardStore{s}
 	return s
 }
 

@@ -22,8 +22,9 @@ type Downstreams interface {
 	// BeatInstance records that instance is alive, and whether (since when) it limits calls
 	// on its local share; it returns how many instances have beaten within alive, itself
 	// included, those among them on their local share, and a mark of the downstreams' limits
-	// that changes whenever any of them does (so one statement tells whether to read them).
-	BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration) (Beat, error)
+	// that changes whenever any of them does (so one statement tells whether to read them),
+	// and whether a shard of one of jobs waits for a slot.
+	BeatInstance(ctx context.Context, instance string, degradedSince *time.Time, alive time.Duration, jobs []string) (Beat, error)
 	// LeaveInstance removes instance from the live ones (at shutdown).
 	LeaveInstance(ctx context.Context, instance string) error
 }
@@ -33,4 +34,7 @@ type Beat struct {
 	Live     int      // instances alive, the beating one included
 	Degraded []string // those limiting on their local share
 	Limits   int64    // changes whenever any downstream's limits do
+	// ShardsPending says a shard of one of the instance's jobs waits for a slot now, for an
+	// instance whose announcement of it was lost (Redis away).
+	ShardsPending bool
 }

@@ -88,9 +88,8 @@ type ItemsWrite struct {
 	Generation int64
 	Delta      RunDelta
 	Ledger     []LedgerWrite
-	// Checkpoint, when non-nil, advances the shard's checkpoint.
+	// Checkpoint, when non-nil, advances the run's checkpoint (a shard's own, for a shard).
 	Checkpoint *string
-	Shard      string
 	// Lease bounds how long the item transaction may sit idle (a worker frozen between its
 	// statements): the transaction then rolls back and its lock on the run goes, so the
 	// recoverer can fail the run. 0 leaves the database's setting.

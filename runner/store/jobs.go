@@ -24,6 +24,9 @@ type Jobs interface {
 	SetPaused(ctx context.Context, job string, paused bool, actor string) (*bt.JobSettings, error)
 	// SetAutoResume applies p to the job's auto-resume policy and returns the job.
 	SetAutoResume(ctx context.Context, job string, p AutoResumePatch) (*bt.JobSettings, error)
+	// SetMaxConcurrentShards sets the job's cap on concurrent shards (0: none) and returns the
+	// job; the next claim of a shard of the job judges by it.
+	SetMaxConcurrentShards(ctx context.Context, job string, n int, actor string) (*bt.JobSettings, error)
 }
 
 // JobDefaults is what a job declares about itself when registered.
@@ -39,6 +42,8 @@ type JobDefaults struct {
 	// zero policy (MaxAttempts 0) stands for the schema's default: on, 3 attempts, 5 s, every
 	// cause.
 	AutoResume bt.AutoResumePolicy
+	// MaxConcurrentShards is the job's cap on concurrent shards on first sight (0: none).
+	MaxConcurrentShards int
 }
 
 // AutoResumePatch changes a job's auto-resume policy; nil fields stay as they are.

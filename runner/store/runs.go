@@ -148,7 +148,9 @@ type Leases interface {
 	// AMBIGUOUS_EFFECT, together.
 	Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error)
 	// RecoverExpired fails every active run whose lease has run out and turns its IN_FLIGHT
-	// ledger rows into AMBIGUOUS_EFFECT.
+	// ledger rows into AMBIGUOUS_EFFECT; a shard whose job's policy resumes it goes back to
+	// PENDING instead. It also settles the sharded runs that are stopping or whose shards have
+	// all ended, and returns them too (Settled).
 	RecoverExpired(ctx context.Context) ([]ExpiredRun, error)
 }
 
@@ -159,4 +161,10 @@ type ExpiredRun struct {
 	Token      string
 	Generation int64
 	Ambiguous  int64 // IN_FLIGHT targets turned AMBIGUOUS_EFFECT
+	// ShardOf is the run of an expired shard (0: not a shard); Requeued says the shard went
+	// back to PENDING for another instance to resume.
+	ShardOf  int64
+	Requeued bool
+	// Settled marks a sharded run the pass settled (no lease of its own expired).
+	Settled bool
 }

@@ -34,6 +34,7 @@ type Store interface {
 	History
 	Cluster
 	Downstreams
+	Shards
 }
 
 // Fence identifies the lease a write must still hold.
@@ -86,8 +87,11 @@ type Cluster interface {
 
 // AlertRows are the raw facts the alarms are computed from.
 type AlertRows struct {
-	Now        time.Time
-	Active     []*bt.RunRecord
+	Now    time.Time
+	Active []*bt.RunRecord
+	// Shards are the shards of the active sharded runs that an instance holds (STARTING,
+	// RUNNING): a sharded run's liveness is theirs.
+	Shards     []*bt.RunRecord
 	Retried    map[string]int64    // job → targets attempted 3+ times without success
 	Ambiguous  map[string]int64    // job → targets in AMBIGUOUS_EFFECT across generations
 	Downstream map[string][3]int64 // job → calls, downstream errors, rejects over 5 minutes

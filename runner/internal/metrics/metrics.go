@@ -19,6 +19,7 @@ type Metrics struct {
 	FiresSkipped     prometheus.Counter
 	Recovered        prometheus.Counter
 	AutoResumed      prometheus.Counter
+	ShardsClaimed    prometheus.Counter
 	StartLatency     prometheus.Histogram
 	ScheduleLateness prometheus.Histogram
 }
@@ -60,6 +61,9 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 		AutoResumed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_runs_auto_resumed_total", Help: "RESUME runs started by auto-resume after a run ended by a lost holder, a shutdown or the database.",
 		}),
+		ShardsClaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_shards_claimed_total", Help: "Shards of sharded runs this instance claimed for a free slot (a resumed shard again).",
+		}),
 		StartLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "baton_start_latency_seconds", Help: "Start: lock, insert and hand-off.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
@@ -77,7 +81,7 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 	}, func() float64 { return float64(redone()) })
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.RunsStarted, m.RunsFinished, m.Items, m.LeaseRenewals, m.LeaseLost,
-			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.AutoResumed, m.StartLatency, m.ScheduleLateness, redoneWrites} {
+			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness, redoneWrites} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -226,8 +226,7 @@ func (b *batch) flagInputChanged(ctx context.Context, changedDone []store.Target
 // call makes one round: it commits the pending items' intents, calls them and sorts their
 // outcomes into results. The first round's results carry the outcomes decided without a call.
 func (b *batch) call(ctx context.Context, round int) (*results, error) {
-	last := b.items[len(b.items)-1]
-	res := &results{w: &store.ItemsWrite{Delta: b.decided.Delta, Ledger: slices.Grow(b.decided.Ledger, len(b.pending)), Shard: last.Shard}}
+	res := &results{w: &store.ItemsWrite{Delta: b.decided.Delta, Ledger: slices.Grow(b.decided.Ledger, len(b.pending))}}
 	b.decided = &store.ItemsWrite{}
 	if len(b.pending) == 0 {
 		return res, nil
@@ -462,7 +461,7 @@ func (b *batch) stopRetrying(ctx context.Context, retry []*itemState, err error)
 	if errors.Is(err, bt.ErrLeaseLost) {
 		return err
 	}
-	stop := &store.ItemsWrite{Shard: b.items[len(b.items)-1].Shard}
+	stop := &store.ItemsWrite{}
 	for _, st := range retry {
 		l := st.base
 		setFailure(b.run.log, &l, &stop.Delta, failure{state: bt.LedgerTransient, cause: st.err, attempt: st.attempt, sig: st.prevSig, same: st.prevCount})

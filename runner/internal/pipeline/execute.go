@@ -9,6 +9,7 @@ import (
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/connretry"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // Execute runs the job on the calling goroutine: activate, body, finish — releasing the Redis
@@ -26,6 +27,11 @@ func (run *Run) Execute(body func(ctx context.Context) error) {
 		return
 	}
 	jobErr := runBody(run.jobCtx, run.log, body)
+	if errors.Is(jobErr, ErrHandedToShards) {
+		// A sharded run's plan: its shards have it now, and it ends with the last of them.
+		run.log.Info("run handed to its shards")
+		return
+	}
 	// The last batch's results may still be on their way: the run ends after them.
 	if err := run.Sync(context.Background()); err != nil && jobErr == nil {
 		jobErr = err
@@ -83,8 +89,26 @@ func (run *Run) finish(jobErr error) {
 	}
 	run.st.ended(rec, false)
 	run.d.Metrics.RunsFinished.WithLabelValues(string(status)).Inc()
-	run.log.Info("run finished", "status", status, "reason", reason, "processed", rec.Processed)
-	run.publish(true)
+	run.log.Info("run finished", "status", rec.Status, "reason", reason, "processed", rec.Processed)
+	// A shard its job's policy resumes is PENDING again, not ended.
+	run.publish(!rec.Status.Open())
+}
+
+// ErrHandedToShards is what the body of a sharded run returns once PlanShards has handed the
+// run to its shards: Execute then leaves the run to them instead of finishing it.
+var ErrHandedToShards = errors.New("the run was handed to its shards")
+
+// Fenced makes a fenced write the store makes for the runner (a sharded run's plan) and
+// applies the lease state and flags it returns; it returns, as Check does, why the run must
+// stop, if it must.
+func (run *Run) Fenced(ctx context.Context, write func(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error)) error {
+	sent := run.now()
+	ls, pause, err := write(ctx, run.fence)
+	if err != nil {
+		return run.st.fail(err)
+	}
+	run.st.apply(sent, ls, pause)
+	return run.st.err()
 }
 
 // runBody calls the job, turning a panic into an error.

@@ -75,7 +75,7 @@ func (run *Run) Skip(ctx context.Context, item bt.Item, reason string) error {
 	l := ledgerWrite(&run.started, item)
 	l.State, l.CountInRun, l.LastError, l.Kind = bt.LedgerSkipped, true, &reason, store.WriteSkip
 	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Ledger: []store.LedgerWrite{l},
-		Checkpoint: checkpointOf(item), Shard: item.Shard}
+		Checkpoint: checkpointOf(item)}
 	if err := run.writes.write(ctx, w, nil); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (run *Run) Fail(ctx context.Context, item bt.Item, cause error) error {
 	delta := store.RunDelta{Processed: 1}
 	setFailure(run.log, &l, &delta, failure{state: state, cause: cause, sig: errorSignature(state, cause), same: 1})
 	l.Kind = store.WriteFail
-	w := &store.ItemsWrite{Delta: delta, Ledger: []store.LedgerWrite{l}, Checkpoint: checkpointOf(item), Shard: item.Shard}
+	w := &store.ItemsWrite{Delta: delta, Ledger: []store.LedgerWrite{l}, Checkpoint: checkpointOf(item)}
 	if err := run.writes.write(ctx, w, nil); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (s selection) excludes(item bt.Item) bool {
 // skipNotSelected counts an item outside a replay's selected targets as skipped and advances
 // the checkpoint past it, writing nothing to its ledger row: the replay leaves it as it was.
 func skipNotSelected(ctx context.Context, run *Run, item bt.Item) error {
-	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Checkpoint: checkpointOf(item), Shard: item.Shard}
+	w := &store.ItemsWrite{Delta: store.RunDelta{Processed: 1, Skipped: 1}, Checkpoint: checkpointOf(item)}
 	if err := run.writes.write(ctx, w, nil); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ type Store interface {
 	FlagInputChanged(ctx context.Context, f store.Fence, job string, gen int64, keys []store.TargetStep) error
 	LedgerRows(ctx context.Context, job string, gen int64, keys []store.TargetStep) (map[store.TargetStep]store.LedgerRow, error)
 	LedgerCounts(ctx context.Context, job string, gen, runID int64) (map[bt.LedgerState]int64, error)
-	AddCallStats(ctx context.Context, f store.Fence, counts []store.CallCounts) error
+	AddCallStats(ctx context.Context, f store.Fence, counts []store.CallCounts, lookback time.Duration) ([]store.CallCounts, error)
 }
 
 // Locks is the Redis pre-emption lock, taken and released by compare-and-set on a token.
@@ -145,13 +145,17 @@ func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 		replay:  rec.Trigger == bt.TriggerReplay, replayFull: s.Scope == bt.ScopeFull,
 		written: newWrittenKeys(),
 	}
+	if s := rec.Shard; s != nil {
+		// A shard's lines name its run, as an operator knows it, and the shard.
+		run.log = d.Logger.With("job", rec.JobName, "run", s.RunID, "shard", s.Key, "shard_run", rec.ID)
+	}
 	run.st = state{rec: *rec, leaseLost: d.Metrics.LeaseLost}
 	run.writes.run = run
 	conds := s.StopConditions
 	if conds == nil {
 		conds = DefaultStopConditions()
 	}
-	run.stats = newCallStats(d.NowFunc, conds)
+	run.stats = newCallStats(d.NowFunc, conds, rec.Shard != nil)
 	if s.Targets != nil {
 		run.targets = make(selection, len(s.Targets))
 		for _, t := range s.Targets {

@@ -64,20 +64,43 @@ func (c StopCondition) WithDefaults() StopCondition {
 // counts by their age on that clock, never by its reading: a clock minutes off measures a
 // minute's window as well as a right one, and the database places each flushed count in its
 // own minute by the count's age (see store.CallStats).
+//
+// A shard's stop conditions judge its whole run (shared): every flush adds the shard's counts
+// to the run's seconds in the database and brings back the seconds of every shard, so a rate
+// is the run's as of the last flush, plus this shard's calls since.
 type callStats struct {
-	now   func() time.Time
-	conds []StopCondition
+	now    func() time.Time
+	conds  []StopCondition
+	shared bool
 
 	mu      sync.Mutex
 	buckets map[int64]*statBucket // unix second → counts
 	unsent  map[int64]*statBucket // unix second → counts not yet flushed
+	run     map[int64]*statBucket // shared: the whole run's counts at the last flush, by local second
 	flushed time.Time
 }
 
 type statBucket struct{ calls, external, downstream, rejects int64 }
 
-func newCallStats(now func() time.Time, conds []StopCondition) *callStats {
-	return &callStats{now: now, conds: conds, buckets: map[int64]*statBucket{}, unsent: map[int64]*statBucket{}}
+func (b *statBucket) add(o statBucket) {
+	b.calls += o.calls
+	b.external += o.external
+	b.downstream += o.downstream
+	b.rejects += o.rejects
+}
+
+func newCallStats(now func() time.Time, conds []StopCondition, shared bool) *callStats {
+	return &callStats{now: now, conds: conds, shared: shared, buckets: map[int64]*statBucket{}, unsent: map[int64]*statBucket{},
+		run: map[int64]*statBucket{}}
+}
+
+// lookback is the longest window of the conditions: how far back a shard needs its run's counts.
+func (s *callStats) lookback() time.Duration {
+	w := time.Duration(0)
+	for _, c := range s.conds {
+		w = max(w, c.WithDefaults().Window)
+	}
+	return w
 }
 
 func (s *callStats) record(err error, external bool) {
@@ -122,23 +145,30 @@ func (s *callStats) record(err error, external bool) {
 	}
 }
 
-// rate returns the metric's value over window and the number of calls it is over.
+// rate returns the metric's value over window and the number of calls it is over: the run's
+// own calls, or a shard's whole run's.
 func (s *callStats) rate(m StopMetric, window time.Duration) (float64, int64) {
 	cut := s.now().Add(-window).Unix()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var calls, hits int64
-	for at, b := range s.buckets {
-		if at <= cut {
-			continue
-		}
-		switch m {
-		case DownstreamErrorRate:
-			calls += b.external
-			hits += b.downstream
-		case RejectRate:
-			calls += b.calls
-			hits += b.rejects
+	counted := []map[int64]*statBucket{s.buckets}
+	if s.shared {
+		counted = []map[int64]*statBucket{s.run, s.unsent}
+	}
+	for _, tab := range counted {
+		for at, b := range tab {
+			if at <= cut {
+				continue
+			}
+			switch m {
+			case DownstreamErrorRate:
+				calls += b.external
+				hits += b.downstream
+			case RejectRate:
+				calls += b.calls
+				hits += b.rejects
+			}
 		}
 	}
 	if calls == 0 {
@@ -157,10 +187,11 @@ func (s *callStats) take(force bool) []store.CallCounts {
 	}
 	out := make([]store.CallCounts, 0, len(s.unsent))
 	for at, b := range s.unsent {
-		if b.external == 0 && b.rejects == 0 {
+		if b.external == 0 && b.rejects == 0 && !s.shared {
 			continue // only internal calls that did not fail: nothing the table counts
 		}
-		out = append(out, store.CallCounts{Age: now.Sub(time.Unix(at, 0)), Calls: b.external, Downstream: b.downstream, Rejects: b.rejects})
+		out = append(out, store.CallCounts{Age: now.Sub(time.Unix(at, 0)), Calls: b.external, Downstream: b.downstream,
+			Rejects: b.rejects, All: b.calls})
 	}
 	s.unsent = map[int64]*statBucket{}
 	s.flushed = now
@@ -179,9 +210,26 @@ func (s *callStats) giveBack(counts []store.CallCounts) {
 			b = &statBucket{}
 			s.unsent[at] = b
 		}
-		b.external += c.Calls
-		b.downstream += c.Downstream
-		b.rejects += c.Rejects
+		b.add(statBucket{calls: c.All, external: c.Calls, downstream: c.Downstream, rejects: c.Rejects})
+	}
+}
+
+// sawRun replaces the shared view of the run with its seconds as the database had them before
+// this shard's flush, plus the counts that flush added.
+func (s *callStats) sawRun(run, flushed []store.CallCounts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.run = make(map[int64]*statBucket, len(run))
+	for _, tab := range [][]store.CallCounts{run, flushed} {
+		for _, c := range tab {
+			at := s.flushed.Add(-c.Age).Unix()
+			b := s.run[at]
+			if b == nil {
+				b = &statBucket{}
+				s.run[at] = b
+			}
+			b.add(statBucket{calls: c.All, external: c.Calls, downstream: c.Downstream, rejects: c.Rejects})
+		}
 	}
 }
 
@@ -193,11 +241,20 @@ func (s *callStats) flush(ctx context.Context, st Store, f store.Fence, log *slo
 	if len(counts) == 0 {
 		return
 	}
-	if err := st.AddCallStats(ctx, f, counts); err != nil {
+	var lookback time.Duration
+	if s.shared {
+		lookback = s.lookback()
+	}
+	run, err := st.AddCallStats(ctx, f, counts, lookback)
+	if err != nil {
 		log.Warn("flush call stats", "err", err)
 		if !errors.Is(err, bt.ErrLeaseLost) {
 			s.giveBack(counts)
 		}
+		return
+	}
+	if s.shared {
+		s.sawRun(run, counts)
 	}
 }
 

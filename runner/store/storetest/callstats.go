@@ -26,12 +26,12 @@ func testAddCallStatsFencedAndByDatabaseClock(t *testing.T, open Open) {
 		return [3]int64{c, d, r}
 	}
 
-	if err := s.AddCallStats(ctx, f, []store.CallCounts{
+	if run, err := s.AddCallStats(ctx, f, []store.CallCounts{
 		{Age: time.Second, Calls: 4, Downstream: 1, Rejects: 1},
 		{Age: 0, Calls: 6, Downstream: 2},
 		{Age: 10 * time.Minute, Calls: 100, Downstream: 100},
-	}); err != nil {
-		t.Fatal(err)
+	}, time.Minute); err != nil || run != nil {
+		t.Fatalf("a run that is no shard: %v, %v; want no run seconds and no error", run, err)
 	}
 	if got := sums(5 * time.Minute); got != [3]int64{10, 3, 1} {
 		t.Fatalf("last 5 minutes: %v, want [10 3 1] (the 10-minute-old count is outside)", got)
@@ -42,13 +42,13 @@ func testAddCallStatsFencedAndByDatabaseClock(t *testing.T, open Open) {
 
 	// A fence with another token, and the run's own after its lease ran out: nothing lands.
 	stale := []store.CallCounts{{Calls: 1000, Downstream: 1000}}
-	if err := s.AddCallStats(ctx, store.Fence{RunID: f.RunID, Token: "other"}, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
+	if _, err := s.AddCallStats(ctx, store.Fence{RunID: f.RunID, Token: "other"}, stale, 0); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("write with another token: %v, want LEASE_LOST", err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, f.RunID); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddCallStats(ctx, f, stale); bt.CodeOf(err) != bt.CodeLeaseLost {
+	if _, err := s.AddCallStats(ctx, f, stale, 0); bt.CodeOf(err) != bt.CodeLeaseLost {
 		t.Fatalf("write after the lease ran out: %v, want LEASE_LOST", err)
 	}
 	if got := sums(15 * time.Minute); got != [3]int64{110, 103, 1} {

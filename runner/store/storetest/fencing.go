@@ -72,9 +72,12 @@ func testEndedRunIsFenced(t *testing.T, open Open) {
 					_, _, err := s.WriteItems(ctx, f, w, nil)
 					return err
 				},
-				"AddCallStats": func() error { return s.AddCallStats(ctx, f, []store.CallCounts{{Calls: 3, Downstream: 1}}) },
-				"Prune":        func() error { _, err := s.Prune(ctx, f, store.PruneAuditLog, "", time.Nanosecond, 10); return err },
-				"Finish":       func() error { _, err := s.Finish(ctx, f, bt.StatusFailed, "", "again"); return err },
+				"AddCallStats": func() error {
+					_, err := s.AddCallStats(ctx, f, []store.CallCounts{{Calls: 3, Downstream: 1}}, 0)
+					return err
+				},
+				"Prune":  func() error { _, err := s.Prune(ctx, f, store.PruneAuditLog, "", time.Nanosecond, 10); return err },
+				"Finish": func() error { _, err := s.Finish(ctx, f, bt.StatusFailed, "", "again"); return err },
 			} {
 				if err := write(); !errors.Is(err, bt.ErrLeaseLost) {
 					t.Errorf("%s under a fence that no longer holds returned %v, want a lost lease", name, err)

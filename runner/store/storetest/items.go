@@ -104,18 +104,18 @@ func fresh(ls []store.LedgerWrite) []store.LedgerWrite {
 
 // testWriteItemsKnowledge checks the statements for rows whose state the caller knows: fresh
 // rows inserted (single and batch), fresh and known rows mixed (inserted and updated in place
-// by compare-and-set on the state), counters computed from the rows, error rows, named-shard
-// checkpoints — and that a write relying on a state that is not so (a row taken for new that
+// by compare-and-set on the state), counters computed from the rows, error rows, the checkpoint —
+// and that a write relying on a state that is not so (a row taken for new that
 // exists, a row not in its known prior state) is made again as an upsert, the counters still right.
 func testWriteItemsKnowledge(t *testing.T, open Open) {
 	t.Parallel()
 	ctx := context.Background()
 	s, f, gen := itemsFixture(t, open)
-	write := func(d store.RunDelta, ls []store.LedgerWrite, shard string) {
+	write := func(d store.RunDelta, ls []store.LedgerWrite) {
 		t.Helper()
 		cp := "cp-" + ls[len(ls)-1].Target
 		// As a FAILED replay writes: rejected rows may be confirmed.
-		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Shard: shard, Scope: bt.ScopeFailed.States()}
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: d, Ledger: ls, Checkpoint: &cp, Scope: bt.ScopeFailed.States()}
 		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -141,34 +141,32 @@ func testWriteItemsKnowledge(t *testing.T, open Open) {
 			t.Fatalf("%d writes redone as upserts, want %d", got, want)
 		}
 	}
-	write(store.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "a")), "")                                           // single
-	write(store.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d")), "")                                 // batch
-	write(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("e", "f")), "s1")                                       // batch, shard
-	write(store.RunDelta{Processed: 1, Failed: 1}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "g"))), "s2") // single, error, shard
-	write(store.RunDelta{Processed: 2, Failed: 2}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "h", "i"))), "")
+	write(store.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "a")))                                         // single
+	write(store.RunDelta{}, fresh(ledgerWrites(bt.LedgerInFlight, false, "b", "c", "d")))                               // batch
+	write(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("e", "f")))                                       // batch
+	write(store.RunDelta{Processed: 1, Failed: 1}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "g")))) // single, error
+	write(store.RunDelta{Processed: 2, Failed: 2}, fresh(failed(ledgerWrites(bt.LedgerValidationRejected, true, "h", "i"))))
 	redone(0)
 	// Known and fresh together: b and c move IN_FLIGHT → CONFIRMED in place, k is new.
-	write(store.RunDelta{Processed: 3, Succeeded: 3}, append(prior(bt.LedgerInFlight, confirmed("b", "c")), fresh(confirmed("k"))...), "")
+	write(store.RunDelta{Processed: 3, Succeeded: 3}, append(prior(bt.LedgerInFlight, confirmed("b", "c")), fresh(confirmed("k"))...))
 	redone(0)
 	// A known state that is not so: d is IN_FLIGHT, not TRANSIENT (h is as known).
 	write(store.RunDelta{Processed: 2, Succeeded: 2}, append(prior(bt.LedgerTransient, confirmed("d")),
-		prior(bt.LedgerValidationRejected, confirmed("h"))...), "")
+		prior(bt.LedgerValidationRejected, confirmed("h"))...))
 	redone(1)
 	// Wrongly taken for new: a exists (single); i exists beside the new j (batch).
-	write(store.RunDelta{Processed: 1, Succeeded: 1}, fresh(confirmed("a")), "")
-	write(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "i")), "")
+	write(store.RunDelta{Processed: 1, Succeeded: 1}, fresh(confirmed("a")))
+	write(store.RunDelta{Processed: 2, Succeeded: 2}, fresh(confirmed("j", "i")))
 	redone(3)
 
 	wantLedgerCounts(t, s, f, gen, map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 1},
 		map[bt.LedgerState]int64{bt.LedgerConfirmed: 10, bt.LedgerValidationRejected: 3})
 	var errs int
-	var shards string
-	if err := s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM job_run_errors WHERE run_id = $1 AND message LIKE 'bad %'),
-		(SELECT string_agg(shard || '=' || token, ',' ORDER BY shard) FROM job_checkpoints WHERE job_name = 'j')`, f.RunID).Scan(&errs, &shards); err != nil {
+	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM job_run_errors WHERE run_id = $1 AND message LIKE 'bad %'`, f.RunID).Scan(&errs); err != nil {
 		t.Fatal(err)
 	}
-	if errs != 3 || shards != "s1=cp-f,s2=cp-g" {
-		t.Fatalf("%d error rows and shard checkpoints %q; want 3 and s1=cp-f,s2=cp-g", errs, shards)
+	if errs != 3 {
+		t.Fatalf("%d error rows; want 3", errs)
 	}
 	ls, _, err := s.Poll(ctx, f)
 	if err != nil {
