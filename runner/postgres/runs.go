@@ -140,7 +140,7 @@ func resumePoint(ctx context.Context, tx pgx.Tx, n store.NewRun, gen int64) (str
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return "", nil, err
 		}
-		err = tx.QueryRow(ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`,
+		err = tx.QueryRow(ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND generation = $2 AND `+topLevel+` ORDER BY id DESC LIMIT 1`,
 			n.JobName, gen).Scan(&resumedFrom)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return "", nil, err
