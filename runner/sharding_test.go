@@ -319,6 +319,10 @@ func TestShardedRunCancel(t *testing.T) {
 	id := mustStart(t, r, runner.StartParams{Job: job.name})
 	<-reached
 	<-reached
+	shard := shardsOf(t, r, id)[0]
+	if _, err := r.Runs().Cancel(context.Background(), shard.ID, "op"); bt.CodeOf(err) != bt.CodeInvalidInput || !containsAll(err.Error(), "shard", fmt.Sprint(id)) {
+		t.Fatalf("cancel of a shard: %v, want INVALID_INPUT naming its run", err)
+	}
 	if _, err := r.Runs().Cancel(context.Background(), id, "op"); err != nil {
 		t.Fatal(err)
 	}
