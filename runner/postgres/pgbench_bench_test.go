@@ -27,12 +27,16 @@ import (
 func BenchmarkPgbenchItemStatement(b *testing.B) {
 	pgbenchBench(b, func(runID, gen int64) string {
 		args := map[int]string{1: strconv.FormatInt(runID, 10), 2: "'tok'", 3: "1", 4: "1", 5: "0", 6: "0", 7: "0",
-			8: "('c' || :n)", 9: "''", 10: "'j'", 11: strconv.FormatInt(gen, 10), 12: "('t' || :n)", 13: "''",
-			14: "'CONFIRMED'", 15: "1", 16: "('bt_' || :n)", 17: "''", 18: "false", 19: "false", 20: "NULL::text",
-			21: "NULL::text", 22: "NULL::text", 23: "NULL::text", 24: "0", 25: "true", 26: "''", 27: "''"}
+			8: "('c' || :n)", 9: "'j'", 10: strconv.FormatInt(gen, 10), 11: "('t' || :n)", 12: "''",
+			13: "'CONFIRMED'", 14: "1", 15: "('bt_' || :n)", 16: "''", 17: "false", 18: "false", 19: "NULL::text",
+			20: "NULL::text", 21: "NULL::text", 22: "NULL::text", 23: "0", 24: "true", 25: "''", 26: "''"}
 		return regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(freshItemSQL, func(p string) string {
 			n, _ := strconv.Atoi(p[1:])
-			return args[n]
+			v, ok := args[n]
+			if !ok {
+				b.Fatalf("the item statement's parameter $%d has no value here: the statement changed", n)
+			}
+			return v
 		})
 	})
 }
