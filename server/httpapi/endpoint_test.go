@@ -1,15 +1,19 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
@@ -365,5 +369,33 @@ func TestGraphQLOverHTTPUnauthenticated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A body that does not arrive within the request timeout is answered 408.
+func TestGraphQLOverHTTPSlowBody(t *testing.T) {
+	e := newEndpoint(t, func(c *httpapi.Config) { c.RequestTimeout = 300 * time.Millisecond })
+	u, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Ten bytes of a hundred, then nothing: the server gives up on the rest.
+	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\n"+
+		"Authorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"query\": ", u.Host, gqlResponse, e.operator)
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // a bound on a broken server, not a wait
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	a := decodeAnswer(t, res.StatusCode, res.Header, raw)
+	if a.status != http.StatusRequestTimeout || a.code() != graph.CodeBadRequest || a.hasData {
+		t.Errorf("HTTP %d: %s; want 408 BAD_REQUEST", a.status, a.raw)
 	}
 }

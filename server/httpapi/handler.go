@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -263,6 +264,13 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
 				s.writeError(w, r, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+				return
+			}
+			// The rest of the body will not be read: without this, the server would wait for it
+			// (with the deadline lifted) before answering, whatever the client sends.
+			w.Header().Set("Connection", "close")
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.writeError(w, r, http.StatusRequestTimeout, graph.CodeBadRequest, fmt.Sprintf("the request body did not arrive within %s", s.cfg.RequestTimeout))
 				return
 			}
 			s.writeError(w, r, http.StatusBadRequest, graph.CodeBadRequest, "could not read the request body")
