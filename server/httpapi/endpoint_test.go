@@ -326,6 +326,23 @@ func TestGraphQLOverHTTPRefusals(t *testing.T) {
 	t.Run("sizes", func(t *testing.T) {
 		refused(t, e.post(t, e.operator, gqlResponse, query(`{ maintenance }`+strings.Repeat(" ", 4096))), http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, gqlResponse, "larger than 2048 bytes")
 	})
+	t.Run("an upgrade that is not a WebSocket", func(t *testing.T) {
+		// curl --http2 asks for h2c: the request is served as HTTP, a token required (a
+		// WebSocket upgrade may come without one: it authenticates in connection_init).
+		h := map[string]string{"Upgrade": "h2c", "Connection": "Upgrade, HTTP2-Settings", "HTTP2-Settings": "AAMAAABkAAQAoAAAAAIAAAAA"}
+		u := e.url + "?query=" + url.QueryEscape(`{ maintenance }`)
+		if a := e.send(t, http.MethodGet, u, "", "", h); a.status != http.StatusUnauthorized || a.code() != graph.CodeUnauthenticated || a.hasData {
+			t.Errorf("without a token: HTTP %d: %s", a.status, a.raw)
+		}
+		if a := e.send(t, http.MethodGet, u, e.operator, "", h); a.status != http.StatusOK || string(a.data) != `{"maintenance":false}` {
+			t.Errorf("with a token: HTTP %d: %s", a.status, a.raw)
+		}
+		h["Upgrade"] = "websocket" // without Connection: Upgrade, not an upgrade either
+		h["Connection"] = "keep-alive"
+		if a := e.send(t, http.MethodGet, u, "", "", h); a.status != http.StatusUnauthorized || a.code() != graph.CodeUnauthenticated || a.hasData {
+			t.Errorf("Upgrade: websocket without Connection: Upgrade, no token: HTTP %d: %s", a.status, a.raw)
+		}
+	})
 	if maintenance(t) {
 		t.Fatal("a refused request turned maintenance on")
 	}

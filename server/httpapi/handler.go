@@ -208,7 +208,14 @@ const nulMessage = "strings must not contain the NUL character (\\u0000)"
 // serveGraphQL checks the method, the media types, the size and the token, then hands over
 // to gqlgen.
 func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
-	upgrade := r.Header.Get("Upgrade") != ""
+	upgrade := websocket.IsWebSocketUpgrade(r)
+	if !upgrade && r.Header.Get("Upgrade") != "" {
+		// An upgrade to something else (h2c, from curl --http2): a server may ignore it, and
+		// this one does, serving the request as what it is. gqlgen would hand any upgrade to
+		// its WebSocket transport, which refuses it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Upgrade")
+	}
 	if !upgrade {
 		// Deadlines on the connection, against clients that send or read slowly. They are
 		// cleared afterwards: the connection may serve further requests.
