@@ -323,6 +323,13 @@ func TestGraphQLOverHTTPRefusals(t *testing.T) {
 		refused(t, e.get(t, e.operator, gqlResponse, url.Values{"query": {`subscription { alertRaised { id } }`}}), http.StatusBadRequest, graph.CodeBadRequest, gqlResponse, "WebSocket only")
 		refused(t, e.get(t, e.operator, gqlResponse, url.Values{"query": {strings.Repeat("{ maintenance }", 200)}}), http.StatusRequestURITooLong, graph.CodePayloadTooLarge, gqlResponse, "send the request as a POST")
 	})
+	t.Run("cross-origin", func(t *testing.T) {
+		h := map[string]string{"Content-Type": appJSON, "Accept": gqlResponse, "Origin": "https://evil.example"}
+		refused(t, e.send(t, http.MethodPost, e.url, e.operator, query(pause), h), http.StatusForbidden, graph.CodeForbidden, gqlResponse, "origin https://evil.example is not allowed")
+		delete(h, "Origin") // a cross-site browser request without Origin: Sec-Fetch-Site tells
+		h["Sec-Fetch-Site"] = "cross-site"
+		refused(t, e.send(t, http.MethodPost, e.url, e.operator, query(pause), h), http.StatusForbidden, graph.CodeForbidden, gqlResponse, "cross-origin requests are not allowed")
+	})
 	t.Run("sizes", func(t *testing.T) {
 		refused(t, e.post(t, e.operator, gqlResponse, query(`{ maintenance }`+strings.Repeat(" ", 4096))), http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, gqlResponse, "larger than 2048 bytes")
 	})

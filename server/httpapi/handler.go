@@ -149,6 +149,11 @@ func NewHandler(cfg Config) http.Handler {
 	if s.anyOrig {
 		cop.AddInsecureBypassPattern("/")
 	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A browser's cross-site request that came without an Origin header (Sec-Fetch-Site
+		// gave it away): refused like a foreign origin, as a GraphQL response.
+		s.writeError(w, r, http.StatusForbidden, graph.CodeForbidden, "cross-origin requests are not allowed")
+	}))
 
 	gql := graph.NewServer(cfg.GraphQL)
 	readLimit := cfg.MaxBodyBytes
