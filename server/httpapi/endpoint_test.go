@@ -176,6 +176,7 @@ func TestGraphQLOverHTTPStatuses(t *testing.T) {
 		{name: "variables that do not coerce", body: `{"query": "query($n: String!) { job(name: $n) { name } }", "variables": {"n": null}}`, code: "GRAPHQL_VALIDATION_FAILED", gqlResp: 400, json: 200},
 		{name: "too deep", body: query(`{ job(name: "h") ` + strings.Repeat(`{ lastRun { job `, 6) + `{ name }` + strings.Repeat(` } }`, 6) + ` }`), code: graph.CodeDepthLimit, gqlResp: 400, json: 200},
 		{name: "too complex", body: query(`{ jobs { nodes { runs(first: 100) { nodes { errors(first: 100) { nodes { message } } } } } } }`), code: "COMPLEXITY_LIMIT_EXCEEDED", gqlResp: 400, json: 200},
+		{name: "an input over its limit", body: query(`mutation { pauseJob(input: {name: "` + strings.Repeat("x", graph.MaxIDLength+1) + `"}) { userErrors { code } } }`), code: graph.CodeInputTooLong, gqlResp: 400, json: 200},
 		{name: "introspection by a viewer", token: e.viewer, body: query(`{ __schema { queryType { name } } }`), code: graph.CodeForbidden, gqlResp: 403, json: 200},
 		{name: "a subscription over HTTP", body: query(`subscription { alertRaised { id } }`), code: graph.CodeBadRequest, gqlResp: 400, json: 200},
 		{name: "JSON that does not parse", body: `{"query": `, code: graph.CodeBadRequest, gqlResp: 400, json: 400},
