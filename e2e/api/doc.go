@@ -1,5 +1,10 @@
-// Package api tests Baton's GraphQL API from the outside, with reference clients: two real
-// `baton serve` instances on one PostgreSQL and Redis, and the graphql-ws and
-// subscriptions-transport-ws npm clients run by node (clients.mjs). `go test ./e2e/api`
-// installs the clients with scripts/npm-deps.sh.
+// Package api tests Baton's GraphQL API from the outside, with reference npm packages run by
+// node against real `baton serve` instances on a private PostgreSQL and Redis:
+//
+//   - the WebSocket clients graphql-ws and subscriptions-transport-ws, on two instances
+//     (clients.mjs, TestReferenceClients);
+//   - graphql-http's GraphQL-over-HTTP audit suite, on one (audit.mjs,
+//     TestGraphQLOverHTTPAudit), which fails on any audit that is not ok.
+//
+// `go test ./e2e/api` installs the packages with scripts/npm-deps.sh.
 package api

@@ -3,13 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +41,7 @@ type Config struct {
 	// development only.
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (and a GET query string); 0 means 1 MiB. A larger
-	// one is refused with HTTP 413.
+	// one is refused with HTTP 413 (a query string: 414), coded PAYLOAD_TOO_LARGE.
 	MaxBodyBytes int64
 	// MaxWebSocketsPerToken bounds the WebSocket connections one token may hold open on this
 	// instance; 0 means 32, -1 disables the limit.
@@ -111,9 +111,11 @@ type server struct {
 }
 
 // NewHandler returns the GraphQL endpoint: POST (JSON), GET (queries only) and WebSocket
-// (graphql-transport-ws and the legacy graphql-ws) on one path. Every request needs a bearer
-// token (WebSocket: in connection_init); without a valid one the answer is HTTP 401 with a
-// GraphQL error coded UNAUTHENTICATED. It panics if cfg.GraphQL.Runner or cfg.Tokens is nil.
+// (graphql-transport-ws and the legacy graphql-ws) on one path. POST and GET follow the
+// GraphQL-over-HTTP spec (graphqlhttp.go): the response is application/graphql-response+json
+// or application/json as the Accept header asks. Every request needs a bearer token
+// (WebSocket: in connection_init); without a valid one the answer is HTTP 401 with a GraphQL
+// error coded UNAUTHENTICATED. It panics if cfg.GraphQL.Runner or cfg.Tokens is nil.
 func NewHandler(cfg Config) http.Handler {
 	if cfg.GraphQL.Runner == nil {
 		panic("httpapi: Config.GraphQL.Runner is required")
@@ -147,6 +149,11 @@ func NewHandler(cfg Config) http.Handler {
 	if s.anyOrig {
 		cop.AddInsecureBypassPattern("/")
 	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A browser's cross-site request that came without an Origin header (Sec-Fetch-Site
+		// gave it away): refused like a foreign origin, as a GraphQL response.
+		s.writeError(w, r, http.StatusForbidden, graph.CodeForbidden, "cross-origin requests are not allowed")
+	}))
 
 	gql := graph.NewServer(cfg.GraphQL)
 	readLimit := cfg.MaxBodyBytes
@@ -167,8 +174,7 @@ func NewHandler(cfg Config) http.Handler {
 		PingPongInterval:      cfg.WebSocketPingInterval,
 		PayloadReadLimit:      &readLimit,
 	})
-	gql.AddTransport(transport.GET{UseGrapQLResponseJsonByDefault: true})
-	gql.AddTransport(transport.POST{UseGrapQLResponseJsonByDefault: true})
+	gql.AddTransport(graphQLOverHTTP{maxTokens: cfg.GraphQL.MaxTokens, log: s.log})
 	gql.AroundOperations(s.aroundOperations)
 	s.gql = gql
 	s.next = cop.Handler(http.HandlerFunc(s.serveGraphQL))
@@ -181,7 +187,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if origin != "" {
 		if !s.originAllowed(r) {
-			writeError(w, http.StatusForbidden, graph.CodeForbidden, "origin "+origin+" is not allowed")
+			s.writeError(w, r, http.StatusForbidden, graph.CodeForbidden, "origin "+origin+" is not allowed")
 			return
 		}
 		if !sameOrigin(r, origin) {
@@ -204,9 +210,17 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // them), so a request carrying one is refused whole, before it can half-happen.
 const nulMessage = "strings must not contain the NUL character (\\u0000)"
 
-// serveGraphQL checks the method, the size and the token, then hands over to gqlgen.
+// serveGraphQL checks the method, the media types, the size and the token, then hands over
+// to gqlgen.
 func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
-	upgrade := r.Header.Get("Upgrade") != ""
+	upgrade := websocket.IsWebSocketUpgrade(r)
+	if !upgrade && r.Header.Get("Upgrade") != "" {
+		// An upgrade to something else (h2c, from curl --http2): a server may ignore it, and
+		// this one does, serving the request as what it is. gqlgen would hand any upgrade to
+		// its WebSocket transport, which refuses it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Upgrade")
+	}
 	if !upgrade {
 		// Deadlines on the connection, against clients that send or read slowly. They are
 		// cleared afterwards: the connection may serve further requests.
@@ -219,18 +233,33 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet:
 		if int64(len(r.URL.RawQuery)) > s.cfg.MaxBodyBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("query string is larger than %d bytes", s.cfg.MaxBodyBytes))
+			s.writeError(w, r, http.StatusRequestURITooLong, graph.CodePayloadTooLarge, fmt.Sprintf("query string is larger than %d bytes: send the request as a POST", s.cfg.MaxBodyBytes))
 			return
 		}
 		if strings.Contains(r.URL.RawQuery, "%00") || strings.Contains(r.URL.RawQuery, `\u0000`) {
-			writeError(w, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
+			s.writeError(w, r, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
 			return
 		}
 	case r.Method == http.MethodPost && !upgrade:
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		writeError(w, http.StatusMethodNotAllowed, graph.CodeBadRequest, "use POST, GET (queries only) or a WebSocket")
+		s.writeError(w, r, http.StatusMethodNotAllowed, graph.CodeBadRequest, "use POST, GET (queries only) or a WebSocket")
 		return
+	}
+	if !upgrade {
+		if accept := r.Header.Get("Accept"); accept != "" {
+			if _, ok := negotiateMediaType(accept); !ok {
+				s.writeError(w, r, http.StatusNotAcceptable, graph.CodeBadRequest, fmt.Sprintf(
+					"the Accept header %q allows neither %s nor %s", accept, mediaTypeGraphQLResponse, mediaTypeJSON))
+				return
+			}
+		}
+		if r.Method == http.MethodPost {
+			if msg := checkRequestContentType(r.Header.Get("Content-Type")); msg != "" {
+				s.writeError(w, r, http.StatusUnsupportedMediaType, graph.CodeBadRequest, msg)
+				return
+			}
+		}
 	}
 
 	ctx, expires, ok := s.authenticateHeader(w, r, upgrade)
@@ -246,14 +275,21 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeError(w, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+				s.writeError(w, r, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
 				return
 			}
-			writeError(w, http.StatusBadRequest, graph.CodeBadRequest, "could not read the request body")
+			// The rest of the body will not be read: without this, the server would wait for it
+			// (with the deadline lifted) before answering, whatever the client sends.
+			w.Header().Set("Connection", "close")
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.writeError(w, r, http.StatusRequestTimeout, graph.CodeBadRequest, fmt.Sprintf("the request body did not arrive within %s", s.cfg.RequestTimeout))
+				return
+			}
+			s.writeError(w, r, http.StatusBadRequest, graph.CodeBadRequest, "could not read the request body")
 			return
 		}
 		if bytes.Contains(body, []byte(`\u0000`)) || bytes.IndexByte(body, 0) >= 0 {
-			writeError(w, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
+			s.writeError(w, r, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -270,7 +306,7 @@ func (s *server) authenticateHeader(w http.ResponseWriter, r *http.Request, upgr
 	if header := r.Header.Get("Authorization"); header != "" {
 		token, ok := bearerToken(header)
 		if !ok {
-			writeUnauthenticated(w, "the Authorization header must be: Bearer <token>")
+			s.writeUnauthenticated(w, r, "the Authorization header must be: Bearer <token>")
 			return nil, nil, false
 		}
 		v, exp, err := s.auth.authenticate(ctx, token)
@@ -278,21 +314,21 @@ func (s *server) authenticateHeader(w http.ResponseWriter, r *http.Request, upgr
 		var expired *tokenExpiredError
 		switch {
 		case errors.Is(err, errBadToken):
-			writeUnauthenticated(w, "unknown or revoked token")
+			s.writeUnauthenticated(w, r, "unknown or revoked token")
 			return nil, nil, false
 		case errors.As(err, &expired):
-			writeUnauthenticated(w, expired.Error())
+			s.writeUnauthenticated(w, r, expired.Error())
 			return nil, nil, false
 		case err != nil:
 			ref := runner.NewErrorRef()
 			s.log.ErrorContext(ctx, "httpapi: authenticate", "ref", ref, "err", err)
-			writeError(w, http.StatusInternalServerError, graph.CodeInternal, runner.InternalMessage(ref))
+			s.writeError(w, r, http.StatusInternalServerError, graph.CodeInternal, runner.InternalMessage(ref))
 			return nil, nil, false
 		}
 		ctx = graph.WithCaller(ctx, v)
 	} else if !upgrade {
 		// WebSocket clients authenticate in connection_init instead.
-		writeUnauthenticated(w, "authentication required: send Authorization: Bearer <token>")
+		s.writeUnauthenticated(w, r, "authentication required: send Authorization: Bearer <token>")
 		return nil, nil, false
 	}
 	return ctx, expires, true
@@ -460,14 +496,13 @@ func errorResponse(code, message string) *graphql.Response {
 	return &graphql.Response{Errors: gqlerror.List{{Message: message, Extensions: map[string]any{"code": code}}}}
 }
 
-// writeError answers with a GraphQL-shaped error outside of gqlgen.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(errorResponse(code, message))
+// writeError answers r outside of gqlgen with a GraphQL response of one error coded code, in
+// the media type r accepts.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	writeJSON(w, s.log, responseMediaType(r), status, errorBody(code, message))
 }
 
-func writeUnauthenticated(w http.ResponseWriter, message string) {
+func (s *server) writeUnauthenticated(w http.ResponseWriter, r *http.Request, message string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="baton"`)
-	writeError(w, http.StatusUnauthorized, graph.CodeUnauthenticated, message)
+	s.writeError(w, r, http.StatusUnauthorized, graph.CodeUnauthenticated, message)
 }
