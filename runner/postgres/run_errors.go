@@ -112,25 +112,37 @@ func (s *Store) shardIDs(ctx context.Context, runIDs []int64) (map[int64][]int64
 }
 
 // RunErrorsOfRuns returns, for each of runIDs, its error rows after afterID in insertion order,
-// at most limit each, as RunErrors would: one index walk of (run_id, id) per run, in one
-// statement.
+// at most limit each, as RunErrors would: one index walk of (run_id, id) per run — and per
+// shard of a sharded run, whose errors are its shards' — in one statement.
 func (s runStore) RunErrorsOfRuns(ctx context.Context, runIDs []int64, afterID int64, limit int) (map[int64][]bt.RunError, error) {
-	rows, err := s.pool.Query(ctx, `SELECT e.* FROM unnest($1::bigint[]) AS k(run) CROSS JOIN LATERAL (
-			SELECT `+runErrorColumns+` FROM job_run_errors
-			WHERE run_id = k.run AND id > $2 ORDER BY id LIMIT $3) e
-		ORDER BY e.run_id, e.id`, runIDs, afterID, limit)
-	errs, err := collect(rows, err, "read errors of runs", scanRunError)
-	out, err := grouped(errs, err, func(e bt.RunError) int64 { return e.RunID })
+	rows, err := s.pool.Query(ctx, `SELECT parent, `+runErrorColumns+` FROM (
+			SELECT k.run AS parent, e.*, row_number() OVER (PARTITION BY k.run ORDER BY e.id) AS n
+			FROM unnest($1::bigint[]) AS k(run)
+			CROSS JOIN LATERAL (SELECT k.run AS id UNION ALL SELECT id FROM job_runs WHERE parent_run_id = k.run) r
+			CROSS JOIN LATERAL (
+				SELECT `+runErrorColumns+` FROM job_run_errors WHERE run_id = r.id AND id > $2 ORDER BY id LIMIT $3) e
+		) x WHERE n <= $3
+		ORDER BY parent, id`, runIDs, afterID, limit)
+	errs, err := collect(rows, err, "read errors of runs", func(row pgx.Row) (runErrorOf, error) {
+		var e runErrorOf
+		err := row.Scan(&e.run, &e.ID, &e.RunID, &e.ItemKey, &e.FailureClass, &e.Message, &e.Attempt, &e.CreatedAt)
+		return e, err
+	})
+	out, err := grouped(errs, err, func(e runErrorOf) int64 { return e.run })
 	if err != nil {
 		return nil, err
 	}
-	// A sharded run's errors are its shards': read each such run on its own.
-	shards, err := s.shardIDs(ctx, runIDs)
-	for run := range shards {
-		if err != nil {
-			break
+	m := make(map[int64][]bt.RunError, len(out))
+	for run, list := range out {
+		for _, e := range list {
+			m[run] = append(m[run], e.RunError)
 		}
-		out[run], err = s.RunErrors(ctx, run, afterID, limit)
 	}
-	return out, err
+	return m, nil
+}
+
+// runErrorOf is an error row and the run it was read for (its shard's run, for a shard's).
+type runErrorOf struct {
+	run int64
+	bt.RunError
 }
