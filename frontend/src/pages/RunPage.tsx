@@ -21,6 +21,7 @@ import { report } from '../components/report';
 import { RunErrors } from '../components/RunErrors';
 import { RunProgressBar } from '../components/RunProgressBar';
 import { RunTimeline, timelineKindLabel } from '../components/RunTimeline';
+import { ShardGrid } from '../components/ShardGrid';
 import { Sparkline } from '../components/Sparkline';
 import { DateTime, TimeAgo } from '../components/Time';
 import type { RunLiveFieldsFragment } from '../gql/graphql';
@@ -74,6 +75,14 @@ function averageRate(run: RunLiveFieldsFragment): number | null {
 }
 
 function LeaseCountdown({ run, now }: { run: RunLiveFieldsFragment; now: number }) {
+  if (run.shardTotal && isActive(run.status)) {
+    // A sharded run holds no lease of its own once planned: each shard holds one.
+    return (
+      <Text size="sm" c="dimmed" data-testid="run-lease-sharded">
+        held by its shards (below)
+      </Text>
+    );
+  }
   if (!isActive(run.status)) {
     return (
       <Text size="sm" c="dimmed">
@@ -307,6 +316,16 @@ export function RunPage() {
         <AutoResumeChain run={chain} now={now} />
       </div>
 
+      {fetched.shardOf && (
+        <Text size="sm" data-testid="run-shard-of">
+          This is shard <Code>{fetched.shardKey}</Code> of{' '}
+          <Anchor component={Link} to={runPath(fetched.shardOf.id)} data-testid="run-shard-of-link">
+            run #{runNumber(fetched.shardOf.id)}
+          </Anchor>
+          , which operators cancel, pause and watch as a whole.
+        </Text>
+      )}
+
       <Card withBorder radius="md">
         <Stack>
           <RunProgressBar progress={run.progress} status={run.status} needsAttention={run.needsAttention} attention={run.attention} size="xl" />
@@ -363,6 +382,8 @@ export function RunPage() {
           )}
         </Stack>
       </Card>
+
+      <ShardGrid shards={run.shards} receivedAt={live?.receivedAt ?? now} now={now} />
 
       <RunTimeline runId={run.id} events={fetched.events} startedAt={run.startedAt} finishedAt={run.finishedAt} status={run.status} />
       <Grid>
