@@ -82,6 +82,9 @@ func (r *runResolver) Progress(ctx context.Context, obj *batontype.RunRecord) (*
 			return nil, err
 		}
 		pct = shardedPercent(shards)
+		if !allTotalsKnown(shards) {
+			p.Total = nil // a sum of some shards' totals is no total of the run
+		}
 	}
 	if pct >= 0 {
 		p.Percent = &pct

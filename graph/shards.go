@@ -75,6 +75,16 @@ func shardedPercent(shards []*bt.RunRecord) float64 {
 	return sum / float64(len(shards))
 }
 
+// allTotalsKnown reports whether every shard has said how many items it has.
+func allTotalsKnown(shards []*bt.RunRecord) bool {
+	for _, s := range shards {
+		if s.Total == nil {
+			return false
+		}
+	}
+	return len(shards) > 0
+}
+
 // streamShards holds the shards of the states a runProgress subscription has handed gqlgen and
 // not yet seen written out, keyed by each state's run record (which the stream makes anew for
 // every state of a sharded run), so that Run.shards and the summed percent of an event read

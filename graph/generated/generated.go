@@ -5115,7 +5115,7 @@ enum AutoResumeOutcome {
 }
 
 type RunProgress {
-  "Items expected, if the job said."
+  "Items expected, if the job said; a sharded run's once every shard has said its own (their sum)."
   total: Int
   processed: Int!
   succeeded: Int!

@@ -378,7 +378,7 @@ type RunEvent struct {
 }
 
 type RunProgress struct {
-	// Items expected, if the job said.
+	// Items expected, if the job said; a sharded run's once every shard has said its own (their sum).
 	Total     *int `json:"total,omitempty"`
 	Processed int  `json:"processed"`
 	Succeeded int  `json:"succeeded"`

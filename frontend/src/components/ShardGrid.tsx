@@ -53,23 +53,27 @@ function ShardCell({ shard, receivedAt, now }: { shard: RunShardFieldsFragment; 
       style={{ borderLeft: `4px solid var(--mantine-color-${meta.color}-6)`, minWidth: 0 }}
     >
       <Stack gap={4}>
+        <Tooltip label={shard.spec || `shard ${shard.index + 1}`} withArrow disabled={!shard.spec}>
+          <Text size="sm" fw={700} className="mono" truncate title={shard.key} data-testid="shard-key">
+            {shard.key}
+          </Text>
+        </Tooltip>
         <Group justify="space-between" gap={4} wrap="nowrap">
-          <Tooltip label={shard.spec || `shard ${shard.index + 1}`} withArrow disabled={!shard.spec}>
-            <Text size="sm" fw={700} className="mono" truncate data-testid="shard-key">
-              {shard.key}
-            </Text>
-          </Tooltip>
           <Tooltip label={meta.description} withArrow>
-            <Badge size="xs" color={meta.color} variant="light" data-testid="shard-status">
+            <Badge size="sm" color={meta.color} variant="light" style={{ flexShrink: 0 }} data-testid="shard-status">
               {meta.label}
             </Badge>
           </Tooltip>
+          {pct !== null && (
+            <Text size="xs" fw={600}>
+              {pct.toFixed(0)}%
+            </Text>
+          )}
         </Group>
         <Progress value={pct ?? 0} color={meta.color} size="sm" aria-label={`shard ${shard.key} progress`} striped={pct === null && shard.status === 'RUNNING'} />
         <Text size="xs" data-testid="shard-progress">
           {formatNumber(shard.processed)}
           {shard.total !== null && shard.total !== undefined ? ` / ${formatNumber(shard.total)}` : ''}
-          {pct !== null ? ` · ${pct.toFixed(0)}%` : ''}
           {shard.failed > 0 ? ` · ${formatNumber(shard.failed)} failed` : ''}
         </Text>
         <Text size="xs" c="dimmed" truncate data-testid="shard-holder">
@@ -107,7 +111,7 @@ export function ShardGrid({ shards, receivedAt, now }: { shards: readonly RunSha
           {shardSummary(shards)}
         </Text>
       </Group>
-      <SimpleGrid cols={{ base: 2, xs: 3, sm: 4, lg: 8 }} spacing="xs">
+      <SimpleGrid cols={{ base: 2, sm: 3, md: 4, lg: 6 }} spacing="xs">
         {shards.map((s) => (
           <ShardCell key={s.key} shard={s} receivedAt={receivedAt} now={now} />
         ))}

@@ -165,7 +165,8 @@ export function RunPage() {
 
   const timeline = useMemo(() => {
     const items: { at: string; title: string; detail: string; color: string }[] = [];
-    for (const e of (fetched?.events ?? []).filter((e) => e.kind !== 'LEASE_RENEWED')) {
+    // Shards' claims are on the time axis, one lane per shard; here they would bury the rest.
+    for (const e of (fetched?.events ?? []).filter((e) => e.kind !== 'LEASE_RENEWED' && e.kind !== 'SHARD_CLAIMED')) {
       items.push({ at: e.at, title: timelineKindLabel(e.kind), detail: e.detail, color: e.kind === 'FINISHED' ? 'gray' : 'blue' });
     }
     // Status changes seen live after the page opened (the first is the snapshot, not a
