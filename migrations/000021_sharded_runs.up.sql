@@ -33,7 +33,7 @@ CREATE UNIQUE INDEX job_runs_one_active ON job_runs (job_name)
 CREATE UNIQUE INDEX job_runs_shards ON job_runs (parent_run_id, shard_index) WHERE parent_run_id IS NOT NULL;
 CREATE UNIQUE INDEX job_runs_shard_keys ON job_runs (parent_run_id, shard_key) WHERE parent_run_id IS NOT NULL;
 -- The shards waiting for a slot, for the claim and for the instances' heartbeat.
-CREATE INDEX job_runs_pending_shards ON job_runs (auto_resume_at NULLS FIRST, id) WHERE status = 'PENDING';
+CREATE INDEX job_runs_pending_shards ON job_runs (id) WHERE status = 'PENDING';
 -- The sharded runs still going, for the recoverer's sweep.
 CREATE INDEX job_runs_sharded_active ON job_runs (id) WHERE shard_total IS NOT NULL AND status IN ('STARTING', 'RUNNING');
 

@@ -201,7 +201,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	counts, values := map[bt.AlertKind]float64{}, map[bt.AlertKind]float64{}
 	for _, k := range []bt.AlertKind{bt.AlertHeartbeatMissed, bt.AlertCheckpointStalled, bt.AlertTargetRetried,
-		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect, bt.AlertAutoResumeExhausted} {
+		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect, bt.AlertAutoResumeExhausted, bt.AlertDownstreamDegraded} {
 		counts[k], values[k] = 0, 0
 	}
 	for _, a := range alerts {

@@ -202,7 +202,9 @@ func TestShardStaleHolderWritesNothing(t *testing.T) {
 		}
 		return nil
 	}
-	rs := b.instances(2, 1, job, nil)
+	// Both instances run the scheduler: its recoverer hands the shard back, and its auto-resume
+	// pass, which resumes runs, must leave a shard waiting for a slot to the claimers.
+	rs := b.instances(2, 1, job, func(c *runner.Config) { c.Scheduler = true })
 	id := mustStart(t, rs[0], runner.StartParams{Job: job.name})
 	<-stuck
 	var shard0 *bt.RunRecord
@@ -216,7 +218,6 @@ func TestShardStaleHolderWritesNothing(t *testing.T) {
 	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, shard0.ID); err != nil {
 		t.Fatal(err)
 	}
-	rs[1].RecoverExpired(context.Background())
 	shards := waitShards(t, rs[0], id, "shard 0 to be worked elsewhere to its end", func(s []*bt.RunRecord) bool {
 		return s[0].Status == bt.StatusSucceeded && s[0].Instance != stale && s[1].Status == bt.StatusSucceeded
 	})
@@ -249,6 +250,9 @@ func TestShardStaleHolderWritesNothing(t *testing.T) {
 	}
 	if n := b.count(`SELECT count(*) FROM job_ledger WHERE state = 'CONFIRMED'`); n != 5 {
 		t.Fatalf("%d targets CONFIRMED, want 5 (every one but s0-2)", n)
+	}
+	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = $1 AND parent_run_id IS NULL`, job.name); n != 1 {
+		t.Fatalf("%d runs of the job, want 1: a shard handed back is resumed by a claim, not by a run of its own", n)
 	}
 }
 
@@ -315,6 +319,10 @@ func TestShardedRunCancel(t *testing.T) {
 	id := mustStart(t, r, runner.StartParams{Job: job.name})
 	<-reached
 	<-reached
+	shard := shardsOf(t, r, id)[0]
+	if _, err := r.Runs().Cancel(context.Background(), shard.ID, "op"); bt.CodeOf(err) != bt.CodeInvalidInput || !containsAll(err.Error(), "shard", fmt.Sprint(id)) {
+		t.Fatalf("cancel of a shard: %v, want INVALID_INPUT naming its run", err)
+	}
 	if _, err := r.Runs().Cancel(context.Background(), id, "op"); err != nil {
 		t.Fatal(err)
 	}
@@ -477,5 +485,56 @@ func TestShardPlan(t *testing.T) {
 	if err := r.Register(context.Background(), runner.NewJob(runner.JobInfo{Name: "no-plan", Shards: &runner.Sharding{}},
 		func(context.Context, *runner.Run) error { return nil })); bt.CodeOf(err) != bt.CodeInvalidInput {
 		t.Fatalf("sharding with neither a count nor a plan: %v, want INVALID_INPUT", err)
+	}
+}
+
+// TestShardedReplay: preflight reads a sharded run's ledger as any run's, and its replay is
+// sharded the same way: each shard walks its part again from its beginning, the ledger calls
+// only the targets in scope, and no checkpoint moves.
+func TestShardedReplay(t *testing.T) {
+	b := setup(t)
+	job := newShardedJob(b, "sharded-replay", 3, 4)
+	var phase sync.Map // after the first run, nothing fails
+	job.itemErr = func(s runner.ShardInfo, item int) error {
+		if _, replayed := phase.Load("replay"); !replayed && item == 2 {
+			return runner.Transient(fmt.Errorf("503 on shard %s", s.Key))
+		}
+		return nil
+	}
+	rs := b.instances(2, 2, job, nil)
+	id := mustStart(t, rs[0], runner.StartParams{Job: job.name})
+	first := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed)
+	if first.Status != bt.StatusSucceeded || first.Succeeded != 9 || first.Failed != 3 {
+		t.Fatalf("first run %s, %d succeeded, %d failed (%s); want SUCCEEDED, 9, 3", first.Status, first.Succeeded, first.Failed, first.Message)
+	}
+	pf, err := rs[1].Replays().Preflight(context.Background(), id, bt.ScopeTransient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.Confirmed != 9 || pf.TargetsInScope != 3 || pf.FailedByClass[bt.LedgerTransient] != 3 {
+		t.Fatalf("preflight %d confirmed, %d in scope, %v failed; want 9, 3, 3 TRANSIENT", pf.Confirmed, pf.TargetsInScope, pf.FailedByClass)
+	}
+	phase.Store("replay", true)
+	rep := b.replayNow(rs[1], id, bt.ScopeTransient)
+	if rep.ShardTotal != 3 || rep.Succeeded != 3 || rep.Skipped != 9 {
+		t.Fatalf("replay run %d: %d shards, %d succeeded, %d skipped; want 3, 3, 9", rep.ID, rep.ShardTotal, rep.Succeeded, rep.Skipped)
+	}
+	for _, s := range shardsOf(t, rs[0], rep.ID) {
+		if s.Trigger != bt.TriggerReplay || s.StartCheckpoint != "" || s.Status != bt.StatusSucceeded {
+			t.Errorf("replay shard %s: %s from %q, %s; want a REPLAY shard from the beginning, SUCCEEDED", s.Shard.Key, s.Trigger, s.StartCheckpoint, s.Status)
+		}
+	}
+	effects := b.effects()
+	for target, n := range effects {
+		want := 1
+		if target[len(target)-2:] == "-2" {
+			want = 2 // the TRANSIENT attempt and the replay's
+		}
+		if n != want {
+			t.Errorf("target %s made its effect %d times, want %d", target, n, want)
+		}
+	}
+	if len(effects) != 12 {
+		t.Fatalf("%d targets had effects, want 12", len(effects))
 	}
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test.sh — everything CI checks (`make test`, `.ci/run`). Installs what is missing, makes
 # PostgreSQL and Redis reachable (scripts/dev-services.sh), then runs, in order:
-#   generated-code drift check (only when CI=true), go vet + gofmt, the build, the Go tests
-#   with the race detector, the SPA's tests (once frontend/package.json exists) and the browser
-#   end-to-end tests (once e2e/package.json exists).
+#   generated-code drift check (only when CI=true), go vet + gofmt, the build, the Prometheus
+#   rules (promtool), the Go tests with the race detector, the SPA's tests (once
+#   frontend/package.json exists) and the browser end-to-end tests (once e2e/package.json
+#   exists).
 # Every check runs even when an earlier one failed; the exit status is non-zero if any failed.
 set -euo pipefail
 
@@ -72,6 +73,21 @@ ensure_pgbouncer() {
 	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer
 }
 
+# ensure_promtool installs Debian's prometheus package, for its promtool, when promtool is
+# missing: prometheus_rules and the Go tests of deploy/ run it. Without recommends: the node
+# exporter is of no use here.
+ensure_promtool() {
+	if command -v promtool >/dev/null; then
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null; then
+		echo "promtool is not installed and there is no apt-get to install it (Debian's prometheus package)" >&2
+		return 1
+	fi
+	log "installing prometheus for promtool (apt-get)"
+	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
+}
+
 ensure_go_modules() {
 	command -v "$GO" >/dev/null || die "go is not installed (Go $(sed -n 's/^go //p' go.mod) needed)"
 	log "go mod download"
@@ -82,6 +98,14 @@ go_tests() {
 	mkdir -p .data
 	# The ok/FAIL lines go to the console; a copy stays in .data/go-test.log.
 	"$GO" test -race -count=1 -timeout "$GO_TEST_TIMEOUT" ./... 2>&1 | tee .data/go-test.log
+}
+
+# prometheus_rules checks deploy/prometheus with promtool: the example configuration with the
+# rule files it loads, the rule files themselves, then the rules' unit tests (deploy/README.md).
+prometheus_rules() {
+	promtool check config deploy/prometheus/prometheus.yml
+	promtool check rules deploy/prometheus/*.rules.yml
+	promtool test rules deploy/prometheus/tests/*.test.yml
 }
 
 frontend_tests() {
@@ -101,6 +125,7 @@ ensure_go_modules
 # A failed install fails the run, but the Go tests still run first.
 ensure_chromium || failed+=("install chromium")
 ensure_pgbouncer || failed+=("install pgbouncer")
+ensure_promtool || failed+=("install promtool")
 if [[ -x /usr/bin/chromium ]]; then
 	# The names the common browser drivers look for.
 	export CHROME_BIN=/usr/bin/chromium CHROME_PATH=/usr/bin/chromium
@@ -124,6 +149,7 @@ if [[ -d cmd/baton ]]; then
 	step "build bin/baton" make --no-print-directory build
 	export BATON_BIN=$ROOT/bin/baton
 fi
+step "Prometheus rules (promtool)" prometheus_rules
 step "go test -race" go_tests
 if [[ -f frontend/package.json ]]; then
 	step "frontend tests" frontend_tests

@@ -58,15 +58,17 @@ var _ store.AutoResumes = autoResumeStore{}
 // returns the due ones of jobs neither paused nor in maintenance, earliest first, and how long
 // until the next one not yet due is. All three walk the partial index job_runs_auto_resume_due.
 func (s autoResumeStore) DueAutoResumes(ctx context.Context, limit int) ([]store.DueResume, *time.Duration, error) {
+	// A shard waiting to be claimed again has a due time too: it is its run's, not a run to
+	// resume (parent_run_id IS NULL keeps shards out of all three).
 	if _, err := s.pool.Exec(ctx, `UPDATE job_runs r SET auto_resume_outcome = 'SUPERSEDED'
-		WHERE r.auto_resume_at IS NOT NULL AND r.auto_resume_outcome IS NULL
-		  AND EXISTS (SELECT 1 FROM job_runs n WHERE n.job_name = r.job_name AND n.id > r.id)`); err != nil {
+		WHERE r.auto_resume_at IS NOT NULL AND r.auto_resume_outcome IS NULL AND r.parent_run_id IS NULL
+		  AND EXISTS (SELECT 1 FROM job_runs n WHERE n.job_name = r.job_name AND n.id > r.id AND n.parent_run_id IS NULL)`); err != nil {
 		return nil, nil, fmt.Errorf("supersede auto-resumes: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT r.id, r.job_name, r.attempt FROM job_runs r
 		JOIN job_settings js ON js.name = r.job_name CROSS JOIN cluster_state cs
 		WHERE r.auto_resume_at IS NOT NULL AND r.auto_resume_outcome IS NULL AND r.auto_resume_at <= statement_timestamp()
-		  AND NOT js.paused AND NOT cs.maintenance
+		  AND r.parent_run_id IS NULL AND NOT js.paused AND NOT cs.maintenance
 		ORDER BY r.auto_resume_at LIMIT $1`, limit)
 	due, err := collect(rows, err, "read due auto-resumes", func(row pgx.Row) (store.DueResume, error) {
 		var d store.DueResume
@@ -77,7 +79,8 @@ func (s autoResumeStore) DueAutoResumes(ctx context.Context, limit int) ([]store
 	}
 	var secs *float64
 	err = s.pool.QueryRow(ctx, `SELECT extract(epoch FROM min(auto_resume_at) - statement_timestamp())::float8 FROM job_runs
-		WHERE auto_resume_at IS NOT NULL AND auto_resume_outcome IS NULL AND auto_resume_at > statement_timestamp()`).Scan(&secs)
+		WHERE auto_resume_at IS NOT NULL AND auto_resume_outcome IS NULL AND auto_resume_at > statement_timestamp()
+			AND parent_run_id IS NULL`).Scan(&secs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read next auto-resume: %w", err)
 	}
@@ -97,7 +100,8 @@ func claimAutoResume(ctx context.Context, tx pgx.Tx, job string, of int64) (int,
 	err := tx.QueryRow(ctx, `SELECT attempt + 1 FROM job_runs r
 		WHERE r.id = $1 AND r.job_name = $2 AND r.auto_resume_outcome IS NULL
 		  AND r.auto_resume_at <= statement_timestamp()
-		  AND NOT EXISTS (SELECT 1 FROM job_runs n WHERE n.job_name = r.job_name AND n.id > r.id)
+		  AND r.parent_run_id IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM job_runs n WHERE n.job_name = r.job_name AND n.id > r.id AND n.parent_run_id IS NULL)
 		FOR UPDATE`, of, job).Scan(&attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("auto-resume of run %d: %w", of, store.ErrResumeTaken)

@@ -140,7 +140,7 @@ func resumePoint(ctx context.Context, tx pgx.Tx, n store.NewRun, gen int64) (str
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return "", nil, err
 		}
-		err = tx.QueryRow(ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND generation = $2 ORDER BY id DESC LIMIT 1`,
+		err = tx.QueryRow(ctx, `SELECT id FROM job_runs WHERE job_name = $1 AND generation = $2 AND `+topLevel+` ORDER BY id DESC LIMIT 1`,
 			n.JobName, gen).Scan(&resumedFrom)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return "", nil, err
@@ -350,8 +350,12 @@ func (s runStore) RequestCancel(ctx context.Context, runID int64, actor string) 
 		SELECT `+runColumns+` FROM c`, runID, actor))
 	if errors.Is(err, pgx.ErrNoRows) {
 		_ = tx.Rollback(ctx) // its connection back before the next read
-		if _, err := s.Run(ctx, runID); err != nil {
+		run, err := s.Run(ctx, runID)
+		if err != nil {
 			return nil, err
+		}
+		if sh := run.Shard; sh != nil {
+			return nil, bt.Errorf(bt.CodeInvalidInput, "run %d is shard %q of run %d: cancel run %d", runID, sh.Key, sh.RunID, sh.RunID)
 		}
 		return nil, bt.Errorf(bt.CodeNotActive, "run %d is not active", runID)
 	}

@@ -107,7 +107,7 @@ const claimableShard = `SELECT c.id, c.parent_run_id FROM job_runs c
 		AND NOT (SELECT maintenance FROM cluster_state)
 		AND (js.max_concurrent_shards = 0 OR (SELECT count(*) FROM job_runs s
 			WHERE s.parent_run_id = c.parent_run_id AND s.status IN ('STARTING', 'RUNNING')) < js.max_concurrent_shards)
-	ORDER BY c.auto_resume_at NULLS FIRST, c.id
+	ORDER BY c.id
 	LIMIT 1
 	FOR UPDATE OF c SKIP LOCKED`
 

@@ -60,6 +60,7 @@ func Run(t *testing.T, open Open) {
 		{"ScheduleState", testScheduleState},
 		{"OneRunPerScheduledFire", testOneRunPerScheduledFire},
 		{"AutoResumeClaimedOnce", testAutoResumeClaimedOnce},
+		{"ShardsLifecycle", testShardsLifecycle},
 		{"AlertEpisodesOpenOnce", testAlertEpisodesOpenOnce},
 		{"AuditStoredSanitized", testAuditStoredSanitized},
 		{"RunsFilters", testRunsFilters},
