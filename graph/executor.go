@@ -126,6 +126,7 @@ func NewServer(cfg Config) *handler.Server {
 	gql.Use(operationLimits{maxDepth: cfg.MaxDepth, dev: cfg.DevMode})
 	gql.Use(inputLimits{runner: cfg.Runner, log: cfg.Logger})
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.AroundOperations(trackStreams)
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		return next(withLoaders(ctx, cfg.Runner))
 	})

@@ -38,7 +38,7 @@ const (
 
 // idFields are the fields held to MaxIDLength, besides those named *Id and *Ids.
 var idFields = map[string]bool{
-	"name": true, "jobName": true, "cron": true, "timezone": true, "targetKey": true, "target": true,
+	"name": true, "job": true, "jobName": true, "cron": true, "timezone": true, "targetKey": true, "target": true,
 	"targetKeys": true, "step": true, "scope": true, "mode": true, "resolution": true,
 }
 

@@ -190,6 +190,19 @@ func (r *mutationResolver) UpdateJobAutoResume(ctx context.Context, input model.
 	return &model.UpdateJobAutoResumePayload{Job: job, UserErrors: []*model.UserError{}}, nil
 }
 
+// UpdateJobSharding is the resolver for the updateJobSharding field.
+func (r *mutationResolver) UpdateJobSharding(ctx context.Context, input model.UpdateJobShardingInput) (*model.UpdateJobShardingPayload, error) {
+	ctx, cancel := mutationContext(ctx)
+	defer cancel()
+	job, err := r.runner.Jobs().SetMaxConcurrentShards(ctx, input.Job, input.MaxConcurrentShards, actor(ctx))
+	if err != nil {
+		ue, err := userErrors(err, "job")
+		return &model.UpdateJobShardingPayload{UserErrors: ue}, err
+	}
+	r.loaders(ctx).jobByName.Prime(job.Name, job)
+	return &model.UpdateJobShardingPayload{Job: job, UserErrors: []*model.UserError{}}, nil
+}
+
 // Jobs is the resolver for the jobs field.
 func (r *queryResolver) Jobs(ctx context.Context, first *int, after *string) (*model.JobConnection, error) {
 	p, err := parseKeyPage(first, after, cursorJobs)

@@ -177,6 +177,7 @@ func complexity() generated.ComplexityRoot {
 	c.Job.Runs = func(child int, _ []bt.RunStatus, first *int, _ *string) int { return pageCost(child, first) }
 	c.Job.NextFireTimes = func(child int, n *int) int { return pageCost(child, n) }
 	c.Run.Errors = func(child int, first *int, _, _, _ *string) int { return pageCost(child, first) }
+	c.Run.Shards = func(child int) int { return list(child) }
 	c.TargetHistory.Entries = func(child int, first *int, _ *string) int { return pageCost(child, first) }
 	c.TargetHistory.Errors = func(child int, first *int, _ *string) int { return pageCost(child, first) }
 	return c

@@ -14,7 +14,7 @@ import (
 )
 
 // loaders batch the reads of one response: every Run.job, Job.activeRun, Job.lastRun,
-// Job.runs, Job.ledgerSummary, Run.errors, Run.ledgerSummary, Run.attention and LedgerEntry.run (and
+// Job.runs, Job.ledgerSummary, Run.errors, Run.ledgerSummary, Run.attention, Run.shards and LedgerEntry.run (and
 // Run.resumedFrom, ReplayRequest's runs, Alert's job and run) of a page costs one query per
 // kind (and per distinct set of arguments), not one per item. They belong to one response — one per query or
 // mutation, one per event of a subscription — so they never serve stale data for long, and
@@ -34,7 +34,11 @@ type loaders struct {
 	runErrors *dataloadgen.Loader[errorsKey, []bt.RunError]
 	// runEvents are the recorded events of a run (Run.events).
 	runEvents *dataloadgen.Loader[int64, []runner.TimelineEvent]
-	now       func(ctx context.Context) (time.Time, error)
+	// shardsOfRun are a sharded run's shards (Run.shards, the summed percent), and
+	// shardEvents a shard's recorded events but its lease renewals (its run's Run.events).
+	shardsOfRun *dataloadgen.Loader[int64, []*bt.RunRecord]
+	shardEvents *dataloadgen.Loader[int64, []runner.TimelineEvent]
+	now         func(ctx context.Context) (time.Time, error)
 }
 
 // runsKey is one page of one job's runs: its filter and the limit it is fetched with.
@@ -121,6 +125,14 @@ func newLoaders(r *runner.Runner) *loaders {
 		}, opts...),
 		runEvents: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([][]runner.TimelineEvent, []error) {
 			m, err := runs.EventsOfRuns(ctx, ids, maxTimelineRenewals)
+			return byKey(ids, m, err)
+		}, opts...),
+		shardsOfRun: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([][]*bt.RunRecord, []error) {
+			m, err := runs.ShardsOfRuns(ctx, ids)
+			return byKey(ids, m, err)
+		}, opts...),
+		shardEvents: dataloadgen.NewLoader(func(ctx context.Context, ids []int64) ([][]runner.TimelineEvent, []error) {
+			m, err := runs.EventsOfRuns(ctx, ids, 0)
 			return byKey(ids, m, err)
 		}, opts...),
 		// The database clock, read once per response (for next fire times).

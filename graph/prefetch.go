@@ -261,9 +261,17 @@ func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationCon
 		ids[i] = run.ID
 		l.runByID.Prime(run.ID, run)
 	}
-	countsDone := false
+	countsDone, shardsDone := false, false
 	for _, f := range fields {
 		switch f.Name {
+		case "shards", "progress": // a sharded run's percent is its shards'
+			if shardsDone {
+				continue
+			}
+			shardsDone = true
+			if err := r.prefetchShards(ctx, runs); err != nil {
+				return err
+			}
 		case "errors":
 			p, _, ok := pageArgs(opCtx, f, cursorRunErrors)
 			if !ok {
@@ -289,6 +297,29 @@ func (r *Resolver) prefetchRuns(ctx context.Context, opCtx *graphql.OperationCon
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// prefetchShards reads the shards of the sharded runs among runs at once and primes the shards
+// loader with them.
+func (r *Resolver) prefetchShards(ctx context.Context, runs []*bt.RunRecord) error {
+	var ids []int64
+	for _, run := range runs {
+		if run.ShardTotal > 0 && run.Shard == nil {
+			ids = append(ids, run.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	m, err := r.runner.Runs().ShardsOfRuns(ctx, ids)
+	if err != nil {
+		return err
+	}
+	l := r.loaders(ctx)
+	for _, id := range ids {
+		l.shardsOfRun.Prime(id, nonNil(m[id]))
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ type Resolver struct {
 	// live streams the subscriptions' events.
 	live   *live.Streams
 	alerts *live.AlertWatcher
+	// clock estimates the database clock for the ages the API shows.
+	clock dbClock
 }
 
 func newResolver(r *runner.Runner, f live.Feed, log *slog.Logger, alertInterval time.Duration) *Resolver {

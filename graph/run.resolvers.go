@@ -75,7 +75,18 @@ func (r *runResolver) Progress(ctx context.Context, obj *batontype.RunRecord) (*
 		total := int(*obj.Total)
 		p.Total = &total
 	}
-	if pct := obj.Percent(); pct >= 0 {
+	pct := obj.Percent()
+	if obj.ShardTotal > 0 && obj.Status != batontype.StatusSucceeded {
+		shards, err := r.shardsOf(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		pct = shardedPercent(shards)
+		if !allTotalsKnown(shards) {
+			p.Total = nil // a sum of some shards' totals is no total of the run
+		}
+	}
+	if pct >= 0 {
 		p.Percent = &pct
 	}
 	return p, nil
@@ -165,6 +176,35 @@ func (r *runResolver) Events(ctx context.Context, obj *batontype.RunRecord) ([]*
 	return r.runTimeline(ctx, obj)
 }
 
+// ShardTotal is the resolver for the shardTotal field.
+func (r *runResolver) ShardTotal(ctx context.Context, obj *batontype.RunRecord) (*int, error) {
+	if obj.ShardTotal == 0 {
+		return nil, nil
+	}
+	return &obj.ShardTotal, nil
+}
+
+// Shards is the resolver for the shards field.
+func (r *runResolver) Shards(ctx context.Context, obj *batontype.RunRecord) ([]*batontype.RunRecord, error) {
+	return r.shardsOf(ctx, obj)
+}
+
+// ShardOf is the resolver for the shardOf field.
+func (r *runResolver) ShardOf(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error) {
+	if obj.Shard == nil {
+		return nil, nil
+	}
+	return r.loaders(ctx).runByID.Load(ctx, obj.Shard.RunID)
+}
+
+// ShardKey is the resolver for the shardKey field.
+func (r *runResolver) ShardKey(ctx context.Context, obj *batontype.RunRecord) (*string, error) {
+	if obj.Shard == nil {
+		return nil, nil
+	}
+	return &obj.Shard.Key, nil
+}
+
 // Outcome is the resolver for the outcome field.
 func (r *runAutoResumeResolver) Outcome(ctx context.Context, obj *batontype.RunRecord) (model.AutoResumeOutcome, error) {
 	return autoResumeOutcome(obj), nil
@@ -188,6 +228,50 @@ func (r *runAutoResumeResolver) MaxAttempts(ctx context.Context, obj *batontype.
 		return 0, fmt.Errorf("job %q of run %d not found", obj.JobName, obj.ID)
 	}
 	return job.AutoResume.MaxAttempts, nil
+}
+
+// Key is the resolver for the key field.
+func (r *runShardResolver) Key(ctx context.Context, obj *batontype.RunRecord) (string, error) {
+	return shardOf(obj).Key, nil
+}
+
+// Index is the resolver for the index field.
+func (r *runShardResolver) Index(ctx context.Context, obj *batontype.RunRecord) (int, error) {
+	return shardOf(obj).Index, nil
+}
+
+// Spec is the resolver for the spec field.
+func (r *runShardResolver) Spec(ctx context.Context, obj *batontype.RunRecord) (string, error) {
+	return shardOf(obj).Spec, nil
+}
+
+// Instance is the resolver for the instance field.
+func (r *runShardResolver) Instance(ctx context.Context, obj *batontype.RunRecord) (*string, error) {
+	if !obj.Status.Active() {
+		return nil, nil
+	}
+	return &obj.Instance, nil
+}
+
+// Percent is the resolver for the percent field.
+func (r *runShardResolver) Percent(ctx context.Context, obj *batontype.RunRecord) (*float64, error) {
+	if pct := obj.Percent(); pct >= 0 {
+		return &pct, nil
+	}
+	return nil, nil
+}
+
+// LeaseAgeSeconds is the resolver for the leaseAgeSeconds field.
+func (r *runShardResolver) LeaseAgeSeconds(ctx context.Context, obj *batontype.RunRecord) (*float64, error) {
+	if !obj.Status.Active() {
+		return nil, nil
+	}
+	now, err := r.dbNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	age := max(now.Sub(obj.HeartbeatAt).Seconds(), 0)
+	return &age, nil
 }
 
 // RunProgress is the resolver for the runProgress field.
@@ -217,8 +301,12 @@ func (r *Resolver) RunAutoResume() generated.RunAutoResumeResolver { return &run
 // RunError returns generated.RunErrorResolver implementation.
 func (r *Resolver) RunError() generated.RunErrorResolver { return &runErrorResolver{r} }
 
+// RunShard returns generated.RunShardResolver implementation.
+func (r *Resolver) RunShard() generated.RunShardResolver { return &runShardResolver{r} }
+
 type (
 	runResolver           struct{ *Resolver }
 	runAutoResumeResolver struct{ *Resolver }
 	runErrorResolver      struct{ *Resolver }
+	runShardResolver      struct{ *Resolver }
 )

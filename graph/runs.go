@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/baton-run/baton/graph/model"
@@ -64,6 +65,11 @@ func (r *Resolver) runTimeline(ctx context.Context, run *bt.RunRecord) ([]*model
 	if err != nil {
 		return nil, err
 	}
+	if run.ShardTotal > 0 && run.Shard == nil {
+		if recorded, err = r.withShardEvents(ctx, run, recorded); err != nil {
+			return nil, err
+		}
+	}
 	// The milestones are requested, activated, finished: the recorded events fall between the
 	// activation (or the request) and the end.
 	head, tail := marks, []*model.RunTimelineEvent(nil)
@@ -76,6 +82,38 @@ func (r *Resolver) runTimeline(ctx context.Context, run *bt.RunRecord) ([]*model
 		out = append(out, &model.RunTimelineEvent{At: e.At, Kind: model.RunTimelineKind(e.Kind), Detail: e.Detail, Shard: e.Shard, Actor: e.Actor})
 	}
 	return append(out, tail...), nil
+}
+
+// withShardEvents merges a sharded run's recorded events with its shards' (but their lease
+// renewals, thousands a day per shard), in time order, each shard's marked with its key.
+func (r *Resolver) withShardEvents(ctx context.Context, run *bt.RunRecord, recorded []runner.TimelineEvent) ([]runner.TimelineEvent, error) {
+	shards, err := r.shardsOf(ctx, run)
+	if err != nil || len(shards) == 0 {
+		return recorded, err
+	}
+	ids := make([]int64, len(shards))
+	for i, s := range shards {
+		ids[i] = s.ID
+	}
+	perShard, err := r.loaders(ctx).shardEvents.LoadAll(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]runner.TimelineEvent(nil), recorded...)
+	for i, events := range perShard {
+		for _, e := range events {
+			if e.Kind == runner.EventLeaseRenewed {
+				continue
+			}
+			if e.Shard == nil {
+				key := shards[i].Shard.Key
+				e.Shard = &key
+			}
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].At.Before(out[b].At) })
+	return out, nil
 }
 
 // cancelRuns decodes the ids of a cancelRuns input and asks the runner to cancel them.

@@ -10,11 +10,6 @@ import (
 
 // The subscriptions are streams of package live; these map them onto the schema.
 
-// runProgress streams the states of run id until its final one.
-func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.RunRecord, error) {
-	return r.live.RunProgress(ctx, id)
-}
-
 // runEvents streams the changes of the runs of job (of every job when job is ""): each run
 // that starts, changes status, progresses or finishes.
 func (r *Resolver) runEvents(ctx context.Context, job string) (<-chan *model.RunEvent, error) {

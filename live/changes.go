@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -33,6 +34,11 @@ func changeKind(run, prev *bt.RunRecord) ChangeKind {
 // RunChanges streams the changes of the runs of job (of every job when job is ""): each run
 // that starts, changes status, progresses or finishes, as event makes it of the run's new
 // state. It does not check that job exists.
+//
+// A sharded run sends no event of its own while its shards work (theirs go to its topic
+// alone, see RunProgress): while the stream has such a run active, it re-reads the job's
+// active runs every second (one read shared by the job's subscribers, see Flight), so
+// that the run's summed progress moves here too.
 func RunChanges[E any](ctx context.Context, s *Streams, job string, event func(kind ChangeKind, run *bt.RunRecord) E) <-chan E {
 	topic := AllRunsTopic
 	if job != "" {
@@ -63,29 +69,65 @@ func RunChanges[E any](ctx context.Context, s *Streams, job string, event func(k
 			}
 			return true
 		}
+		var refresh <-chan time.Time // ticks while a sharded run is active
+		var ticker *time.Ticker
+		defer func() {
+			if ticker != nil {
+				ticker.Stop()
+			}
+		}()
+		followSharded := func() {
+			for _, run := range sent {
+				if run.ShardTotal > 0 {
+					if ticker == nil {
+						ticker = time.NewTicker(s.shardedRefresh)
+						refresh = ticker.C
+					}
+					return
+				}
+			}
+			if ticker != nil {
+				ticker.Stop()
+				ticker, refresh = nil, nil
+			}
+		}
+		catchUp := func() bool {
+			for _, run := range s.rereadRuns(ctx, job, sent) {
+				if !emit(run) {
+					return false
+				}
+			}
+			followSharded()
+			return true
+		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-refresh:
+				if !catchUp() {
+					return
+				}
 			case m, ok := <-sub.C():
 				if !ok {
 					return
 				}
 				if m.Resync {
-					for _, run := range s.rereadRuns(ctx, job, sent) {
-						if !emit(run) {
-							return
-						}
+					if !catchUp() {
+						return
 					}
 					continue
 				}
+				// A shard is part of its run, never one of the job's runs (an instance of an
+				// earlier version may still publish shards here).
 				run, ok := decodeRun(m)
-				if !ok || (job != "" && run.JobName != job) {
+				if !ok || run.Shard != nil || (job != "" && run.JobName != job) {
 					continue
 				}
 				if !emit(run) {
 					return
 				}
+				followSharded()
 			}
 		}
 	}()

@@ -12,7 +12,8 @@ import (
 )
 
 // Topics of live events. A run's events go to its own topic, its job's and AllRunsTopic; a
-// reconcile request's to its own.
+// shard's (bt.RunRecord.Shard set) only to its run's topic, since a shard is part of its run and
+// never a run of the job's lists; a reconcile request's to its own.
 
 // RunTopic is the topic of run id's events.
 func RunTopic(id int64) string { return "run:" + strconv.FormatInt(id, 10) }
@@ -56,7 +57,9 @@ var (
 
 // NewEventPublisher returns the sink that publishes every run change through p: to the topics
 // run:<id>, job:<name> and runs, keyed run:<id> so that progress coalesces per run, with the
-// run's last event marked final (never coalesced away); and every reconcile request change to
+// run's last event marked final (never coalesced away); every change of a shard of a sharded
+// run to its run's topic alone, run:<run>, keyed run:<shard id> so that each shard coalesces
+// apart (RunProgress sums them into the run); and every reconcile request change to
 // reconcile:<id>, its last state final. Set it as runner.Config.Events.
 func NewEventPublisher(p *pubsub.Publisher) EventPublisher { return EventPublisher{p: p} }
 
@@ -67,6 +70,9 @@ func (e EventPublisher) RunChanged(ev runner.RunEvent) {
 		return // a bt.RunRecord always encodes
 	}
 	topics := []string{RunTopic(ev.Run.ID), JobTopic(ev.Run.JobName), AllRunsTopic}
+	if ev.Run.Shard != nil {
+		topics = []string{RunTopic(ev.Run.Shard.RunID)}
+	}
 	_ = e.p.Publish(context.Background(), topics, RunTopic(ev.Run.ID), payload, ev.Final)
 }
 

@@ -33,6 +33,8 @@ func (o oneRun) ByIDs(context.Context, []int64) (map[int64]*bt.RunRecord, error)
 	return map[int64]*bt.RunRecord{r.ID: &r}, nil
 }
 
+func (o oneRun) Shards(context.Context, int64) ([]*bt.RunRecord, error) { return nil, nil }
+
 func runEventMessage(t *testing.T, run bt.RunRecord, final bool) pubsub.Message {
 	t.Helper()
 	payload, err := json.Marshal(runMessage{V: runMessageVersion, Run: run, Final: final})
@@ -62,11 +64,11 @@ func TestRunProgressLatestWins(t *testing.T) {
 	next := func() *bt.RunRecord {
 		t.Helper()
 		select {
-		case run, ok := <-ch:
+		case st, ok := <-ch:
 			if !ok {
 				t.Fatal("channel closed early")
 			}
-			return run
+			return st.Run
 		case <-deadline:
 			t.Fatal("no state from runProgress")
 		}
@@ -92,8 +94,8 @@ func TestRunProgressLatestWins(t *testing.T) {
 	feed(runEventMessage(t, bt.RunRecord{ID: id, Status: bt.StatusRunning, Processed: 101}, false))
 
 	var got []*bt.RunRecord
-	for run := range ch {
-		got = append(got, run)
+	for st := range ch {
+		got = append(got, st.Run)
 	}
 	if len(got) == 0 || len(got) > 2 {
 		t.Fatalf("after the client caught up it got %d states, want the final one after at most one stale one", len(got))

@@ -184,6 +184,9 @@ type wireRun struct {
 	Attention      wireAttention   `json:"attention"`
 	Attempt        int             `json:"attempt"`
 	AutoResume     *wireAutoResume `json:"autoResume"`
+	// ShardTotal and Shards are a sharded run's, when asked for (shardFields).
+	ShardTotal *int        `json:"shardTotal"`
+	Shards     []wireShard `json:"shards"`
 }
 
 // wireAttention counts a run's items needing attention.

@@ -47,8 +47,12 @@ const jobsUsage = `usage:
         went away (DATABASE) continues by itself, how many times in a row (1-100),
         after how long (whole seconds up to 24h, doubling per attempt), for which
         of those causes (--causes "" covers none)
+  baton jobs sharding NAME [--max-concurrent N]
+        print how many shards of one of a sharded job's runs the cluster works at
+        once, or change it (0: as many as there are free slots; up to 10000); it
+        applies from the next claim of a shard
   baton jobs watch RUN
-        follow a run until it ends
+        follow a run until it ends (a sharded run's line sums up its shards)
 
 --watch and watch print a progress bar on a terminal, and one line a second
 elsewhere (with --output json, one JSON run a line); they exit 0 only when the run
@@ -70,7 +74,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch sub {
 	case "list":
 		wantArgs = 0
-	case "start", "restart", "execute", "cancel", "schedule", "auto-resume", "watch", "pause", "resume":
+	case "start", "restart", "execute", "cancel", "schedule", "auto-resume", "sharding", "watch", "pause", "resume":
 		wantArgs = 1
 	default:
 		return unknownSubcommand("jobs", sub, jobsUsage, stderr)
@@ -97,7 +101,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 type jobsFlags struct {
 	mode, cron, tz, reason, compRef, backoff, causes  *string
 	restart, watch, enable, disable, request, on, off *bool
-	lease, maxAttempts                                *int
+	lease, maxAttempts, maxConcurrent                 *int
 	set                                               map[string]bool // the flags given on the command line
 	json                                              bool            // --output json
 }
@@ -122,7 +126,9 @@ func defineJobsFlags(fs *flag.FlagSet) *jobsFlags {
 		maxAttempts: fs.Int("max-attempts", 0, "auto-resume: automatic resumes in one chain (1 to 100)"),
 		backoff:     fs.String("backoff", "", "auto-resume: wait before the first resume, whole seconds (5s, 1m or 30)"),
 		causes:      fs.String("causes", "", "auto-resume: comma-separated LEASE_EXPIRED, SHUTDOWN, DATABASE (\"\": none)"),
-		set:         map[string]bool{},
+		// Sent only when given.
+		maxConcurrent: fs.Int("max-concurrent", 0, "sharding: shards of one run worked at once (0: as many as there are free slots)"),
+		set:           map[string]bool{},
 	}
 }
 
@@ -198,6 +204,12 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 			return err
 		}
 		return c.autoResume(ctx, positional[0], in, f.json, stdout)
+	case "sharding":
+		var n *int
+		if f.set["max-concurrent"] {
+			n = f.maxConcurrent
+		}
+		return c.jobSharding(ctx, positional[0], n, f.json, stdout)
 	default: // watch
 		id, err := runIDArg(positional[0])
 		if err != nil {

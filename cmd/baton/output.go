@@ -26,6 +26,9 @@ type runJSON struct {
 	Progress       progressJSON    `json:"progress"`
 	Attempt        int             `json:"attempt"`
 	AutoResume     *autoResumeJSON `json:"autoResume"`
+	// ShardTotal and Shards are a sharded run's (runs show, watch lines); absent otherwise.
+	ShardTotal *int        `json:"shardTotal,omitempty"`
+	Shards     []shardJSON `json:"shards,omitempty"`
 }
 
 type progressJSON struct {
@@ -59,7 +62,7 @@ func runOut(r *wireRun) *runJSON {
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, StopReason: r.StopReason, Message: r.Message,
 		Progress: progressJSON{Total: p.Total, Processed: p.Processed, Succeeded: p.Succeeded, Failed: p.Failed,
 			Skipped: p.Skipped, Ambiguous: p.Ambiguous, Percent: p.Percent},
-		Attempt: r.Attempt,
+		Attempt: r.Attempt, ShardTotal: r.ShardTotal, Shards: shardsOut(r.Shards),
 	}
 	if a := r.AutoResume; a != nil {
 		out.AutoResume = &autoResumeJSON{Outcome: a.Outcome, DueAt: a.DueAt}

@@ -17,7 +17,8 @@ const runsUsage = `usage:
         --after continues a listing from the endCursor of its JSON
   baton runs show RUN
         one run: status, outcome, progress, items needing attention, its first
-        failed items. Exits as the run stands: 0 only when it SUCCEEDED cleanly,
+        failed items; a sharded run's shards (key, status, holder, progress,
+        checkpoint, lease age). Exits as the run stands: 0 only when it SUCCEEDED cleanly,
         10-13 for how it ended otherwise, 14 while it has not ended
 
 RUN is a run number (42) or its global id.
@@ -183,7 +184,7 @@ func (c *apiClient) showRun(ctx context.Context, id string, asJSON bool, stdout 
 			} `json:"errors"`
 		} `json:"run"`
 	}
-	err := c.do(ctx, `query($id: ID!, $n: Int) { run(id: $id) { `+runFields+`
+	err := c.do(ctx, `query($id: ID!, $n: Int) { run(id: $id) { `+runFields+shardFields+`
 		errors(first: $n) { nodes { itemKey failureClass message attempt createdAt } pageInfo { hasNextPage endCursor } } } }`,
 		map[string]any{"id": id, "n": runErrorsShown}, &data)
 	if err != nil {
@@ -204,6 +205,9 @@ func (c *apiClient) showRun(ctx context.Context, id string, asJSON bool, stdout 
 		return runEndError(r)
 	}
 	if err := printRun(stdout, r); err != nil {
+		return err
+	}
+	if err := printShards(stdout, r.Shards); err != nil {
 		return err
 	}
 	if errs := data.Run.Errors.Nodes; len(errs) > 0 {
@@ -245,6 +249,9 @@ func printRun(stdout io.Writer, r *wireRun) error {
 		row("stop reason", *r.StopReason)
 	}
 	row("progress", progressText(r))
+	if sh := shardsText(r); sh != "" {
+		row("shards", sh)
+	}
 	if ch := chainText(r); ch != "" {
 		row("auto-resume", ch)
 	}

@@ -35,6 +35,9 @@ func (c *apiClient) watchRun(ctx context.Context, id string, stdout io.Writer, a
 			return
 		}
 		line := fmt.Sprintf("run %s %-9s %s", runNumber(r.ID), r.Status, progressText(r))
+		if sh := shardsText(r); sh != "" {
+			line += " · " + sh
+		}
 		if tty {
 			fmt.Fprintf(stdout, "\r\033[K%s", line)
 		} else {
@@ -151,7 +154,7 @@ func (c *apiClient) subscribeRun(ctx context.Context, id string, each func(*wire
 		return nil, err
 	}
 	sub, _ := json.Marshal(map[string]any{
-		"query":     `subscription($id: ID!) { runProgress(runId: $id) { ` + runFields + ` } }`,
+		"query":     `subscription($id: ID!) { runProgress(runId: $id) { ` + runFields + shardFields + ` } }`,
 		"variables": map[string]any{"id": id},
 	})
 	var last *wireRun

@@ -46,6 +46,7 @@ type ResolverRoot interface {
 	Run() RunResolver
 	RunAutoResume() RunAutoResumeResolver
 	RunError() RunErrorResolver
+	RunShard() RunShardResolver
 	Subscription() SubscriptionResolver
 	TargetHistory() TargetHistoryResolver
 }
@@ -213,28 +214,29 @@ type ComplexityRoot struct {
 	}
 
 	Job struct {
-		ActiveRun         func(childComplexity int) int
-		AutoResume        func(childComplexity int) int
-		Cron              func(childComplexity int) int
-		CurrentGeneration func(childComplexity int) int
-		Description       func(childComplexity int) int
-		Enabled           func(childComplexity int) int
-		History           func(childComplexity int, window model.HistoryWindow) int
-		ID                func(childComplexity int) int
-		JobVersion        func(childComplexity int) int
-		LastRun           func(childComplexity int) int
-		LeaseSeconds      func(childComplexity int) int
-		LedgerSummary     func(childComplexity int) int
-		Name              func(childComplexity int) int
-		NextFireTimes     func(childComplexity int, n *int) int
-		NextScheduledAt   func(childComplexity int) int
-		Paused            func(childComplexity int) int
-		RiskLevel         func(childComplexity int) int
-		Runs              func(childComplexity int, status []batontype.RunStatus, first *int, after *string) int
-		ScheduledMode     func(childComplexity int) int
-		Timezone          func(childComplexity int) int
-		UpdatedAt         func(childComplexity int) int
-		UpdatedBy         func(childComplexity int) int
+		ActiveRun           func(childComplexity int) int
+		AutoResume          func(childComplexity int) int
+		Cron                func(childComplexity int) int
+		CurrentGeneration   func(childComplexity int) int
+		Description         func(childComplexity int) int
+		Enabled             func(childComplexity int) int
+		History             func(childComplexity int, window model.HistoryWindow) int
+		ID                  func(childComplexity int) int
+		JobVersion          func(childComplexity int) int
+		LastRun             func(childComplexity int) int
+		LeaseSeconds        func(childComplexity int) int
+		LedgerSummary       func(childComplexity int) int
+		MaxConcurrentShards func(childComplexity int) int
+		Name                func(childComplexity int) int
+		NextFireTimes       func(childComplexity int, n *int) int
+		NextScheduledAt     func(childComplexity int) int
+		Paused              func(childComplexity int) int
+		RiskLevel           func(childComplexity int) int
+		Runs                func(childComplexity int, status []batontype.RunStatus, first *int, after *string) int
+		ScheduledMode       func(childComplexity int) int
+		Timezone            func(childComplexity int) int
+		UpdatedAt           func(childComplexity int) int
+		UpdatedBy           func(childComplexity int) int
 	}
 
 	JobConnection struct {
@@ -316,6 +318,7 @@ type ComplexityRoot struct {
 		UpdateDownstream     func(childComplexity int, input model.UpdateDownstreamInput) int
 		UpdateJobAutoResume  func(childComplexity int, input model.UpdateJobAutoResumeInput) int
 		UpdateJobSchedule    func(childComplexity int, input model.UpdateJobScheduleInput) int
+		UpdateJobSharding    func(childComplexity int, input model.UpdateJobShardingInput) int
 	}
 
 	PageInfo struct {
@@ -507,6 +510,10 @@ type ComplexityRoot struct {
 		RequestedBy       func(childComplexity int) int
 		ResumedFrom       func(childComplexity int) int
 		ScheduledFor      func(childComplexity int) int
+		ShardKey          func(childComplexity int) int
+		ShardOf           func(childComplexity int) int
+		ShardTotal        func(childComplexity int) int
+		Shards            func(childComplexity int) int
 		StartCheckpoint   func(childComplexity int) int
 		StartedAt         func(childComplexity int) int
 		Status            func(childComplexity int) int
@@ -574,6 +581,31 @@ type ComplexityRoot struct {
 		Total     func(childComplexity int) int
 	}
 
+	RunShard struct {
+		Ambiguous       func(childComplexity int) int
+		Attempt         func(childComplexity int) int
+		AutoResumeAt    func(childComplexity int) int
+		Checkpoint      func(childComplexity int) int
+		Failed          func(childComplexity int) int
+		FinishedAt      func(childComplexity int) int
+		HeartbeatAt     func(childComplexity int) int
+		Index           func(childComplexity int) int
+		Instance        func(childComplexity int) int
+		Key             func(childComplexity int) int
+		LeaseAgeSeconds func(childComplexity int) int
+		LeaseUntil      func(childComplexity int) int
+		Message         func(childComplexity int) int
+		Percent         func(childComplexity int) int
+		Processed       func(childComplexity int) int
+		Skipped         func(childComplexity int) int
+		Spec            func(childComplexity int) int
+		StartCheckpoint func(childComplexity int) int
+		StartedAt       func(childComplexity int) int
+		Status          func(childComplexity int) int
+		Succeeded       func(childComplexity int) int
+		Total           func(childComplexity int) int
+	}
+
 	RunTimelineEvent struct {
 		Actor  func(childComplexity int) int
 		At     func(childComplexity int) int
@@ -624,6 +656,11 @@ type ComplexityRoot struct {
 	}
 
 	UpdateJobSchedulePayload struct {
+		Job        func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
+	UpdateJobShardingPayload struct {
 		Job        func(childComplexity int) int
 		UserErrors func(childComplexity int) int
 	}
@@ -710,6 +747,7 @@ type MutationResolver interface {
 	PauseJob(ctx context.Context, input model.PauseJobInput) (*model.PauseJobPayload, error)
 	ResumeJob(ctx context.Context, input model.ResumeJobInput) (*model.ResumeJobPayload, error)
 	UpdateJobAutoResume(ctx context.Context, input model.UpdateJobAutoResumeInput) (*model.UpdateJobAutoResumePayload, error)
+	UpdateJobSharding(ctx context.Context, input model.UpdateJobShardingInput) (*model.UpdateJobShardingPayload, error)
 	ResolveAmbiguous(ctx context.Context, input model.ResolveAmbiguousInput) (*model.ResolveAmbiguousPayload, error)
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
 	ResolveAmbiguousMany(ctx context.Context, input model.ResolveAmbiguousManyInput) (*model.ResolveAmbiguousManyPayload, error)
@@ -778,6 +816,10 @@ type RunResolver interface {
 	Errors(ctx context.Context, obj *batontype.RunRecord, first *int, after *string, failureClass *string, search *string) (*model.RunErrorConnection, error)
 	LedgerSummary(ctx context.Context, obj *batontype.RunRecord) ([]*model.LedgerCount, error)
 	Events(ctx context.Context, obj *batontype.RunRecord) ([]*model.RunTimelineEvent, error)
+	ShardTotal(ctx context.Context, obj *batontype.RunRecord) (*int, error)
+	Shards(ctx context.Context, obj *batontype.RunRecord) ([]*batontype.RunRecord, error)
+	ShardOf(ctx context.Context, obj *batontype.RunRecord) (*batontype.RunRecord, error)
+	ShardKey(ctx context.Context, obj *batontype.RunRecord) (*string, error)
 	NeedsAttention(ctx context.Context, obj *batontype.RunRecord) (bool, error)
 	Attention(ctx context.Context, obj *batontype.RunRecord) (*model.RunAttention, error)
 	ReplayRequest(ctx context.Context, obj *batontype.RunRecord) (*batontype.ReplayRequest, error)
@@ -790,6 +832,17 @@ type RunAutoResumeResolver interface {
 }
 type RunErrorResolver interface {
 	Run(ctx context.Context, obj *batontype.RunError) (*batontype.RunRecord, error)
+}
+type RunShardResolver interface {
+	Key(ctx context.Context, obj *batontype.RunRecord) (string, error)
+	Index(ctx context.Context, obj *batontype.RunRecord) (int, error)
+	Spec(ctx context.Context, obj *batontype.RunRecord) (string, error)
+
+	Instance(ctx context.Context, obj *batontype.RunRecord) (*string, error)
+
+	Percent(ctx context.Context, obj *batontype.RunRecord) (*float64, error)
+
+	LeaseAgeSeconds(ctx context.Context, obj *batontype.RunRecord) (*float64, error)
 }
 type SubscriptionResolver interface {
 	AlertRaised(ctx context.Context) (<-chan *batontype.Alert, error)
@@ -1517,6 +1570,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Job.LedgerSummary(childComplexity), true
+	case "Job.maxConcurrentShards":
+		if e.ComplexityRoot.Job.MaxConcurrentShards == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Job.MaxConcurrentShards(childComplexity), true
 	case "Job.name":
 		if e.ComplexityRoot.Job.Name == nil {
 			break
@@ -2037,6 +2096,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateJobSchedule(childComplexity, args["input"].(model.UpdateJobScheduleInput)), true
+	case "Mutation.updateJobSharding":
+		if e.ComplexityRoot.Mutation.UpdateJobSharding == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateJobSharding_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateJobSharding(childComplexity, args["input"].(model.UpdateJobShardingInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -2958,6 +3028,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Run.ScheduledFor(childComplexity), true
+	case "Run.shardKey":
+		if e.ComplexityRoot.Run.ShardKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.ShardKey(childComplexity), true
+	case "Run.shardOf":
+		if e.ComplexityRoot.Run.ShardOf == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.ShardOf(childComplexity), true
+	case "Run.shardTotal":
+		if e.ComplexityRoot.Run.ShardTotal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.ShardTotal(childComplexity), true
+	case "Run.shards":
+		if e.ComplexityRoot.Run.Shards == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Run.Shards(childComplexity), true
 	case "Run.startCheckpoint":
 		if e.ComplexityRoot.Run.StartCheckpoint == nil {
 			break
@@ -3196,6 +3290,139 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RunProgress.Total(childComplexity), true
 
+	case "RunShard.ambiguous":
+		if e.ComplexityRoot.RunShard.Ambiguous == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Ambiguous(childComplexity), true
+	case "RunShard.attempt":
+		if e.ComplexityRoot.RunShard.Attempt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Attempt(childComplexity), true
+	case "RunShard.resumeAt":
+		if e.ComplexityRoot.RunShard.AutoResumeAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.AutoResumeAt(childComplexity), true
+	case "RunShard.checkpoint":
+		if e.ComplexityRoot.RunShard.Checkpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Checkpoint(childComplexity), true
+	case "RunShard.failed":
+		if e.ComplexityRoot.RunShard.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Failed(childComplexity), true
+	case "RunShard.finishedAt":
+		if e.ComplexityRoot.RunShard.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.FinishedAt(childComplexity), true
+	case "RunShard.heartbeatAt":
+		if e.ComplexityRoot.RunShard.HeartbeatAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.HeartbeatAt(childComplexity), true
+	case "RunShard.index":
+		if e.ComplexityRoot.RunShard.Index == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Index(childComplexity), true
+	case "RunShard.instance":
+		if e.ComplexityRoot.RunShard.Instance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Instance(childComplexity), true
+	case "RunShard.key":
+		if e.ComplexityRoot.RunShard.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Key(childComplexity), true
+	case "RunShard.leaseAgeSeconds":
+		if e.ComplexityRoot.RunShard.LeaseAgeSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.LeaseAgeSeconds(childComplexity), true
+	case "RunShard.leaseUntil":
+		if e.ComplexityRoot.RunShard.LeaseUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.LeaseUntil(childComplexity), true
+	case "RunShard.message":
+		if e.ComplexityRoot.RunShard.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Message(childComplexity), true
+	case "RunShard.percent":
+		if e.ComplexityRoot.RunShard.Percent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Percent(childComplexity), true
+	case "RunShard.processed":
+		if e.ComplexityRoot.RunShard.Processed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Processed(childComplexity), true
+	case "RunShard.skipped":
+		if e.ComplexityRoot.RunShard.Skipped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Skipped(childComplexity), true
+	case "RunShard.spec":
+		if e.ComplexityRoot.RunShard.Spec == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Spec(childComplexity), true
+	case "RunShard.startCheckpoint":
+		if e.ComplexityRoot.RunShard.StartCheckpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.StartCheckpoint(childComplexity), true
+	case "RunShard.startedAt":
+		if e.ComplexityRoot.RunShard.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.StartedAt(childComplexity), true
+	case "RunShard.status":
+		if e.ComplexityRoot.RunShard.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Status(childComplexity), true
+	case "RunShard.succeeded":
+		if e.ComplexityRoot.RunShard.Succeeded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Succeeded(childComplexity), true
+	case "RunShard.total":
+		if e.ComplexityRoot.RunShard.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunShard.Total(childComplexity), true
+
 	case "RunTimelineEvent.actor":
 		if e.ComplexityRoot.RunTimelineEvent.Actor == nil {
 			break
@@ -3392,6 +3619,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UpdateJobSchedulePayload.UserErrors(childComplexity), true
 
+	case "UpdateJobShardingPayload.job":
+		if e.ComplexityRoot.UpdateJobShardingPayload.Job == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateJobShardingPayload.Job(childComplexity), true
+	case "UpdateJobShardingPayload.userErrors":
+		if e.ComplexityRoot.UpdateJobShardingPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateJobShardingPayload.UserErrors(childComplexity), true
+
 	case "UserError.code":
 		if e.ComplexityRoot.UserError.Code == nil {
 			break
@@ -3455,6 +3695,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("UpdateDownstreamInput", ec.unmarshalInputUpdateDownstreamInput),
 			graphql.NewInputUnmarshaler("UpdateJobAutoResumeInput", ec.unmarshalInputUpdateJobAutoResumeInput),
 			graphql.NewInputUnmarshaler("UpdateJobScheduleInput", ec.unmarshalInputUpdateJobScheduleInput),
+			graphql.NewInputUnmarshaler("UpdateJobShardingInput", ec.unmarshalInputUpdateJobShardingInput),
 		)
 	}
 	first := true
@@ -4013,6 +4254,11 @@ type Job implements Node {
   an operator set with updateJobAutoResume.
   """
   autoResume: AutoResumePolicy!
+  """
+  How many shards of one of the job's sharded runs the cluster works at once; 0: as many as
+  there are free slots. Changed with updateJobSharding; a job that is not sharded ignores it.
+  """
+  maxConcurrentShards: Int!
   updatedAt: Time!
   updatedBy: String!
 }
@@ -4100,6 +4346,25 @@ extend type Mutation {
   a user error (NOT_FOUND, INVALID_INPUT naming the field: maxAttempts, backoffSeconds, on).
   """
   updateJobAutoResume(input: UpdateJobAutoResumeInput!): UpdateJobAutoResumePayload @hasRole(role: OPERATOR)
+  """
+  Changes how many shards of one of a sharded job's runs the cluster works at once. It applies
+  from the next claim of a shard: shards already held run on; a raised cap lets waiting shards
+  be claimed at once. Audited; nothing changes on a user error (NOT_FOUND, INVALID_INPUT on
+  maxConcurrentShards out of 0 to 10000).
+  """
+  updateJobSharding(input: UpdateJobShardingInput!): UpdateJobShardingPayload @hasRole(role: OPERATOR)
+}
+
+input UpdateJobShardingInput {
+  "The job's name."
+  job: String!
+  "0 (as many as there are free slots) to 10000."
+  maxConcurrentShards: Int!
+}
+
+type UpdateJobShardingPayload {
+  job: Job
+  userErrors: [UserError!]!
 }
 
 input StartJobInput {
@@ -4708,11 +4973,85 @@ type Run implements Node {
   errors(first: Int, after: String, failureClass: String, search: String): RunErrorConnection!
   "Per-state ledger counts of this run."
   ledgerSummary: [LedgerCount!]!
-  "The run's life, oldest first: requested, activated, its recorded events (lease renewals, the latest 500 of them; pause and cancel requests; stop-condition trips), finished."
+  "The run's life, oldest first: requested, activated, its recorded events (lease renewals, the latest 500 of them; pause and cancel requests; stop-condition trips), finished. A sharded run's include its shards' events but their lease renewals (claims, hand-backs, their stop-condition trips), each with its shard."
   events: [RunTimelineEvent!]!
+  "How many shards a sharded run has once it planned them; null for a run that is not sharded (or not planned yet)."
+  shardTotal: Int
+  """
+  A sharded run's shards in plan order, each with its status, holder, progress, checkpoint and
+  lease; empty for a run that is not sharded. In runProgress events they are the stream's
+  latest state of each shard, read from no database.
+  """
+  shards: [RunShard!]!
+  """
+  Set when this record is one shard of a sharded run (run(id:) of a shard's id): the run it
+  belongs to, which operators cancel, pause, replay and watch. Null for a run.
+  """
+  shardOf: Run
+  "The shard's key when this record is one shard of a sharded run (see shardOf); null for a run."
+  shardKey: String
+}
+
+"""
+One shard of a sharded run: a part of its work (a key range, pages of a source) that any
+instance with a free worker slot claims and works under a lease of its own, from its own
+checkpoint. A shard whose holder died waits PENDING (resumeAt) for another instance.
+"""
+type RunShard {
+  "Unique within the run; names the shard's checkpoint stream."
+  key: String!
+  "Its place in the run's plan, from 0."
+  index: Int!
+  "What the shard covers, as the job's plan said (empty for a plan by count)."
+  spec: String!
+  status: ShardStatus!
+  "The instance holding the shard; null unless STARTING or RUNNING."
+  instance: String
+  processed: Int!
+  succeeded: Int!
+  failed: Int!
+  skipped: Int!
+  ambiguous: Int!
+  "Items expected in the shard, if the job said."
+  total: Int
+  "0 to 100; null while the total is unknown (100 once SUCCEEDED)."
+  percent: Float
+  "The shard's last committed checkpoint: where it resumes."
+  checkpoint: String!
+  "The checkpoint its current (or last) holder started from."
+  startCheckpoint: String!
+  "When the holder's lease ends by the database clock, unless renewed."
+  leaseUntil: Time!
+  "The holder's last claim, activation or lease renewal."
+  heartbeatAt: Time!
+  "Seconds since heartbeatAt by the database clock; null unless STARTING or RUNNING."
+  leaseAgeSeconds: Float
+  "Times the shard was handed to another instance after its holder died."
+  attempt: Int!
+  "When a PENDING shard handed back may be claimed again; null when it may be at once."
+  resumeAt: Time
+  "Why the shard ended or was handed back."
+  message: String!
+  "When the shard was made (its run planned)."
+  startedAt: Time!
+  finishedAt: Time
+}
+
+"Where a shard is: waiting for a slot, held, or ended."
+enum ShardStatus {
+  "Waiting for an instance with a free slot (at first, or handed back after its holder died)."
+  PENDING
+  STARTING
+  RUNNING
+  SUCCEEDED
+  FAILED
+  CANCELLED
+  PAUSED
 }
 
 enum RunStatus {
+  "Only a shard's own record (run(id:) of a shard's id): waiting for an instance with a free slot."
+  PENDING
   STARTING
   RUNNING
   SUCCEEDED
@@ -4776,14 +5115,18 @@ enum AutoResumeOutcome {
 }
 
 type RunProgress {
-  "Items expected, if the job said."
+  "Items expected, if the job said; a sharded run's once every shard has said its own (their sum)."
   total: Int
   processed: Int!
   succeeded: Int!
   failed: Int!
   skipped: Int!
   ambiguous: Int!
-  "0 to 100; null while the total is unknown."
+  """
+  0 to 100; null while the total is unknown. A sharded run's: the processed share of its
+  shards' items when every shard's total is known (a SUCCEEDED shard counting whole), else the
+  mean of its shards' percentages (a SUCCEEDED shard 100, one without a total yet 0).
+  """
   percent: Float
 }
 
@@ -4813,6 +5156,10 @@ enum RunTimelineKind {
   CANCEL_REQUESTED
   "A stop condition tripped and the run stopped itself (detail: the condition and its value)."
   STOP_CONDITION_TRIPPED
+  "An instance claimed a shard of the run (detail: which instance, the attempt, the checkpoint)."
+  SHARD_CLAIMED
+  "A shard whose holder died went back to PENDING for another instance (detail: why)."
+  SHARD_REQUEUED
   FINISHED
 }
 
@@ -4877,7 +5224,9 @@ extend type Subscription {
   """
   A run's state: a snapshot first, then coalesced updates (at most about ten a second) from
   whichever instance runs it; the final state always arrives, then the subscription
-  completes. A run already finished gives its snapshot and completes.
+  completes. A run already finished gives its snapshot and completes. A sharded run's state
+  carries its shards (shards, and the summed progress) and changes with every shard's
+  progress, wherever the shards run; a shard's id follows that shard alone until it ends.
   """
   runProgress(runId: ID!): Run!
   "Starts, status changes, progress and ends of the runs of one job, or of all jobs."
@@ -5465,6 +5814,8 @@ func (ec *executionContext) childFields_Job(ctx context.Context, field graphql.C
 		return ec.fieldContext_Job_ledgerSummary(ctx, field)
 	case "autoResume":
 		return ec.fieldContext_Job_autoResume(ctx, field)
+	case "maxConcurrentShards":
+		return ec.fieldContext_Job_maxConcurrentShards(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_Job_updatedAt(ctx, field)
 	case "updatedBy":
@@ -5931,6 +6282,14 @@ func (ec *executionContext) childFields_Run(ctx context.Context, field graphql.C
 		return ec.fieldContext_Run_ledgerSummary(ctx, field)
 	case "events":
 		return ec.fieldContext_Run_events(ctx, field)
+	case "shardTotal":
+		return ec.fieldContext_Run_shardTotal(ctx, field)
+	case "shards":
+		return ec.fieldContext_Run_shards(ctx, field)
+	case "shardOf":
+		return ec.fieldContext_Run_shardOf(ctx, field)
+	case "shardKey":
+		return ec.fieldContext_Run_shardKey(ctx, field)
 	case "needsAttention":
 		return ec.fieldContext_Run_needsAttention(ctx, field)
 	case "attention":
@@ -6063,6 +6422,56 @@ func (ec *executionContext) childFields_RunProgress(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type RunProgress", field.Name)
 }
 
+func (ec *executionContext) childFields_RunShard(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_RunShard_key(ctx, field)
+	case "index":
+		return ec.fieldContext_RunShard_index(ctx, field)
+	case "spec":
+		return ec.fieldContext_RunShard_spec(ctx, field)
+	case "status":
+		return ec.fieldContext_RunShard_status(ctx, field)
+	case "instance":
+		return ec.fieldContext_RunShard_instance(ctx, field)
+	case "processed":
+		return ec.fieldContext_RunShard_processed(ctx, field)
+	case "succeeded":
+		return ec.fieldContext_RunShard_succeeded(ctx, field)
+	case "failed":
+		return ec.fieldContext_RunShard_failed(ctx, field)
+	case "skipped":
+		return ec.fieldContext_RunShard_skipped(ctx, field)
+	case "ambiguous":
+		return ec.fieldContext_RunShard_ambiguous(ctx, field)
+	case "total":
+		return ec.fieldContext_RunShard_total(ctx, field)
+	case "percent":
+		return ec.fieldContext_RunShard_percent(ctx, field)
+	case "checkpoint":
+		return ec.fieldContext_RunShard_checkpoint(ctx, field)
+	case "startCheckpoint":
+		return ec.fieldContext_RunShard_startCheckpoint(ctx, field)
+	case "leaseUntil":
+		return ec.fieldContext_RunShard_leaseUntil(ctx, field)
+	case "heartbeatAt":
+		return ec.fieldContext_RunShard_heartbeatAt(ctx, field)
+	case "leaseAgeSeconds":
+		return ec.fieldContext_RunShard_leaseAgeSeconds(ctx, field)
+	case "attempt":
+		return ec.fieldContext_RunShard_attempt(ctx, field)
+	case "resumeAt":
+		return ec.fieldContext_RunShard_resumeAt(ctx, field)
+	case "message":
+		return ec.fieldContext_RunShard_message(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_RunShard_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_RunShard_finishedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunShard", field.Name)
+}
+
 func (ec *executionContext) childFields_RunTimelineEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "at":
@@ -6155,6 +6564,16 @@ func (ec *executionContext) childFields_UpdateJobSchedulePayload(ctx context.Con
 		return ec.fieldContext_UpdateJobSchedulePayload_userErrors(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpdateJobSchedulePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_UpdateJobShardingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "job":
+		return ec.fieldContext_UpdateJobShardingPayload_job(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_UpdateJobShardingPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateJobShardingPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_UserError(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6639,6 +7058,20 @@ func (ec *executionContext) field_Mutation_updateJobSchedule_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.UpdateJobScheduleInput, error) {
 			return ec.unmarshalNUpdateJobScheduleInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobScheduleInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateJobSharding_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateJobShardingInput, error) {
+			return ec.unmarshalNUpdateJobShardingInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobShardingInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -10312,6 +10745,29 @@ func (ec *executionContext) fieldContext_Job_autoResume(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Job_maxConcurrentShards(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Job_maxConcurrentShards(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxConcurrentShards, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Job_maxConcurrentShards(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Job", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Job_updatedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.JobSettings) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11895,6 +12351,68 @@ func (ec *executionContext) fieldContext_Mutation_updateJobAutoResume(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_updateJobAutoResume_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateJobSharding(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateJobSharding(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateJobSharding(ctx, fc.Args["input"].(model.UpdateJobShardingInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.UpdateJobShardingPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.UpdateJobShardingPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateJobShardingPayload) graphql.Marshaler {
+			return ec.marshalOUpdateJobShardingPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobShardingPayload(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateJobSharding(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpdateJobShardingPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateJobSharding_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16579,6 +17097,116 @@ func (ec *executionContext) fieldContext_Run_events(_ context.Context, field gra
 	return fc, nil
 }
 
+func (ec *executionContext) _Run_shardTotal(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_shardTotal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().ShardTotal(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_shardTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Run", field, true, true, "Int")
+}
+
+func (ec *executionContext) _Run_shards(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_shards(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().Shards(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalNRunShard2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecordᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Run_shards(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunShard(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Run_shardOf(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_shardOf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().ShardOf(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+			return ec.marshalORun2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_shardOf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Run",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Run(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Run_shardKey(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Run_shardKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Run().ShardKey(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Run_shardKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Run", field, true, true, "String")
+}
+
 func (ec *executionContext) _Run_needsAttention(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17547,6 +18175,512 @@ func (ec *executionContext) fieldContext_RunProgress_percent(_ context.Context, 
 	return graphql.NewScalarFieldContext("RunProgress", field, false, false, "Float")
 }
 
+func (ec *executionContext) _RunShard_key(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunShard().Key(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, true, true, "String")
+}
+
+func (ec *executionContext) _RunShard_index(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_index(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunShard().Index(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_index(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, true, true, "Int")
+}
+
+func (ec *executionContext) _RunShard_spec(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_spec(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunShard().Spec(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_spec(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, true, true, "String")
+}
+
+func (ec *executionContext) _RunShard_status(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.RunStatus) graphql.Marshaler {
+			return ec.marshalNShardStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "ShardStatus")
+}
+
+func (ec *executionContext) _RunShard_instance(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_instance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunShard().Instance(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_instance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, true, true, "String")
+}
+
+func (ec *executionContext) _RunShard_processed(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_processed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Processed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_processed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_succeeded(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_succeeded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Succeeded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_succeeded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_failed(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_skipped(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_skipped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Skipped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_skipped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_ambiguous(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_ambiguous(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ambiguous, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_ambiguous(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_total(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_percent(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_percent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunShard().Percent(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_percent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, true, true, "Float")
+}
+
+func (ec *executionContext) _RunShard_checkpoint(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_checkpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Checkpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_checkpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "String")
+}
+
+func (ec *executionContext) _RunShard_startCheckpoint(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_startCheckpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartCheckpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_startCheckpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "String")
+}
+
+func (ec *executionContext) _RunShard_leaseUntil(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_leaseUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeaseUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_leaseUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RunShard_heartbeatAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_heartbeatAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HeartbeatAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_heartbeatAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RunShard_leaseAgeSeconds(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_leaseAgeSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RunShard().LeaseAgeSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_leaseAgeSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, true, true, "Float")
+}
+
+func (ec *executionContext) _RunShard_attempt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_attempt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_attempt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RunShard_resumeAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_resumeAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoResumeAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_resumeAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RunShard_message(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "String")
+}
+
+func (ec *executionContext) _RunShard_startedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RunShard_finishedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.RunRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunShard_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RunShard_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunShard", field, false, false, "Time")
+}
+
 func (ec *executionContext) _RunTimelineEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.RunTimelineEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18389,6 +19523,70 @@ func (ec *executionContext) _UpdateJobSchedulePayload_userErrors(ctx context.Con
 func (ec *executionContext) fieldContext_UpdateJobSchedulePayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "UpdateJobSchedulePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateJobShardingPayload_job(ctx context.Context, field graphql.CollectedField, obj *model.UpdateJobShardingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateJobShardingPayload_job(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Job, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.JobSettings) graphql.Marshaler {
+			return ec.marshalOJob2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐJobSettings(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateJobShardingPayload_job(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateJobShardingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateJobShardingPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.UpdateJobShardingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateJobShardingPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateJobShardingPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateJobShardingPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -20830,6 +22028,55 @@ func UnmarshalUpdateJobScheduleInput(ctx context.Context, raw any) (model.Update
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateJobShardingInput(ctx context.Context, obj any) (model.UpdateJobShardingInput, error) {
+	var it model.UpdateJobShardingInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"job", "maxConcurrentShards"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "job":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("job"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Job = data
+		case "maxConcurrentShards":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxConcurrentShards"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaxConcurrentShards = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateJobShardingInput unmarshals raw into the UpdateJobShardingInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateJobShardingInput(ctx context.Context, raw any) (model.UpdateJobShardingInput, error) {
+	var out model.UpdateJobShardingInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateJobShardingInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -22057,6 +23304,11 @@ func (ec *executionContext) _Job(ctx context.Context, sel ast.SelectionSet, obj 
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "maxConcurrentShards":
+			out.Values[i] = ec._Job_maxConcurrentShards(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "updatedAt":
 			out.Values[i] = ec._Job_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -22551,6 +23803,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "updateJobAutoResume":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateJobAutoResume(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updateJobSharding":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateJobSharding(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -23891,6 +25150,30 @@ func (ec *executionContext) _Run(ctx context.Context, sel ast.SelectionSet, obj 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Run_events(ctx, field, obj)
 				})
+		case "shardTotal":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_shardTotal(ctx, field, obj)
+				})
+		case "shards":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_shards(ctx, field, obj)
+				})
+		case "shardOf":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_shardOf(ctx, field, obj)
+				})
+		case "shardKey":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Run_shardKey(ctx, field, obj)
+				})
 		case "needsAttention":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -24352,6 +25635,150 @@ func (ec *executionContext) _RunProgress(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var runShardImplementors = []string{"RunShard"}
+
+func (ec *executionContext) _RunShard(ctx context.Context, sel ast.SelectionSet, obj *batontype.RunRecord) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, runShardImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RunShard")
+		case "key":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunShard_key(ctx, field, obj)
+				})
+		case "index":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunShard_index(ctx, field, obj)
+				})
+		case "spec":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunShard_spec(ctx, field, obj)
+				})
+		case "status":
+			out.Values[i] = ec._RunShard_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "instance":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunShard_instance(ctx, field, obj)
+				})
+		case "processed":
+			out.Values[i] = ec._RunShard_processed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "succeeded":
+			out.Values[i] = ec._RunShard_succeeded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "failed":
+			out.Values[i] = ec._RunShard_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "skipped":
+			out.Values[i] = ec._RunShard_skipped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ambiguous":
+			out.Values[i] = ec._RunShard_ambiguous(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "total":
+			out.Values[i] = ec._RunShard_total(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "percent":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunShard_percent(ctx, field, obj)
+				})
+		case "checkpoint":
+			out.Values[i] = ec._RunShard_checkpoint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "startCheckpoint":
+			out.Values[i] = ec._RunShard_startCheckpoint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "leaseUntil":
+			out.Values[i] = ec._RunShard_leaseUntil(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "heartbeatAt":
+			out.Values[i] = ec._RunShard_heartbeatAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "leaseAgeSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RunShard_leaseAgeSeconds(ctx, field, obj)
+				})
+		case "attempt":
+			out.Values[i] = ec._RunShard_attempt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "resumeAt":
+			out.Values[i] = ec._RunShard_resumeAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "message":
+			out.Values[i] = ec._RunShard_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "startedAt":
+			out.Values[i] = ec._RunShard_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "finishedAt":
+			out.Values[i] = ec._RunShard_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var runTimelineEventImplementors = []string{"RunTimelineEvent"}
 
 func (ec *executionContext) _RunTimelineEvent(ctx context.Context, sel ast.SelectionSet, obj *model.RunTimelineEvent) graphql.Marshaler {
@@ -24700,6 +26127,44 @@ func (ec *executionContext) _UpdateJobSchedulePayload(ctx context.Context, sel a
 			}
 		case "userErrors":
 			out.Values[i] = ec._UpdateJobSchedulePayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var updateJobShardingPayloadImplementors = []string{"UpdateJobShardingPayload"}
+
+func (ec *executionContext) _UpdateJobShardingPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateJobShardingPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateJobShardingPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateJobShardingPayload")
+		case "job":
+			out.Values[i] = ec._UpdateJobShardingPayload_job(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._UpdateJobShardingPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -26216,6 +27681,30 @@ func (ec *executionContext) marshalNRunProgress2ᚖgithubᚗcomᚋbatonᚑrunᚋ
 	return ec._RunProgress(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNRunShard2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.RunRecord) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRunShard2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRunShard2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunRecord(ctx context.Context, sel ast.SelectionSet, v *batontype.RunRecord) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RunShard!")
+		return graphql.Null
+	}
+	return ec._RunShard(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRunStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatus(ctx context.Context, v any) (batontype.RunStatus, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := batontype.RunStatus(tmp)
@@ -26283,6 +27772,21 @@ func (ec *executionContext) marshalNRunTrigger2githubᚗcomᚋbatonᚑrunᚋbato
 func (ec *executionContext) unmarshalNSetMaintenanceInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSetMaintenanceInput(ctx context.Context, v any) (model.SetMaintenanceInput, error) {
 	res, err := ec.unmarshalInputSetMaintenanceInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNShardStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatus(ctx context.Context, v any) (batontype.RunStatus, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.RunStatus(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNShardStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatus(ctx context.Context, sel ast.SelectionSet, v batontype.RunStatus) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ShardStatus!")
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNSilenceAlertInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSilenceAlertInput(ctx context.Context, v any) (model.SilenceAlertInput, error) {
@@ -26427,6 +27931,11 @@ func (ec *executionContext) unmarshalNUpdateJobAutoResumeInput2githubᚗcomᚋba
 
 func (ec *executionContext) unmarshalNUpdateJobScheduleInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobScheduleInput(ctx context.Context, v any) (model.UpdateJobScheduleInput, error) {
 	res, err := ec.unmarshalInputUpdateJobScheduleInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdateJobShardingInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobShardingInput(ctx context.Context, v any) (model.UpdateJobShardingInput, error) {
+	res, err := ec.unmarshalInputUpdateJobShardingInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -26830,6 +28339,24 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalInt(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOInt2ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt64(*v)
 	return res
 }
 
@@ -27332,6 +28859,13 @@ func (ec *executionContext) marshalOUpdateJobSchedulePayload2ᚖgithubᚗcomᚋb
 		return graphql.Null
 	}
 	return ec._UpdateJobSchedulePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOUpdateJobShardingPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobShardingPayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateJobShardingPayload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._UpdateJobShardingPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -378,14 +378,16 @@ type RunEvent struct {
 }
 
 type RunProgress struct {
-	// Items expected, if the job said.
+	// Items expected, if the job said; a sharded run's once every shard has said its own (their sum).
 	Total     *int `json:"total,omitempty"`
 	Processed int  `json:"processed"`
 	Succeeded int  `json:"succeeded"`
 	Failed    int  `json:"failed"`
 	Skipped   int  `json:"skipped"`
 	Ambiguous int  `json:"ambiguous"`
-	// 0 to 100; null while the total is unknown.
+	// 0 to 100; null while the total is unknown. A sharded run's: the processed share of its
+	// shards' items when every shard's total is known (a SUCCEEDED shard counting whole), else the
+	// mean of its shards' percentages (a SUCCEEDED shard 100, one without a total yet 0).
 	Percent *float64 `json:"percent,omitempty"`
 }
 
@@ -508,6 +510,18 @@ type UpdateJobScheduleInput struct {
 }
 
 type UpdateJobSchedulePayload struct {
+	Job        *batontype.JobSettings `json:"job,omitempty"`
+	UserErrors []*UserError           `json:"userErrors"`
+}
+
+type UpdateJobShardingInput struct {
+	// The job's name.
+	Job string `json:"job"`
+	// 0 (as many as there are free slots) to 10000.
+	MaxConcurrentShards int `json:"maxConcurrentShards"`
+}
+
+type UpdateJobShardingPayload struct {
 	Job        *batontype.JobSettings `json:"job,omitempty"`
 	UserErrors []*UserError           `json:"userErrors"`
 }
@@ -786,7 +800,11 @@ const (
 	RunTimelineKindCancelRequested RunTimelineKind = "CANCEL_REQUESTED"
 	// A stop condition tripped and the run stopped itself (detail: the condition and its value).
 	RunTimelineKindStopConditionTripped RunTimelineKind = "STOP_CONDITION_TRIPPED"
-	RunTimelineKindFinished             RunTimelineKind = "FINISHED"
+	// An instance claimed a shard of the run (detail: which instance, the attempt, the checkpoint).
+	RunTimelineKindShardClaimed RunTimelineKind = "SHARD_CLAIMED"
+	// A shard whose holder died went back to PENDING for another instance (detail: why).
+	RunTimelineKindShardRequeued RunTimelineKind = "SHARD_REQUEUED"
+	RunTimelineKindFinished      RunTimelineKind = "FINISHED"
 )
 
 var AllRunTimelineKind = []RunTimelineKind{
@@ -797,12 +815,14 @@ var AllRunTimelineKind = []RunTimelineKind{
 	RunTimelineKindPauseLifted,
 	RunTimelineKindCancelRequested,
 	RunTimelineKindStopConditionTripped,
+	RunTimelineKindShardClaimed,
+	RunTimelineKindShardRequeued,
 	RunTimelineKindFinished,
 }
 
 func (e RunTimelineKind) IsValid() bool {
 	switch e {
-	case RunTimelineKindRequested, RunTimelineKindActivated, RunTimelineKindLeaseRenewed, RunTimelineKindPauseRequested, RunTimelineKindPauseLifted, RunTimelineKindCancelRequested, RunTimelineKindStopConditionTripped, RunTimelineKindFinished:
+	case RunTimelineKindRequested, RunTimelineKindActivated, RunTimelineKindLeaseRenewed, RunTimelineKindPauseRequested, RunTimelineKindPauseLifted, RunTimelineKindCancelRequested, RunTimelineKindStopConditionTripped, RunTimelineKindShardClaimed, RunTimelineKindShardRequeued, RunTimelineKindFinished:
 		return true
 	}
 	return false

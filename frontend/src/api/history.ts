@@ -111,7 +111,7 @@ export function bucketLabel(iso: string, bucketSeconds: number, timeZone?: strin
   return f.format(new Date(iso));
 }
 
-const emptyRuns = (): Record<RunStatus, number> => ({ STARTING: 0, RUNNING: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0, PAUSED: 0 });
+const emptyRuns = (): Record<RunStatus, number> => ({ PENDING: 0, STARTING: 0, RUNNING: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0, PAUSED: 0 });
 
 /** historyRows turns the history's buckets into chart rows, oldest first. */
 export function historyRows(h: JobHistoryData, timeZone?: string): HistoryRow[] {

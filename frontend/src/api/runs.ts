@@ -38,6 +38,29 @@ export const RunSummaryFields = graphql(`
   }
 `);
 
+export const RunShardFields = graphql(`
+  fragment RunShardFields on RunShard {
+    key
+    index
+    spec
+    status
+    instance
+    processed
+    succeeded
+    failed
+    skipped
+    ambiguous
+    total
+    percent
+    checkpoint
+    leaseAgeSeconds
+    heartbeatAt
+    attempt
+    resumeAt
+    message
+  }
+`);
+
 export const RunLiveFields = graphql(`
   fragment RunLiveFields on Run {
     ...RunSummaryFields
@@ -47,6 +70,14 @@ export const RunLiveFields = graphql(`
     heartbeatAt
     activatedAt
     cancelRequestedBy
+    shardTotal
+    shardKey
+    shardOf {
+      id
+    }
+    shards {
+      ...RunShardFields
+    }
   }
 `);
 

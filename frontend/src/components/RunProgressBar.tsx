@@ -40,6 +40,19 @@ export interface BarSection {
 export function barSections(p: ProgressLike): BarSection[] | null {
   const base = p.total && p.total > 0 ? Math.max(p.total, p.processed) : p.processed;
   if (base <= 0) return null;
+  // With the server's percent, the processed items fill that share of the bar: a sharded run's
+  // percent is its shards' (their totals may not all be known yet), not processed/total.
+  const pct = progressPercent(p);
+  if (pct !== null && p.processed > 0 && p.percent !== null && p.percent !== undefined) {
+    const parts: [BarSection['key'], number, string][] = [
+      ['succeeded', p.succeeded, 'green'],
+      ['skipped', p.skipped, 'gray.5'],
+      ['failed', p.failed, 'red'],
+      ['ambiguous', p.ambiguous, 'grape'],
+    ];
+    const counted = Math.max(p.processed, p.succeeded + p.skipped + p.failed + p.ambiguous);
+    return parts.filter(([, n]) => n > 0).map(([key, count, color]) => ({ key, count, value: (count / counted) * pct, color }));
+  }
   const parts: [BarSection['key'], number, string][] = [
     ['succeeded', p.succeeded, 'green'],
     ['skipped', p.skipped, 'gray.5'],

@@ -36,6 +36,8 @@ const KIND: Record<RunTimelineKind, KindMeta> = {
     shape: 'diamond',
   },
   PAUSE_LIFTED: { label: 'Pause lifted', color: '#74b816', shape: 'diamond' },
+  SHARD_CLAIMED: { label: 'Shard claimed', color: '#7048e8', shape: 'square' },
+  SHARD_REQUEUED: { label: 'Shard handed back', color: '#ae3ec9', shape: 'square' },
   CANCEL_REQUESTED: {
     label: 'Cancel requested',
     color: '#e8590c',

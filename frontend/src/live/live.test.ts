@@ -39,6 +39,10 @@ function live(processed: number, status: RunStatus = 'RUNNING'): RunLiveFieldsFr
     heartbeatAt: '2026-05-01T00:00:10Z',
     activatedAt: '2026-05-01T00:00:00Z',
     cancelRequestedBy: null,
+    shardTotal: null,
+    shardKey: null,
+    shardOf: null,
+    shards: [],
   };
 }
 

@@ -16,6 +16,8 @@ export interface LiveRun {
   lastRateAt: number;
   changes: StatusChange[];
   updates: number;
+  /** When the newest snapshot arrived (ms), for ages counted on from it (a shard's lease age). */
+  receivedAt: number;
 }
 
 const SAMPLE_WINDOW_MS = 120_000;
@@ -39,7 +41,7 @@ export function foldRun(prev: LiveRun | undefined, run: RunLiveFieldsFragment, n
   const changes = prev?.changes ?? [];
   const last = changes[changes.length - 1];
   const nextChanges = last?.status === run.status ? changes : [...changes, { status: run.status, at: new Date(now).toISOString() }];
-  return { run, samples, rates, lastRateAt, changes: nextChanges, updates: (prev?.updates ?? 0) + 1 };
+  return { run, samples, rates, lastRateAt, changes: nextChanges, updates: (prev?.updates ?? 0) + 1, receivedAt: now };
 }
 
 /** reduceRunProgress is foldRun for urql's useSubscription. */

@@ -7,6 +7,7 @@ import type {
   Role,
   RunStatus,
   RunTrigger,
+  ShardStatus,
   StopReason,
   Verdict,
 } from '../gql/graphql';
@@ -25,6 +26,7 @@ export interface RunStatusMeta extends Meta {
 }
 
 const RUN_STATUS: Record<RunStatus, RunStatusMeta> = {
+  PENDING: { label: 'Pending', color: 'violet', active: false, description: 'A shard waiting for an instance with a free slot.' },
   STARTING: { label: 'Starting', color: 'blue', active: true, description: 'The run was requested and is acquiring its lease.' },
   RUNNING: { label: 'Running', color: 'cyan', active: true, description: 'The run is processing items.' },
   SUCCEEDED: { label: 'Succeeded', color: 'green', active: false, description: 'The run processed every item.' },
@@ -36,6 +38,21 @@ const RUN_STATUS: Record<RunStatus, RunStatusMeta> = {
 /** runStatusMeta maps a run status to its label, colour and whether the run is active. */
 export function runStatusMeta(status: RunStatus): RunStatusMeta {
   return RUN_STATUS[status];
+}
+
+const SHARD_STATUS: Record<ShardStatus, Meta> = {
+  PENDING: { label: 'Pending', color: 'violet', description: 'Waiting for an instance with a free slot.' },
+  STARTING: { label: 'Claimed', color: 'blue', description: 'An instance claimed the shard and is starting it.' },
+  RUNNING: { label: 'Running', color: 'cyan', description: 'An instance is working the shard.' },
+  SUCCEEDED: { label: 'Done', color: 'green', description: 'The shard processed every item of its part.' },
+  FAILED: { label: 'Failed', color: 'red', description: 'The shard stopped on an error or a stop condition.' },
+  CANCELLED: { label: 'Cancelled', color: 'gray', description: 'The run was cancelled before the shard finished.' },
+  PAUSED: { label: 'Paused', color: 'yellow', description: 'The run was paused; a RESUME run continues the shard from its checkpoint.' },
+};
+
+/** shardStatusMeta maps a shard's status to its label and colour. */
+export function shardStatusMeta(status: ShardStatus): Meta {
+  return SHARD_STATUS[status];
 }
 
 /** The items of a run that need a person, as Run.attention gives them. */

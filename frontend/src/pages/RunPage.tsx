@@ -21,6 +21,7 @@ import { report } from '../components/report';
 import { RunErrors } from '../components/RunErrors';
 import { RunProgressBar } from '../components/RunProgressBar';
 import { RunTimeline, timelineKindLabel } from '../components/RunTimeline';
+import { ShardGrid } from '../components/ShardGrid';
 import { Sparkline } from '../components/Sparkline';
 import { DateTime, TimeAgo } from '../components/Time';
 import type { RunLiveFieldsFragment } from '../gql/graphql';
@@ -74,6 +75,14 @@ function averageRate(run: RunLiveFieldsFragment): number | null {
 }
 
 function LeaseCountdown({ run, now }: { run: RunLiveFieldsFragment; now: number }) {
+  if (run.shardTotal && isActive(run.status)) {
+    // A sharded run holds no lease of its own once planned: each shard holds one.
+    return (
+      <Text size="sm" c="dimmed" data-testid="run-lease-sharded">
+        held by its shards (below)
+      </Text>
+    );
+  }
   if (!isActive(run.status)) {
     return (
       <Text size="sm" c="dimmed">
@@ -156,7 +165,8 @@ export function RunPage() {
 
   const timeline = useMemo(() => {
     const items: { at: string; title: string; detail: string; color: string }[] = [];
-    for (const e of (fetched?.events ?? []).filter((e) => e.kind !== 'LEASE_RENEWED')) {
+    // Shards' claims are on the time axis, one lane per shard; here they would bury the rest.
+    for (const e of (fetched?.events ?? []).filter((e) => e.kind !== 'LEASE_RENEWED' && e.kind !== 'SHARD_CLAIMED')) {
       items.push({ at: e.at, title: timelineKindLabel(e.kind), detail: e.detail, color: e.kind === 'FINISHED' ? 'gray' : 'blue' });
     }
     // Status changes seen live after the page opened (the first is the snapshot, not a
@@ -307,6 +317,16 @@ export function RunPage() {
         <AutoResumeChain run={chain} now={now} />
       </div>
 
+      {fetched.shardOf && (
+        <Text size="sm" data-testid="run-shard-of">
+          This is shard <Code>{fetched.shardKey}</Code> of{' '}
+          <Anchor component={Link} to={runPath(fetched.shardOf.id)} data-testid="run-shard-of-link">
+            run #{runNumber(fetched.shardOf.id)}
+          </Anchor>
+          , which operators cancel, pause and watch as a whole.
+        </Text>
+      )}
+
       <Card withBorder radius="md">
         <Stack>
           <RunProgressBar progress={run.progress} status={run.status} needsAttention={run.needsAttention} attention={run.attention} size="xl" />
@@ -363,6 +383,8 @@ export function RunPage() {
           )}
         </Stack>
       </Card>
+
+      <ShardGrid shards={run.shards} receivedAt={live?.receivedAt ?? now} now={now} />
 
       <RunTimeline runId={run.id} events={fetched.events} startedAt={run.startedAt} finishedAt={run.finishedAt} status={run.status} />
       <Grid>
