@@ -44,94 +44,113 @@ func RunChanges[E any](ctx context.Context, s *Streams, job string, event func(k
 	if job != "" {
 		topic = JobTopic(job)
 	}
+	c := &changeStream[E]{s: s, job: job, event: event, ch: make(chan E, 1), sent: map[int64]*bt.RunRecord{}}
 	sub := s.feed.Subscribe(topic)
-	ch := make(chan E, 1)
 	go func() {
-		defer close(ch)
+		defer close(c.ch)
 		defer sub.Close()
-		// The last state sent of each run not yet seen finished: what the next state of a run
-		// is compared with, and which runs a re-read must look at.
-		sent := map[int64]*bt.RunRecord{}
-		emit := func(run *bt.RunRecord) bool {
-			prev := sent[run.ID]
-			if !supersedes(run, prev) {
-				return true
-			}
-			select {
-			case ch <- event(changeKind(run, prev), run):
-			case <-ctx.Done():
-				return false
-			}
-			if run.Status.Active() {
-				sent[run.ID] = run
-			} else {
-				delete(sent, run.ID)
-			}
-			return true
-		}
-		var refresh <-chan time.Time // ticks while a sharded run is active
-		var ticker *time.Ticker
-		defer func() {
-			if ticker != nil {
-				ticker.Stop()
-			}
-		}()
-		followSharded := func() {
-			for _, run := range sent {
-				if run.ShardTotal > 0 {
-					if ticker == nil {
-						ticker = time.NewTicker(s.shardedRefresh)
-						refresh = ticker.C
-					}
-					return
-				}
-			}
-			if ticker != nil {
-				ticker.Stop()
-				ticker, refresh = nil, nil
-			}
-		}
-		catchUp := func() bool {
-			for _, run := range s.rereadRuns(ctx, job, sent) {
-				if !emit(run) {
-					return false
-				}
-			}
-			followSharded()
-			return true
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-refresh:
-				if !catchUp() {
-					return
-				}
-			case m, ok := <-sub.C():
-				if !ok {
-					return
-				}
-				if m.Resync {
-					if !catchUp() {
-						return
-					}
-					continue
-				}
-				// A shard is part of its run, never one of the job's runs (an instance of an
-				// earlier version may still publish shards here).
-				run, ok := decodeRun(m)
-				if !ok || run.Shard != nil || (job != "" && run.JobName != job) {
-					continue
-				}
-				if !emit(run) {
-					return
-				}
-				followSharded()
-			}
-		}
+		defer c.stopRefresh()
+		c.loop(ctx, sub)
 	}()
-	return ch
+	return c.ch
+}
+
+// changeStream is one RunChanges stream, owned by its goroutine.
+type changeStream[E any] struct {
+	s     *Streams
+	job   string
+	event func(kind ChangeKind, run *bt.RunRecord) E
+	ch    chan E
+	// sent is the last state sent of each run not yet seen finished: what the next state of a
+	// run is compared with, and which runs a re-read must look at.
+	sent    map[int64]*bt.RunRecord
+	ticker  *time.Ticker     // ticks while a sharded run is active
+	refresh <-chan time.Time // its channel, nil otherwise
+}
+
+func (c *changeStream[E]) loop(ctx context.Context, sub Subscription) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.refresh:
+			if !c.catchUp(ctx) {
+				return
+			}
+		case m, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			if m.Resync {
+				if !c.catchUp(ctx) {
+					return
+				}
+				continue
+			}
+			// A shard is part of its run, never one of the job's runs (an instance of an
+			// earlier version may still publish shards here).
+			run, ok := decodeRun(m)
+			if !ok || run.Shard != nil || (c.job != "" && run.JobName != c.job) {
+				continue
+			}
+			if !c.emit(ctx, run) {
+				return
+			}
+			c.followSharded()
+		}
+	}
+}
+
+// emit sends run's change unless it is not newer than what was sent; false when ctx ended.
+func (c *changeStream[E]) emit(ctx context.Context, run *bt.RunRecord) bool {
+	prev := c.sent[run.ID]
+	if !supersedes(run, prev) {
+		return true
+	}
+	select {
+	case c.ch <- c.event(changeKind(run, prev), run):
+	case <-ctx.Done():
+		return false
+	}
+	if run.Status.Active() {
+		c.sent[run.ID] = run
+	} else {
+		delete(c.sent, run.ID)
+	}
+	return true
+}
+
+// followSharded ticks the re-reads while a sharded run is among the active ones, and stops
+// them when none is.
+func (c *changeStream[E]) followSharded() {
+	for _, run := range c.sent {
+		if run.ShardTotal > 0 {
+			if c.ticker == nil {
+				c.ticker = time.NewTicker(c.s.shardedRefresh)
+				c.refresh = c.ticker.C
+			}
+			return
+		}
+	}
+	c.stopRefresh()
+}
+
+func (c *changeStream[E]) stopRefresh() {
+	if c.ticker != nil {
+		c.ticker.Stop()
+		c.ticker, c.refresh = nil, nil
+	}
+}
+
+// catchUp re-reads the job's active runs and the tracked ones and sends what changed.
+func (c *changeStream[E]) catchUp(ctx context.Context) bool {
+	for _, run := range c.s.rereadRuns(ctx, c.job, c.sent) {
+		if !c.emit(ctx, run) {
+			return false
+		}
+	}
+	c.followSharded()
+	return true
 }
 
 // rereadRuns returns the active runs of job and the current state of the runs in tracked, for

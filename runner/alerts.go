@@ -83,7 +83,8 @@ func (s *AlarmService) History(ctx context.Context, f bt.AlertHistoryFilter) ([]
 
 // stuck judges one running run, or one held shard, by its heartbeat, its ledger writes and its
 // checkpoint. A shard's alarms name its run and the shard.
-func (r *Runner) stuck(now time.Time, run *bt.RunRecord) []bt.Alert {
+func (s *AlarmService) stuck(now time.Time, run *bt.RunRecord) []bt.Alert {
+	r := s.r
 	id, key, what := run.ID, fmt.Sprintf("run:%d", run.ID), fmt.Sprintf("run %d of %s", run.ID, run.JobName)
 	if s := run.Shard; s != nil {
 		id, key, what = s.RunID, fmt.Sprintf("run:%d:shard:%s", s.RunID, s.Key), fmt.Sprintf("shard %s of run %d of %s", s.Key, s.RunID, run.JobName)
@@ -124,7 +125,7 @@ func (s *AlarmService) judge(ctx context.Context) ([]bt.Alert, error) {
 		if run.Status != bt.StatusRunning || run.ShardTotal > 0 {
 			continue // a sharded run lives by its shards, judged one by one
 		}
-		out = append(out, r.stuck(f.Now, run)...)
+		out = append(out, s.stuck(f.Now, run)...)
 	}
 	for job, n := range f.Retried {
 		out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertTargetRetried, job), Kind: bt.AlertTargetRetried,

@@ -46,7 +46,7 @@ func (s *RunService) CancelMany(ctx context.Context, runIDs []int64, actor strin
 	ok := 0
 	var firstErr error
 	for i, id := range ids {
-		run, err := r.requestCancel(ctx, id, actorOr(actor))
+		run, err := s.requestCancel(ctx, id, actorOr(actor))
 		out[i] = CancelResult{RunID: id, Run: run, Err: err}
 		outcome := "ok"
 		if err != nil {

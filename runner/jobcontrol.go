@@ -15,14 +15,15 @@ import (
 // ends CANCELLED. The worker holding the run may be on any instance.
 func (s *RunService) Cancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
 	r := s.r
-	run, err := r.requestCancel(ctx, runID, actorOr(actor))
+	run, err := s.requestCancel(ctx, runID, actorOr(actor))
 	r.audit(ctx, actor, "cancelRun", fmt.Sprintf("run:%d", runID), nil, err)
 	return run, err
 }
 
 // requestCancel sets a run's cancel flag. A sharded run none of whose shards an instance
 // holds ends at once: its final event goes out from here.
-func (r *Runner) requestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
+func (s *RunService) requestCancel(ctx context.Context, runID int64, actor string) (*bt.RunRecord, error) {
+	r := s.r
 	run, err := r.store.RequestCancel(ctx, runID, actor)
 	if err == nil && run.ShardTotal > 0 && !run.Status.Open() && r.cfg.Events != nil {
 		r.cfg.Events.RunChanged(RunEvent{Run: *run, Final: true})

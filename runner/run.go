@@ -46,27 +46,27 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 }
 
 // ID returns the run id.
-func (run *Run) ID() int64 { return run.e.ID() }
+func (run *Run) ID() int64 { return run.e.Started().ID }
 
 // JobName returns the job's name.
-func (run *Run) JobName() string { return run.e.JobName() }
+func (run *Run) JobName() string { return run.e.Started().JobName }
 
 // Trigger returns why the run started.
-func (run *Run) Trigger() Trigger { return run.e.Trigger() }
+func (run *Run) Trigger() Trigger { return run.e.Started().Trigger }
 
 // Mode returns RESUME or RESTART.
-func (run *Run) Mode() Mode { return run.e.Mode() }
+func (run *Run) Mode() Mode { return run.e.Started().Mode }
 
 // Generation returns the ledger generation the run writes to.
-func (run *Run) Generation() int64 { return run.e.Generation() }
+func (run *Run) Generation() int64 { return run.e.Started().Generation }
 
 // GenerationStartedAt returns when the first run of this run's generation started, by the
 // database clock: a stable "business date" for a generation that spans several runs.
-func (run *Run) GenerationStartedAt() time.Time { return run.e.GenerationStartedAt() }
+func (run *Run) GenerationStartedAt() time.Time { return run.e.Started().GenerationStartedAt }
 
 // Checkpoint returns the token to resume after: the last committed checkpoint of the
 // generation for a RESUME run, "" for RESTART and replays.
-func (run *Run) Checkpoint() string { return run.e.Checkpoint() }
+func (run *Run) Checkpoint() string { return run.e.Started().StartCheckpoint }
 
 // Logger returns a logger tagged with the job and run.
 func (run *Run) Logger() *slog.Logger { return run.e.Logger() }

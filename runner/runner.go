@@ -147,8 +147,7 @@ type Runner struct {
 	replays    *replay.Service
 	reconciles *replay.Reconciles
 	ds         *downstreams
-	// claimWake wakes the shard claimer (serveShards).
-	claimWake chan struct{}
+	shards     *shardWork
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -166,25 +165,25 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{
-		cfg:       cfg,
-		store:     st,
-		locks:     redislock.New(cfg.Redis, cfg.Env),
-		log:       cfg.Logger.With("instance", cfg.Instance),
-		metrics:   m,
-		reg:       &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
-		slots:     make(chan struct{}, cfg.PoolSize),
-		active:    map[int64]*Run{},
-		claimWake: make(chan struct{}, 1),
+		cfg:     cfg,
+		store:   st,
+		locks:   redislock.New(cfg.Redis, cfg.Env),
+		log:     cfg.Logger.With("instance", cfg.Instance),
+		metrics: m,
+		reg:     &registry{jobs: map[string]Job{}, defaultLease: cfg.DefaultLease},
+		slots:   make(chan struct{}, cfg.PoolSize),
+		active:  map[int64]*Run{},
 	}
+	r.shards = &shardWork{r: r, wake: make(chan struct{}, 1)}
 	r.handover = handover{r}
 	if r.ds, err = newDownstreams(cfg, st, r.log); err != nil {
 		return nil, err
 	}
 	if cfg.PoolSize > 0 {
-		r.ds.jobsFunc, r.ds.pendingFunc = r.reg.names, r.wakeClaimer
+		r.ds.jobsFunc, r.ds.pendingFunc = r.reg.names, r.shards.wakeUp
 	}
 	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
-	r.recoverer.RunEndedFunc = r.recovered
+	r.recoverer.RunEndedFunc = r.shards.recovered
 	listenDB := cfg.ListenDB
 	if listenDB == nil {
 		listenDB = cfg.DB
@@ -342,7 +341,7 @@ func (r *Runner) JobNames() []string { return r.reg.names() }
 func (r *Runner) freeSlot() {
 	<-r.slots
 	r.sched.SlotFreed()
-	r.wakeClaimer()
+	r.shards.wakeUp()
 }
 
 // Run runs the scheduler (if configured) until ctx is done, then shuts down gracefully: it
@@ -367,7 +366,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		wg.Add(3)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()
 		go func() { defer wg.Done(); r.reconciles.Serve(ctx) }()
-		go func() { defer wg.Done(); r.serveShards(ctx) }()
+		go func() { defer wg.Done(); r.shards.serve(ctx) }()
 	}
 	if r.cfg.Scheduler {
 		wg.Add(2)

@@ -123,7 +123,8 @@ func plannedShards(shards []Shard) ([]store.PlannedShard, error) {
 
 // plan is the body of a sharded run's own slot: it reads the generation's plan, or makes it,
 // and hands the run to its shards. It returns pipeline.ErrHandedToShards once they have it.
-func (r *Runner) plan(ctx context.Context, run *Run, s *Sharding) error {
+func (w *shardWork) plan(ctx context.Context, run *Run, s *Sharding) error {
+	r := w.r
 	if err := run.Check(ctx); err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func (r *Runner) plan(ctx context.Context, run *Run, s *Sharding) error {
 		return err
 	}
 	run.Logger().Info("shards planned", "shards", len(plan))
-	r.announceShards(ctx)
+	w.announce(ctx)
 	return pipeline.ErrHandedToShards
 }
 
@@ -184,30 +185,31 @@ func (s *JobService) SetMaxConcurrentShards(ctx context.Context, job string, n i
 			Message: fmt.Sprintf("the cap on concurrent shards must be 0 (none) to 10000, not %d", n)}
 	}
 	if j, err = r.store.SetMaxConcurrentShards(ctx, job, n, actorOr(actor)); err == nil {
-		r.announceShards(ctx) // a raised cap makes room at once
+		r.shards.announce(ctx) // a raised cap makes room at once
 	}
 	return j, err
 }
 
-// shardChannel is where instances hear that a shard may be claimed.
-func (r *Runner) shardChannel() string { return "baton:{" + r.cfg.Env + "}:shards" }
+// channel is where instances hear that a shard may be claimed.
+func (w *shardWork) channel() string { return "baton:{" + w.r.cfg.Env + "}:shards" }
 
 // announceShards tells every instance that a shard may be waiting for a slot: planned, handed
 // back, or room made under a run's cap. A lost announcement (Redis away) is made up by the
 // instances' heartbeat.
-func (r *Runner) announceShards(ctx context.Context) {
-	r.wakeClaimer()
+func (w *shardWork) announce(ctx context.Context) {
+	r := w.r
+	w.wakeUp()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := r.cfg.Redis.Publish(ctx, r.shardChannel(), "1").Err(); err != nil {
+	if err := r.cfg.Redis.Publish(ctx, w.channel(), "1").Err(); err != nil {
 		r.log.Warn("announce pending shards failed; the other instances find them at their next heartbeat", "err", err)
 	}
 }
 
-// wakeClaimer makes this instance's claimer look for a pending shard.
-func (r *Runner) wakeClaimer() {
+// wakeUp makes this instance's claimer look for a pending shard.
+func (w *shardWork) wakeUp() {
 	select {
-	case r.claimWake <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
@@ -215,14 +217,14 @@ func (r *Runner) wakeClaimer() {
 // serveShards claims pending shards while this instance has free slots, whenever it hears
 // that one may wait (an announcement, a slot freed here, the heartbeat) or a shard waiting out
 // its backoff is due.
-func (r *Runner) serveShards(ctx context.Context) {
-	sub := r.cfg.Redis.Subscribe(ctx, r.shardChannel()) // go-redis resubscribes by itself after an outage
+func (w *shardWork) serve(ctx context.Context) {
+	sub := w.r.cfg.Redis.Subscribe(ctx, w.channel()) // go-redis resubscribes by itself after an outage
 	defer sub.Close()
 	heard := sub.Channel()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next := r.claimShards(ctx)
+		next := w.claimAll(ctx)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -236,7 +238,7 @@ func (r *Runner) serveShards(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-heard:
-		case <-r.claimWake:
+		case <-w.wake:
 		case <-timer.C:
 		}
 	}
@@ -244,9 +246,10 @@ func (r *Runner) serveShards(ctx context.Context) {
 
 // claimShards claims shards until no slot is free or no shard waits, and returns how long
 // until a pending shard not yet due is (0: none, or nothing to wait for).
-func (r *Runner) claimShards(ctx context.Context) time.Duration {
+func (w *shardWork) claimAll(ctx context.Context) time.Duration {
+	r := w.r
 	for ctx.Err() == nil {
-		rec, next, err := r.claimShard(ctx)
+		rec, next, err := w.claim(ctx)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
@@ -266,7 +269,8 @@ func (r *Runner) claimShards(ctx context.Context) time.Duration {
 // to a worker. The slot is taken only once the shard is claimed, so that looking for a shard
 // never makes a start fail for want of a slot; a start that took the last slot meanwhile
 // wins, and the shard is handed back.
-func (r *Runner) claimShard(ctx context.Context) (*RunRecord, *time.Duration, error) {
+func (w *shardWork) claim(ctx context.Context) (*RunRecord, *time.Duration, error) {
+	r := w.r
 	r.startMu.RLock()
 	defer r.startMu.RUnlock()
 	if r.draining.Load() || len(r.slots) == cap(r.slots) {
@@ -284,7 +288,7 @@ func (r *Runner) claimShard(ctx context.Context) (*RunRecord, *time.Duration, er
 			// Its lease runs out, and it is resumed as any shard whose holder died.
 			r.log.Warn("hand back a shard claimed without a slot", "run", rec.Shard.RunID, "shard", rec.Shard.Key, "err", err)
 		}
-		r.announceShards(ctx)
+		w.announce(ctx)
 		return nil, nil, nil
 	}
 	var job Job
@@ -312,9 +316,9 @@ func (r *Runner) claimShard(ctx context.Context) (*RunRecord, *time.Duration, er
 		return nil, nil, err
 	}
 	own := *rec
-	w := r.newRun(job, &own, token, scope, targets)
+	run := r.newRun(job, &own, token, scope, targets)
 	r.workers.Add(1)
-	go r.work(w)
+	go r.work(run)
 	r.metrics.ShardsClaimed.Inc()
 	return rec, nil, nil
 }
@@ -322,23 +326,25 @@ func (r *Runner) claimShard(ctx context.Context) (*RunRecord, *time.Duration, er
 // shardEnded follows a shard's end (its holder's, or the recoverer's): its run learns of it,
 // a shard handed back or room under the cap is announced, and a stop condition that tripped
 // in one shard stops the whole run.
-func (r *Runner) shardEnded(ctx context.Context, rec bt.RunRecord) {
+func (w *shardWork) ended(ctx context.Context, rec bt.RunRecord) {
+	r := w.r
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	r.announceShards(ctx)
+	w.announce(ctx)
 	if rec.Status == bt.StatusFailed && rec.StopReason == bt.StopCondition {
 		actor := fmt.Sprintf("stop condition of shard %s", rec.Shard.Key)
-		if _, err := r.requestCancel(ctx, rec.Shard.RunID, actor); err != nil && !errors.Is(err, bt.ErrNotActive) {
+		if _, err := r.Runs().requestCancel(ctx, rec.Shard.RunID, actor); err != nil && !errors.Is(err, bt.ErrNotActive) {
 			r.log.Warn("stop the run of a shard whose stop condition tripped", "run", rec.Shard.RunID, "err", err)
 		}
 	}
-	r.publishRun(ctx, rec.Shard.RunID, rec.Shard.RunEnded)
+	w.publishRun(ctx, rec.Shard.RunID, rec.Shard.RunEnded)
 }
 
 // publishRun sends a run's state as the database has it now to the event sink. ended says
 // this caller ended the run, so that its final event is this caller's to send: a run that
 // has ended is published by that caller only, once.
-func (r *Runner) publishRun(ctx context.Context, id int64, ended bool) {
+func (w *shardWork) publishRun(ctx context.Context, id int64, ended bool) {
+	r := w.r
 	if r.cfg.Events == nil {
 		return
 	}
@@ -353,13 +359,22 @@ func (r *Runner) publishRun(ctx context.Context, id int64, ended bool) {
 }
 
 // recovered follows each run the recoverer ended or settled, and each shard it handed back.
-func (r *Runner) recovered(run bt.RunRecord) {
+func (w *shardWork) recovered(run bt.RunRecord) {
+	r := w.r
 	if r.cfg.Events != nil {
 		r.cfg.Events.RunChanged(RunEvent{Run: run, Final: !run.Status.Open()})
 	}
 	if run.Shard != nil {
-		r.shardEnded(context.Background(), run) // the run is published as settled, by itself
+		w.ended(context.Background(), run) // the run is published as settled, by itself
 	}
+}
+
+// shardWork is the runner's side of sharded runs: the plan, the claimer and what follows a
+// shard's end.
+type shardWork struct {
+	r *Runner
+	// wake wakes the claimer (serve).
+	wake chan struct{}
 }
 
 // noLocks stands for the job's Redis lock in a shard's run: the lock is the run's, and it is

@@ -26,15 +26,15 @@ func (r *Runner) work(run *Run) {
 	}
 	body := func(ctx context.Context) error { return run.job.Run(ctx, run) }
 	if s := run.job.Info().Shards; s != nil && run.shard == nil {
-		body = func(ctx context.Context) error { return r.plan(ctx, run, s) }
+		body = func(ctx context.Context) error { return r.shards.plan(ctx, run, s) }
 	}
 	run.e.Execute(body)
 	switch {
 	case run.shard != nil:
-		r.shardEnded(context.Background(), run.e.Snapshot())
+		r.shards.ended(context.Background(), run.e.Snapshot())
 	case run.job.Info().Shards != nil && run.e.Snapshot().Status.Active():
 		// Handed to its shards, or ended at once when every shard was done before: only this
 		// worker can have ended it.
-		r.publishRun(context.Background(), run.ID(), true)
+		r.shards.publishRun(context.Background(), run.ID(), true)
 	}
 }

@@ -198,18 +198,8 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 			return err
 		}
 		return c.updateSchedule(ctx, in, stdout)
-	case "auto-resume":
-		in, err := f.autoResumeInput(positional[0])
-		if err != nil {
-			return err
-		}
-		return c.autoResume(ctx, positional[0], in, f.json, stdout)
-	case "sharding":
-		var n *int
-		if f.set["max-concurrent"] {
-			n = f.maxConcurrent
-		}
-		return c.jobSharding(ctx, positional[0], n, f.json, stdout)
+	case "auto-resume", "sharding":
+		return f.settings(ctx, c, sub, positional[0], stdout)
 	default: // watch
 		id, err := runIDArg(positional[0])
 		if err != nil {
@@ -217,6 +207,22 @@ func (f *jobsFlags) run(ctx context.Context, c *apiClient, sub string, positiona
 		}
 		return c.watchRun(ctx, id, stdout, f.json)
 	}
+}
+
+// settings runs the subcommands that read and change one of a job's runtime settings.
+func (f *jobsFlags) settings(ctx context.Context, c *apiClient, sub, job string, stdout io.Writer) error {
+	if sub == "sharding" {
+		var n *int
+		if f.set["max-concurrent"] {
+			n = f.maxConcurrent
+		}
+		return c.jobSharding(ctx, job, n, f.json, stdout)
+	}
+	in, err := f.autoResumeInput(job)
+	if err != nil {
+		return err
+	}
+	return c.autoResume(ctx, job, in, f.json, stdout)
 }
 
 // scheduleInput is the updateSchedule input for job name: only what the flags change.

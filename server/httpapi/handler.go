@@ -270,31 +270,38 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{expires: expires})
 	}
 
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				s.writeError(w, r, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
-				return
-			}
-			// The rest of the body will not be read: without this, the server would wait for it
-			// (with the deadline lifted) before answering, whatever the client sends.
-			w.Header().Set("Connection", "close")
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				s.writeError(w, r, http.StatusRequestTimeout, graph.CodeBadRequest, fmt.Sprintf("the request body did not arrive within %s", s.cfg.RequestTimeout))
-				return
-			}
-			s.writeError(w, r, http.StatusBadRequest, graph.CodeBadRequest, "could not read the request body")
-			return
-		}
-		if bytes.Contains(body, []byte(`\u0000`)) || bytes.IndexByte(body, 0) >= 0 {
-			s.writeError(w, r, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	if r.Method == http.MethodPost && !s.readBody(w, r) {
+		return
 	}
 	s.gql.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// readBody reads a POST's body, bounded in size and time, into memory for gqlgen, refusing a
+// body too large, too slow or holding a NUL; it reports whether the request may go on.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.writeError(w, r, http.StatusRequestEntityTooLarge, graph.CodePayloadTooLarge, fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+			return false
+		}
+		// The rest of the body will not be read: without this, the server would wait for it
+		// (with the deadline lifted) before answering, whatever the client sends.
+		w.Header().Set("Connection", "close")
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.writeError(w, r, http.StatusRequestTimeout, graph.CodeBadRequest, fmt.Sprintf("the request body did not arrive within %s", s.cfg.RequestTimeout))
+			return false
+		}
+		s.writeError(w, r, http.StatusBadRequest, graph.CodeBadRequest, "could not read the request body")
+		return false
+	}
+	if bytes.Contains(body, []byte(`\u0000`)) || bytes.IndexByte(body, 0) >= 0 {
+		s.writeError(w, r, http.StatusBadRequest, graph.CodeBadUserInput, nulMessage)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 // authenticateHeader authenticates the request's Authorization header and returns the context

@@ -173,27 +173,9 @@ func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 	return run
 }
 
-// ID returns the run id.
-func (run *Run) ID() int64 { return run.fence.RunID }
-
-// JobName returns the job's name.
-func (run *Run) JobName() string { return run.started.JobName }
-
-// Trigger returns why the run started.
-func (run *Run) Trigger() bt.Trigger { return run.started.Trigger }
-
-// Mode returns RESUME or RESTART.
-func (run *Run) Mode() bt.Mode { return run.started.Mode }
-
-// Generation returns the ledger generation the run writes to.
-func (run *Run) Generation() int64 { return run.started.Generation }
-
-// GenerationStartedAt returns when the first run of the run's generation started, by the
-// database clock.
-func (run *Run) GenerationStartedAt() time.Time { return run.started.GenerationStartedAt }
-
-// Checkpoint returns the token the run started after.
-func (run *Run) Checkpoint() string { return run.started.StartCheckpoint }
+// Started returns the run as it was handed to the worker: its identity (id, job, generation,
+// trigger, mode, the checkpoint it started after, its shard) never changes.
+func (run *Run) Started() bt.RunRecord { return run.started }
 
 // Logger returns a logger tagged with the job and run.
 func (run *Run) Logger() *slog.Logger { return run.log }

@@ -36,14 +36,7 @@ func testShardsLifecycle(t *testing.T, open Open) {
 	if got, err := s.ShardPlan(ctx, "j", gen); err != nil || len(got) != 2 || got[1].Spec != "second half" {
 		t.Fatalf("the generation's plan %+v, %v", got, err)
 	}
-	claim := func(token string) *bt.RunRecord {
-		t.Helper()
-		rec, _, err := s.ClaimShard(ctx, store.ShardClaim{Jobs: []string{"j"}, Instance: "i-" + token, Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rec
-	}
+	claim := func(token string) *bt.RunRecord { return claimShard(t, s.Store, token) }
 	a := claim("ta")
 	if a == nil || a.Shard == nil || a.Shard.Key != "a" || a.Shard.RunID != f.RunID || a.Status != bt.StatusStarting || a.Shard.Count != 2 {
 		t.Fatalf("first claim %+v", a)
@@ -64,45 +57,9 @@ func testShardsLifecycle(t *testing.T, open Open) {
 	if _, _, err := s.WriteItems(ctx, fa, write, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Its holder dies: the shard goes back to PENDING in place, its checkpoint kept, due in an hour.
-	exec(t, s, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, a.ID)
-	expired, err := s.RecoverExpired(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(expired) != 1 || expired[0].ShardOf != f.RunID || !expired[0].Requeued {
-		t.Fatalf("recovered %+v, want shard %d of run %d requeued", expired, a.ID, f.RunID)
-	}
-	again, err := s.Run(ctx, a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.Status != bt.StatusPending || again.Attempt != 1 || again.AutoResumeAt == nil || again.Checkpoint != "5" {
-		t.Fatalf("requeued shard %+v", again)
-	}
-	if due, _, err := s.DueAutoResumes(ctx, 10); err != nil || len(due) != 0 {
-		t.Fatalf("due auto-resumes %+v, %v: a shard waiting for a claim is not a run to resume", due, err)
-	}
-	exec(t, s, `UPDATE job_runs SET auto_resume_at = now() - interval '1 second' WHERE id = $1`, a.ID)
-	if due, _, err := s.DueAutoResumes(ctx, 10); err != nil || len(due) != 0 {
-		t.Fatalf("due auto-resumes %+v, %v: a due shard is claimed, not resumed as a run", due, err)
-	}
-	if again, _ := s.Run(ctx, a.ID); again.AutoResumeOutcome != "" {
-		t.Fatalf("the due shard's outcome is %q: the auto-resume pass must leave shards alone", again.AutoResumeOutcome)
-	}
+	checkShardRequeued(t, s, f.RunID, a.ID)
 	// Both shards are claimed and end, one after the other; the second's end ends the run.
-	finish := func(rec *bt.RunRecord, token string) *bt.RunRecord {
-		t.Helper()
-		fs := store.Fence{RunID: rec.ID, Token: token}
-		if _, _, err := s.Activate(ctx, fs); err != nil {
-			t.Fatal(err)
-		}
-		end, err := s.Finish(ctx, fs, bt.StatusSucceeded, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return end
-	}
+	finish := func(rec *bt.RunRecord, token string) *bt.RunRecord { return finishShard(t, s.Store, rec, token) }
 	a2 := claim("ta2")
 	if a2 == nil || a2.ID != a.ID || a2.StartCheckpoint != "5" {
 		t.Fatalf("the requeued shard claimed again: %+v, want shard a from checkpoint 5", a2)
@@ -126,5 +83,60 @@ func testShardsLifecycle(t *testing.T, open Open) {
 	}
 	if plan, _ := s.ShardPlan(ctx, "j", gen); !plan[0].Done || !plan[1].Done || plan[0].Checkpoint != "5" {
 		t.Fatalf("the plan after the run: %+v, want both shards done, a at checkpoint 5", plan)
+	}
+}
+
+func claimShard(t *testing.T, s store.Store, token string) *bt.RunRecord {
+	t.Helper()
+	rec, _, err := s.ClaimShard(context.Background(), store.ShardClaim{Jobs: []string{"j"}, Instance: "i-" + token, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func finishShard(t *testing.T, s store.Store, rec *bt.RunRecord, token string) *bt.RunRecord {
+	t.Helper()
+	ctx := context.Background()
+	fs := store.Fence{RunID: rec.ID, Token: token}
+	if _, _, err := s.Activate(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	end, err := s.Finish(ctx, fs, bt.StatusSucceeded, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
+// checkShardRequeued lets shard's holder die: the shard goes back to PENDING in place, its
+// checkpoint kept, due after the policy's backoff, and the auto-resume pass leaves it alone.
+func checkShardRequeued(t *testing.T, s DB, run, shard int64) {
+	t.Helper()
+	ctx := context.Background()
+	exec(t, s, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, shard)
+	expired, err := s.RecoverExpired(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expired) != 1 || expired[0].ShardOf != run || !expired[0].Requeued {
+		t.Fatalf("recovered %+v, want shard %d of run %d requeued", expired, shard, run)
+	}
+	again, err := s.Run(ctx, shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != bt.StatusPending || again.Attempt != 1 || again.AutoResumeAt == nil || again.Checkpoint != "5" {
+		t.Fatalf("requeued shard %+v", again)
+	}
+	if due, _, err := s.DueAutoResumes(ctx, 10); err != nil || len(due) != 0 {
+		t.Fatalf("due auto-resumes %+v, %v: a shard waiting for a claim is not a run to resume", due, err)
+	}
+	exec(t, s, `UPDATE job_runs SET auto_resume_at = now() - interval '1 second' WHERE id = $1`, shard)
+	if due, _, err := s.DueAutoResumes(ctx, 10); err != nil || len(due) != 0 {
+		t.Fatalf("due auto-resumes %+v, %v: a due shard is claimed, not resumed as a run", due, err)
+	}
+	if again, _ := s.Run(ctx, shard); again.AutoResumeOutcome != "" {
+		t.Fatalf("the due shard's outcome is %q: the auto-resume pass must leave shards alone", again.AutoResumeOutcome)
 	}
 }
