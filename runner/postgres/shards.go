@@ -166,7 +166,8 @@ func (s shardStore) ClaimShard(ctx context.Context, c store.ShardClaim) (*bt.Run
 			WHERE id = $1 RETURNING *
 		), e AS (
 			INSERT INTO job_run_events (run_id, kind, shard, detail)
-			SELECT id, 'SHARD_CLAIMED', shard_key, format('claimed by %s (attempt %s) from checkpoint %L', instance, attempt + 1, checkpoint) FROM c
+			SELECT id, 'SHARD_CLAIMED', shard_key, format('claimed by %s (attempt %s) %s', instance, attempt + 1,
+				CASE WHEN checkpoint = '' THEN 'from the beginning' ELSE format('from checkpoint %L', checkpoint) END) FROM c
 		)
 		SELECT `+runColumns+` FROM c`, shard, c.Instance, c.Token))
 	if err != nil {
