@@ -48,15 +48,15 @@ func (rc *Recoverer) Recover(ctx context.Context) {
 	for _, e := range expired {
 		switch {
 		case e.Settled:
-			rc.Logger.Info("sharded run settled by the recoverer's sweep", "job", e.JobName, "run", e.ID)
+			rc.Logger.Info("sharded run settled by the recoverer's sweep", "job", e.JobName, "run_id", e.ID)
 		case e.ShardOf != 0:
 			// A shard holds no Redis lock: its run does.
 			rc.Metrics.Recovered.Inc()
-			rc.Logger.Warn("shard's lease expired", "job", e.JobName, "run", e.ShardOf, "shard_run", e.ID,
+			rc.Logger.Warn("shard's lease expired", "job", e.JobName, "run_id", e.ShardOf, "shard_run_id", e.ID,
 				"requeued", e.Requeued, "ambiguous", e.Ambiguous)
 		default:
 			rc.Metrics.Recovered.Inc()
-			rc.Logger.Warn("run failed: lease expired", "job", e.JobName, "run", e.ID, "ambiguous", e.Ambiguous)
+			rc.Logger.Warn("run failed: lease expired", "job", e.JobName, "run_id", e.ID, "ambiguous", e.Ambiguous)
 			if _, err := rc.Locks.Release(ctx, e.JobName, e.Token); err != nil {
 				rc.Logger.Warn("release expired lock", "job", e.JobName, "err", err)
 			}
