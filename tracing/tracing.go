@@ -72,12 +72,11 @@ func Setup(ctx context.Context, c Config) (*sdktrace.TracerProvider, error) {
 			return nil, nil
 		}
 	}
-	switch strings.TrimSpace(c.Exporter) {
-	case "", ExporterNone:
+	if err := CheckExporter(c.Exporter); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(c.Exporter) != ExporterOTLP {
 		return nil, nil
-	case ExporterOTLP:
-	default:
-		return nil, fmt.Errorf("traces exporter (OTEL_TRACES_EXPORTER) must be none or otlp, not %q", c.Exporter)
 	}
 	exp, err := newExporter(ctx, env)
 	if err != nil {
@@ -92,6 +91,16 @@ func Setup(ctx context.Context, c Config) (*sdktrace.TracerProvider, error) {
 	// parentbased_always_on unless they say otherwise. A caller that sampled its request
 	// out is followed, so a run it starts is not traced either.
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// CheckExporter refuses an exporter Setup does not know, naming the setting.
+func CheckExporter(name string) error {
+	switch strings.TrimSpace(name) {
+	case "", ExporterNone, ExporterOTLP:
+		return nil
+	default:
+		return fmt.Errorf("traces-exporter (OTEL_TRACES_EXPORTER) must be none or otlp, not %q", name)
+	}
 }
 
 // newExporter makes the OTLP exporter of the protocol the environment names (http/protobuf by
