@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -369,5 +370,55 @@ func TestAutoResumeContinuesTheTrace(t *testing.T) {
 	}
 	if !strings.HasPrefix(b.traceParentOf(resumed.id), "00-"+firstSpan.TraceID().String()+"-") {
 		t.Errorf("the resume's trace_parent %q is not in the resumed run's trace %s", b.traceParentOf(resumed.id), firstSpan.TraceID())
+	}
+}
+
+// A start an API-only instance hands to a worker instance keeps its caller's trace: the run's
+// span, on the worker, is a child of the caller's span. A refused start ends its span with
+// the refusal.
+func TestHandedOverStartKeepsTheTrace(t *testing.T) {
+	b := setup(t)
+	tp := newRecorded(t)
+	job := newItemsJob("traced-handed", 2)
+	api := b.runner(func(c *runner.Config) { c.PoolSize, c.Instance, c.TracerProvider = -1, "api-only", tp }, job)
+	worker := b.runner(func(c *runner.Config) { c.PoolSize, c.Instance, c.TracerProvider = 2, "worker", tp }, job)
+	ctx, caller := tp.Tracer("test").Start(context.Background(), "caller")
+	rec, err := api.Start(ctx, runner.StartParams{Job: "traced-handed"})
+	caller.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitStatus(rec.ID, bt.StatusSucceeded)
+	var span sdktrace.ReadOnlySpan
+	waitFor(t, "the run's span", func() bool {
+		if s := tp.spans("run traced-handed"); len(s) == 1 {
+			span = s[0]
+		}
+		return span != nil
+	})
+	if span.Parent().SpanID() != caller.SpanContext().SpanID() || attr(span, "baton.instance") != "worker" {
+		t.Fatalf("run span on %q has parent %s, want the caller's span %s, on the worker",
+			attr(span, "baton.instance"), span.Parent().SpanID(), caller.SpanContext().SpanID())
+	}
+
+	gate := make(chan struct{})
+	defer close(gate)
+	job.gate = func(int) <-chan struct{} { return gate }
+	held, err := worker.Start(context.Background(), runner.StartParams{Job: "traced-handed", Mode: bt.ModeRestart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitStatus(held.ID, bt.StatusRunning)
+	if _, err := worker.Start(context.Background(), runner.StartParams{Job: "traced-handed", Mode: bt.ModeRestart}); err == nil {
+		t.Fatal("a second start of a running job was not refused")
+	}
+	var refused []sdktrace.ReadOnlySpan
+	for _, s := range tp.spans("run traced-handed") {
+		if s.Status().Code == codes.Error {
+			refused = append(refused, s)
+		}
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0].Status().Description, "already running") {
+		t.Fatalf("refused start spans %v, want one saying the job is already running", names(refused, "baton.run.status"))
 	}
 }
