@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/baton-run/baton/internal/testbundle"
+	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
@@ -421,4 +424,48 @@ func TestHandedOverStartKeepsTheTrace(t *testing.T) {
 	if len(refused) != 1 || !strings.Contains(refused[0].Status().Description, "already running") {
 		t.Fatalf("refused start spans %v, want one saying the job is already running", names(refused, "baton.run.status"))
 	}
+}
+
+// BenchmarkProcessBatchTraced is BenchmarkProcessBatch with tracing on: every span sampled and
+// recorded by the SDK (its batch processor, exporting nowhere), so the figure is the cost of
+// the spans themselves. Compare items/s with BenchmarkProcessBatch run beside it.
+func BenchmarkProcessBatchTraced(b *testing.B) {
+	const n, batch = 20000, 500
+	job := runner.NewJob(runner.JobInfo{Name: "items", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
+		items := make([]runner.Item, 0, batch)
+		for i := range n {
+			items = append(items, runner.Item{Target: fmt.Sprint(i), Checkpoint: fmt.Sprint(i)})
+			if len(items) == batch || i == n-1 {
+				if err := run.ProcessBatch(ctx, items, 8, func(context.Context, runner.Item, *runner.Attempt) error { return nil }); err != nil {
+					return err
+				}
+				items = items[:0]
+			}
+		}
+		return nil
+	})
+	tb := testbundle.New(b, testenv.Schema)
+	f := &testbundle.Finals{}
+	cfg := tb.BenchConfig()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	cfg.PoolSize, cfg.Events, cfg.DefaultLease, cfg.TracerProvider = 4, f, 30*time.Second, tp
+	r := tb.NewRunner(cfg, job)
+	var total time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		started, err := r.Start(context.Background(), runner.StartParams{Job: "items", Mode: bt.ModeRestart})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := f.Wait(b, started.ID)
+		total += time.Since(t0)
+		for r.Active(started.ID) {
+			runtime.Gosched()
+		}
+		if run.Status != bt.StatusSucceeded || run.Processed != n {
+			b.Fatalf("run %s with %d items", run.Status, run.Processed)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
 }
