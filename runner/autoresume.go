@@ -156,7 +156,11 @@ func (r *Runner) resumeDue(ctx context.Context) time.Duration {
 		switch {
 		case err == nil && run != nil:
 			r.metrics.AutoResumed.Inc()
-			r.log.Info("run auto-resumed", "job", d.JobName, "of", d.RunID, "run_id", run.ID, "attempt", d.Attempt+1)
+			args := []any{"job", d.JobName, "of", d.RunID, "run_id", run.ID, "attempt", d.Attempt + 1}
+			if id := traceIDOf(run.TraceParent); id != "" {
+				args = append(args, "trace_id", id)
+			}
+			r.log.Info("run auto-resumed", args...)
 		case err == nil, errors.Is(err, bt.ErrAlreadyRunning):
 			// Claimed by another instance, or another run is active: it supersedes this one.
 		case errors.Is(err, bt.ErrCapacityExceeded):

@@ -76,3 +76,13 @@ func (r *Runner) shardSpan(rec *RunRecord) trace.Span {
 	_, span := r.tracer.Start(ctx, "shard "+rec.JobName, trace.WithAttributes(pipeline.RunAttributes(rec, r.cfg.Instance)...))
 	return span
 }
+
+// traceIDOf returns the trace id a W3C traceparent names, "" for none: for the log lines of a
+// run written outside its own logger.
+func traceIDOf(tp string) string {
+	sc := trace.SpanContextFromContext(pipeline.WithTraceParent(context.Background(), tp))
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}

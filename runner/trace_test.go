@@ -328,11 +328,13 @@ func TestShardSpansAreChildrenOfTheRun(t *testing.T) {
 func TestAutoResumeContinuesTheTrace(t *testing.T) {
 	b := setup(t)
 	tp := newRecorded(t)
+	var logs logLines
 	job, hold, gate := stallingJob("traced-heal", "t2", "t1", "t2", "t3")
 	job.info.AutoResume = policy(3, 0)
 	mod := func(name string) func(cfg *runner.Config) {
 		return func(cfg *runner.Config) {
 			cfg.Instance, cfg.Scheduler, cfg.PollInterval, cfg.PoolSize, cfg.TracerProvider = name, true, 100*time.Millisecond, 1, tp
+			cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 		}
 	}
 	a := b.runner(mod("a"), job)
@@ -373,6 +375,21 @@ func TestAutoResumeContinuesTheTrace(t *testing.T) {
 	}
 	if !strings.HasPrefix(b.traceParentOf(resumed.id), "00-"+firstSpan.TraceID().String()+"-") {
 		t.Errorf("the resume's trace_parent %q is not in the resumed run's trace %s", b.traceParentOf(resumed.id), firstSpan.TraceID())
+	}
+	// The lines of both runs, the scheduler's note of the resume among them, name the trace.
+	for _, id := range []int64{first, resumed.id} {
+		n := 0
+		for _, l := range logs.lines(t) {
+			if l["run_id"] == float64(id) {
+				n++
+				if l["trace_id"] != firstSpan.TraceID().String() || l["job"] != "traced-heal" {
+					t.Errorf("log line %v: want job traced-heal and trace_id %s", l, firstSpan.TraceID())
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("no log line names run %d", id)
+		}
 	}
 }
 

@@ -171,4 +171,6 @@ type ExpiredRun struct {
 	Requeued bool
 	// Settled marks a sharded run the pass settled (no lease of its own expired).
 	Settled bool
+	// TraceParent is the run's (RunRecord.TraceParent), for the recoverer's log lines.
+	TraceParent string
 }
