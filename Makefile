@@ -39,7 +39,7 @@ frontend: ## Build the SPA into frontend/dist (a no-op until frontend/package.js
 .PHONY: run
 run: build ## Start PostgreSQL+Redis if needed, migrate database `baton`, serve the demo
 	scripts/dev-services.sh up --db baton >/dev/null
-	. .data/env && ./$(BIN) migrate up && exec ./$(BIN) serve --demo
+	. .data/env && ./$(BIN) migrate up && BATON_LOG_FORMAT=$${BATON_LOG_FORMAT:-text} exec ./$(BIN) serve --demo
 
 .PHONY: services
 services: ## Make PostgreSQL and Redis reachable and write .data/env (scripts/dev-services.sh up)

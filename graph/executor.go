@@ -13,6 +13,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-run/baton/graph/generated"
 	"github.com/baton-run/baton/graph/model"
@@ -58,6 +59,8 @@ type Config struct {
 	// NowFunc is the clock of the rate limiter (and of the transport's token cache); nil
 	// means time.Now.
 	NowFunc func() time.Time
+	// TracerProvider makes a span of each operation (operationSpans); nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -123,6 +126,9 @@ func NewServer(cfg Config) *handler.Server {
 	gql.SetDisableSuggestion(!cfg.DevMode)
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(recoverPanic(cfg.Logger))
+	if cfg.TracerProvider != nil {
+		gql.Use(operationSpans{tracer: cfg.TracerProvider.Tracer("github.com/baton-run/baton/graph")})
+	}
 	gql.Use(operationLimits{maxDepth: cfg.MaxDepth, dev: cfg.DevMode})
 	gql.Use(inputLimits{runner: cfg.Runner, log: cfg.Logger})
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/store"
 )
 
@@ -149,12 +150,17 @@ func (r *Runner) resumeDue(ctx context.Context) time.Duration {
 		if _, ok := r.Job(d.JobName); !ok {
 			continue // another instance's job
 		}
-		run, err := r.Start(ctx, StartParams{Job: d.JobName, Trigger: bt.TriggerAutoResume, Mode: bt.ModeResume,
-			Actor: autoResumeActor, local: true, autoResumeOf: d.RunID})
+		// The resume continues the ended run's trace: its span is a child of that run's.
+		run, err := r.Start(pipeline.WithTraceParent(ctx, d.TraceParent), StartParams{Job: d.JobName, Trigger: bt.TriggerAutoResume,
+			Mode: bt.ModeResume, Actor: autoResumeActor, local: true, autoResumeOf: d.RunID})
 		switch {
 		case err == nil && run != nil:
 			r.metrics.AutoResumed.Inc()
-			r.log.Info("run auto-resumed", "job", d.JobName, "of", d.RunID, "run", run.ID, "attempt", d.Attempt+1)
+			args := []any{"job", d.JobName, "of", d.RunID, "run_id", run.ID, "attempt", d.Attempt + 1}
+			if id := traceIDOf(run.TraceParent); id != "" {
+				args = append(args, "trace_id", id)
+			}
+			r.log.Info("run auto-resumed", args...)
 		case err == nil, errors.Is(err, bt.ErrAlreadyRunning):
 			// Claimed by another instance, or another run is active: it supersedes this one.
 		case errors.Is(err, bt.ErrCapacityExceeded):

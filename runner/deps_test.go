@@ -19,4 +19,8 @@ func TestRunnerDependencies(t *testing.T) {
 		"github.com/baton-run/baton/internal/demo"}
 	testenv.ForbidImports(t, ".", "the runner", append([]string{"net/http"}, transports...))
 	testenv.ForbidDeps(t, "./...", "the runner", transports)
+	// Spans: the runner speaks the OpenTelemetry API only; which SDK and exporter (if any)
+	// receive them is the program's choice (package tracing for baton serve).
+	testenv.ForbidDeps(t, "./...", "the runner, which uses the OpenTelemetry API only", []string{
+		"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "github.com/baton-run/baton/tracing"})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/redislock"
 )
 
@@ -37,6 +38,8 @@ type startWire struct {
 	ReplayRequestID *int64         `json:"replayRequestId,omitempty"`
 	ReplayScope     bt.ReplayScope `json:"replayScope,omitempty"`
 	Missed          []time.Time    `json:"missed,omitempty"`
+	// TraceParent is the caller's trace context: the run's span is its child on the worker.
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 type remoteReply struct {
@@ -59,7 +62,7 @@ func (h handover) start(ctx context.Context, p StartParams) (*RunRecord, error) 
 	r := h.r
 	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode,
 		Actor: p.Actor, Due: p.Due, Next: p.Next, Generation: p.Generation, FromStart: p.FromStart,
-		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope, Missed: p.Missed}}
+		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope, Missed: p.Missed, TraceParent: pipeline.TraceParent(ctx)}}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -130,7 +133,7 @@ func (h handover) serve(ctx context.Context) {
 			continue
 		}
 		w := req.Params
-		run, err := r.Start(ctx, StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
+		run, err := r.Start(pipeline.WithTraceParent(ctx, w.TraceParent), StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
 			Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
 			Missed: w.Missed, noAudit: true, local: true})
 		rep := remoteReply{RunID: runIDOf(run)}

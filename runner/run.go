@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/store"
@@ -25,11 +27,13 @@ type Run struct {
 // maintenance, shutdown) or has lost its lease. Return it from Job.Run.
 var ErrStop = bt.ErrStopped
 
-func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.ReplayScope, targets []string) *Run {
+// newRun makes the handle of run rec, holding its lease token; span is the run's span (nil for
+// none), which the run ends.
+func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.ReplayScope, targets []string, span trace.Span) *Run {
 	info := job.Info()
 	retry := info.Retry.withDefaults()
 	d := pipeline.Deps{Store: r.store, Locks: r.locks, Metrics: r.metrics, Logger: r.log,
-		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance, Downstreams: r.ds}
+		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance, Downstreams: r.ds, Tracer: r.tracer}
 	var shard *ShardInfo
 	if s := rec.Shard; s != nil {
 		d.Locks = noLocks{} // the run holds the job's lock; the database fences each shard
@@ -39,7 +43,7 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 		d.PublishFunc = func(rec bt.RunRecord, final bool) { events.RunChanged(RunEvent{Run: rec, Final: final}) }
 	}
 	e := pipeline.New(d, rec, pipeline.Settings{
-		Token: token, Scope: scope, Targets: targets, StopConditions: info.StopConditions, SensitiveEvidence: info.SensitiveEvidence,
+		Token: token, Scope: scope, Targets: targets, StopConditions: info.StopConditions, SensitiveEvidence: info.SensitiveEvidence, Span: span,
 		Retry: pipeline.Retry{MaxAttempts: retry.MaxAttempts, InitialBackoff: retry.InitialBackoff, MaxBackoff: retry.MaxBackoff},
 	})
 	return &Run{e: e, job: job, fence: e.Fence(), shard: shard}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/maintenance"
@@ -104,6 +105,11 @@ type Config struct {
 	// DefaultRemoteStartWait, -1 refuses such starts at once with CAPACITY_EXCEEDED. Instances with workers take
 	// handed-over starts whenever they have a free slot.
 	RemoteStartWait time.Duration
+	// TracerProvider makes the spans of runs (docs/operator-runbook.md, "Tracing a run"): each
+	// run, its Process and ProcessBatch calls, their commits and item calls, and its lease
+	// renewals. nil makes no span at all, at no cost on the item path; pass
+	// otel.GetTracerProvider() to use the program's global one.
+	TracerProvider trace.TracerProvider
 	// ReconcileTimeout bounds one call of a job's reconcile hook, which a worker makes for a
 	// reconcile request; 0 means DefaultReconcileTimeout. Three quarters of the job's lease
 	// bound it too, whichever is shorter, so the outcome is written while the lease holds.
@@ -148,6 +154,8 @@ type Runner struct {
 	reconciles *replay.Reconciles
 	ds         *downstreams
 	shards     *shardWork
+	// tracer makes the runs' spans; nil when Config.TracerProvider is (tracing off).
+	tracer trace.Tracer
 }
 
 // New returns a Runner. Register jobs, then call Run.
@@ -176,6 +184,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.shards = &shardWork{r: r, wake: make(chan struct{}, 1)}
 	r.handover = handover{r}
+	if cfg.TracerProvider != nil {
+		r.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
 	if r.ds, err = newDownstreams(cfg, st, r.log); err != nil {
 		return nil, err
 	}

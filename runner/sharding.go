@@ -286,7 +286,7 @@ func (w *shardWork) claim(ctx context.Context) (*RunRecord, *time.Duration, erro
 	default:
 		if err := r.store.ReleaseShard(ctx, store.Fence{RunID: rec.ID, Token: token}); err != nil {
 			// Its lease runs out, and it is resumed as any shard whose holder died.
-			r.log.Warn("hand back a shard claimed without a slot", "run", rec.Shard.RunID, "shard", rec.Shard.Key, "err", err)
+			r.log.Warn("hand back a shard claimed without a slot", "job", rec.JobName, "run_id", rec.Shard.RunID, "shard", rec.Shard.Key, "err", err)
 		}
 		w.announce(ctx)
 		return nil, nil, nil
@@ -312,11 +312,11 @@ func (w *shardWork) claim(ctx context.Context) (*RunRecord, *time.Duration, erro
 		<-r.slots // not freeSlot: nothing ended here, so nothing to wake
 		// The shard is STARTING under a lease no worker holds: it expires, and the shard is
 		// resumed like any shard whose holder died.
-		r.log.Error("claimed shard not started", "run", rec.Shard.RunID, "shard", rec.Shard.Key, "err", err)
+		r.log.Error("claimed shard not started", "job", rec.JobName, "run_id", rec.Shard.RunID, "shard", rec.Shard.Key, "err", err)
 		return nil, nil, err
 	}
 	own := *rec
-	run := r.newRun(job, &own, token, scope, targets)
+	run := r.newRun(job, &own, token, scope, targets, w.span(&own))
 	r.workers.Add(1)
 	go r.work(run)
 	r.metrics.ShardsClaimed.Inc()
@@ -334,7 +334,7 @@ func (w *shardWork) ended(ctx context.Context, rec bt.RunRecord) {
 	if rec.Status == bt.StatusFailed && rec.StopReason == bt.StopCondition {
 		actor := fmt.Sprintf("stop condition of shard %s", rec.Shard.Key)
 		if _, err := r.Runs().requestCancel(ctx, rec.Shard.RunID, actor); err != nil && !errors.Is(err, bt.ErrNotActive) {
-			r.log.Warn("stop the run of a shard whose stop condition tripped", "run", rec.Shard.RunID, "err", err)
+			r.log.Warn("stop the run of a shard whose stop condition tripped", "job", rec.JobName, "run_id", rec.Shard.RunID, "err", err)
 		}
 	}
 	w.publishRun(ctx, rec.Shard.RunID, rec.Shard.RunEnded)
@@ -350,7 +350,7 @@ func (w *shardWork) publishRun(ctx context.Context, id int64, ended bool) {
 	}
 	run, err := r.store.Run(ctx, id)
 	if err != nil {
-		r.log.Warn("read a run to publish it", "run", id, "err", err)
+		r.log.Warn("read a run to publish it", "run_id", id, "err", err)
 		return
 	}
 	if final := !run.Status.Open(); !final || ended {

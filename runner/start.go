@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/connretry"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/store"
 )
 
@@ -149,15 +152,19 @@ func (a *startAttempt) startLocally(ctx context.Context) (*RunRecord, error) {
 	if claimed, err := a.claimFire(ctx, callerCtx); err != nil || !claimed {
 		return nil, err
 	}
+	ctx, span := a.startSpan(ctx)
 	if err := a.lock(ctx); err != nil {
+		endRefused(span, err)
 		return nil, err
 	}
 	run, err := a.insertRun(ctx)
 	if err != nil || run == nil {
+		endRefused(span, err)
 		return nil, err
 	}
 	handedOff = true
-	a.handOff(ctx, run)
+	a.runStarted(ctx, span, run)
+	a.handOff(ctx, run, span)
 	return run, nil
 }
 
@@ -236,6 +243,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
 			LeaseSeconds: leaseSecondsFor(a.lease), JobVersion: a.job.Info().Version, ScheduledFor: a.scheduledFor,
 			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID, AutoResumeOf: p.autoResumeOf,
+			TraceParent: pipeline.TraceParent(ctx),
 		})
 	})
 	if err == nil {
@@ -266,7 +274,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 // handOff gives the inserted run to a worker goroutine on the slot taken for it. When the
 // operator's lease override replaced the job's lease, the Redis lock is extended to it first:
 // the run, its renewals and the lock hold that one from here on.
-func (a *startAttempt) handOff(ctx context.Context, run *RunRecord) {
+func (a *startAttempt) handOff(ctx context.Context, run *RunRecord, span trace.Span) {
 	r := a.r
 	if got := time.Duration(run.LeaseSeconds) * time.Second; got != a.lease && a.locked {
 		lockCtx, cancelLock := context.WithTimeout(ctx, redisTimeout(got))
@@ -276,7 +284,7 @@ func (a *startAttempt) handOff(ctx context.Context, run *RunRecord) {
 		cancelLock()
 	}
 	own := *run // the worker's; the caller keeps the record Start returns
-	w := r.newRun(a.job, &own, a.token, a.p.ReplayScope, a.p.ReplayTargets)
+	w := r.newRun(a.job, &own, a.token, a.p.ReplayScope, a.p.ReplayTargets, span)
 	r.workers.Add(1)
 	go r.work(w)
 	r.metrics.RunsStarted.WithLabelValues(string(a.p.Trigger)).Inc()

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-run/baton/runner"
+	"github.com/baton-run/baton/tracing"
 )
 
 // Config is every setting of an instance, and what a program embedding Baton adds to it (its
@@ -66,9 +68,15 @@ type Config struct {
 	Demo bool
 	// DevMode opens the playground and introspection to every role.
 	DevMode bool
-	// LogFormat is "json" or "text", and LogLevel "debug", "info", "warn" or "error": the
-	// logger NewLogger makes. Serve logs to Logger.
+	// LogFormat is "auto" (text when the log goes to a terminal, JSON otherwise), "json" or
+	// "text", and LogLevel "debug", "info", "warn" or "error": the logger NewLogger makes.
+	// Serve logs to Logger.
 	LogFormat, LogLevel string
+	// TracesExporter is where the instance's spans go: "none" (or "") for nowhere, or "otlp"
+	// for an OTLP receiver, over http/protobuf or grpc as OTEL_EXPORTER_OTLP_PROTOCOL says,
+	// at OTEL_EXPORTER_OTLP_ENDPOINT; the other standard OTEL_* variables apply (package
+	// tracing). Ignored when TracerProvider is set.
+	TracesExporter string
 	// AllowedOrigins are browser origins allowed besides the server's own.
 	AllowedOrigins []string
 	// DBMaxConns sizes the PostgreSQL pool; 0 means 2 × PoolSize + 8: a run may hold two
@@ -100,6 +108,10 @@ type Config struct {
 	// Console serves the admin SPA under /admin/ and the playground at /playground; nil
 	// means the console embedded in this module (package frontend).
 	Console http.Handler
+	// TracerProvider, if set, receives the instance's spans (runs and GraphQL operations)
+	// instead of the provider TracesExporter would make: a program's own. Serve does not shut
+	// it down.
+	TracerProvider trace.TracerProvider
 }
 
 // Options is the former name of Config.
@@ -173,8 +185,11 @@ var settings = []Setting{
 		func(c *Config) *bool { return &c.Demo }, newBoolValue),
 	setting("dev", "bool", false, "development mode: playground and introspection for every role",
 		func(c *Config) *bool { return &c.DevMode }, newBoolValue),
-	stringSetting("log-format", "", "json", "json or text", func(c *Config) *string { return &c.LogFormat }),
+	stringSetting("log-format", "", "auto", "auto (text on a terminal, JSON otherwise), json or text", func(c *Config) *string { return &c.LogFormat }),
 	stringSetting("log-level", "", "info", "debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
+	otelSetting(stringSetting("traces-exporter", "", tracing.ExporterNone,
+		"where spans go: none, or otlp (OTLP over http/protobuf or grpc per OTEL_EXPORTER_OTLP_PROTOCOL, to OTEL_EXPORTER_OTLP_ENDPOINT; the other OTEL_* variables apply)",
+		func(c *Config) *string { return &c.TracesExporter }), "OTEL_TRACES_EXPORTER"),
 	setting("allowed-origins", "list", nil, "comma-separated browser origins allowed besides the server's own",
 		func(c *Config) *[]string { return &c.AllowedOrigins }, newListValue),
 	setting("db-max-conns", "int", 0, "PostgreSQL pool size; 0 means 2 × pool-size + 8",
@@ -243,7 +258,9 @@ func defaultInstance() string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-// NewLogger returns the logger of LogFormat and LogLevel, writing to w. An unknown format or
+// NewLogger returns the logger of LogFormat and LogLevel, writing to w: text for "text", and
+// for "auto" (or "") when w is a terminal; JSON otherwise. A line logged with a context that
+// holds a span carries its trace_id and span_id (tracing.LogHandler). An unknown format or
 // level is an error, naming the setting.
 func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
@@ -253,14 +270,32 @@ func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
 		}
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
 	switch o.LogFormat {
-	case "", "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "", "auto":
+		if isTerminal(w) {
+			h = slog.NewTextHandler(w, opts)
+		} else {
+			h = slog.NewJSONHandler(w, opts)
+		}
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		h = slog.NewTextHandler(w, opts)
 	default:
-		return nil, fmt.Errorf("log-format must be json or text, not %q", o.LogFormat)
+		return nil, fmt.Errorf("log-format must be auto, json or text, not %q", o.LogFormat)
 	}
+	return slog.New(tracing.LogHandler(h)), nil
+}
+
+// isTerminal reports whether w is a terminal, where a person reads text better than JSON.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // setting makes a Setting of a field of type T; wrap turns the field into its Value, which
@@ -271,6 +306,12 @@ func setting[T any](name, typ string, def T, usage string, field func(*Config) *
 		Type: typ, Default: wrap(&def).String(), Usage: usage,
 		value: func(c *Config) Value { return wrap(field(c)) },
 	}
+}
+
+// otelSetting is s read from a standard OpenTelemetry variable rather than a BATON_ one.
+func otelSetting(s Setting, env string) Setting {
+	s.Env = env
+	return s
 }
 
 func stringSetting(name, oldEnv, def, usage string, field func(*Config) *string) Setting {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 
 // programFields are the fields of Config that a program sets and `baton serve` does not.
 var programFields = map[string]bool{"Logger": true, "Version": true, "Jobs": true, "JobsFunc": true,
-	"AdminTokenName": true, "Ready": true, "Console": true}
+	"AdminTokenName": true, "Ready": true, "Console": true, "TracerProvider": true}
 
 // Every setting writes one field of Config of its own, every field but a program's is a
 // setting, and no flag or variable name is used twice.
@@ -148,4 +150,30 @@ func TestRunnerWithoutEnvSharesServeNamespace(t *testing.T) {
 		_, held, err := redislock.New(rc, env).Holder(context.Background(), job)
 		return err == nil && held
 	})
+}
+
+// The log is JSON unless it goes to a terminal or log-format says text; "auto" is the default.
+func TestNewLoggerFormats(t *testing.T) {
+	t.Parallel()
+	if d := DefaultConfig().LogFormat; d != "auto" {
+		t.Fatalf("default log-format %q, want auto", d)
+	}
+	for _, c := range []struct {
+		format string
+		json   bool
+	}{{"auto", true}, {"", true}, {"json", true}, {"text", false}} {
+		var buf bytes.Buffer
+		log, err := Config{LogFormat: c.format}.NewLogger(&buf)
+		if err != nil {
+			t.Fatalf("format %q: %v", c.format, err)
+		}
+		log.Info("hello", "run_id", 7)
+		line := strings.TrimSpace(buf.String())
+		if isJSON := strings.HasPrefix(line, "{"); isJSON != c.json {
+			t.Errorf("format %q to a buffer logged %q; JSON: %v, want %v", c.format, line, isJSON, c.json)
+		}
+	}
+	if _, err := (Config{LogFormat: "yaml"}).NewLogger(io.Discard); err == nil || !strings.Contains(err.Error(), "log-format") {
+		t.Errorf("log-format yaml: %v, want an error naming log-format", err)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/baton-run/baton/frontend"
 	"github.com/baton-run/baton/graph"
@@ -30,6 +31,7 @@ import (
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server/httpapi"
+	"github.com/baton-run/baton/tracing"
 )
 
 // Serve runs an instance until ctx is done, then shuts down gracefully: readiness goes 503,
@@ -40,6 +42,12 @@ func Serve(ctx context.Context, o Config) error {
 	if o.DatabaseURL == "" || o.RedisURL == "" {
 		return errors.New("server: DatabaseURL and RedisURL are required")
 	}
+	tp, stopTracing, err := tracerProvider(ctx, o)
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: the spans of the runs that stop at shutdown go too.
+	defer stopTracing()
 	dbs, rdb, err := connect(ctx, o)
 	if err != nil {
 		return err
@@ -52,7 +60,7 @@ func Serve(ctx context.Context, o Config) error {
 
 	pub := pubsub.NewPublisher(rdb, o.Env, pubsub.PublisherOptions{InstanceID: o.Instance, Logger: log})
 	hub := pubsub.NewHub(rdb, o.Env, pubsub.HubOptions{Logger: log})
-	r, jobs, err := newRunner(ctx, o, dbs, rdb, reg, pub)
+	r, jobs, err := newRunner(ctx, o, dbs, rdb, reg, pub, tp)
 	if err != nil {
 		return err
 	}
@@ -60,7 +68,7 @@ func Serve(ctx context.Context, o Config) error {
 	var draining atomic.Bool
 	tokens := httpapi.NewTokenStore(dbs.main)
 	tokens.ListenOn(dbs.listen)
-	mux := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load)
+	mux := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load, tp)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -80,17 +88,8 @@ func Serve(ctx context.Context, o Config) error {
 	base := "http://" + displayAddr(ln.Addr())
 	log.Info("baton serving", "url", base, "instance", r.Instance(), "env", o.Env,
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
-	token := ""
-	if o.AdminTokenName != "" {
-		_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
-		t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
-		if err != nil {
-			log.Error("mint admin token", "err", err)
-		}
-		token = t
-	}
 	if o.Ready != nil {
-		o.Ready(base, token)
+		o.Ready(base, adminToken(ctx, o, tokens))
 	}
 
 	select {
@@ -113,6 +112,20 @@ func Serve(ctx context.Context, o Config) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// adminToken mints the ready admin token Config.AdminTokenName asks for (replacing one of the
+// same name), or returns "" when it asks for none.
+func adminToken(ctx context.Context, o Config, tokens *httpapi.TokenStore) string {
+	if o.AdminTokenName == "" {
+		return ""
+	}
+	_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
+	t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
+	if err != nil {
+		o.Logger.Error("mint admin token", "err", err)
+	}
+	return t
 }
 
 // databases are an instance's PostgreSQL pools: main for its queries (perhaps through
@@ -206,7 +219,8 @@ func poolConfig(databaseURL string, pooled bool, maxConns int) (*pgxpool.Config,
 
 // newRunner builds the runner over pool and rdb, its metrics in reg and its events through
 // pub, and registers the instance's jobs (o.Jobs and those of o.JobsFunc), which it returns.
-func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.UniversalClient, reg *prometheus.Registry, pub *pubsub.Publisher) (*runner.Runner, []runner.Job, error) {
+func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.UniversalClient, reg *prometheus.Registry, pub *pubsub.Publisher,
+	tp trace.TracerProvider) (*runner.Runner, []runner.Job, error) {
 	poolSize := o.PoolSize
 	if poolSize == 0 {
 		poolSize = -1
@@ -215,7 +229,7 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 		DB: dbs.main, ListenDB: dbs.listen, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
-		Retention: o.Retention,
+		Retention: o.Retention, TracerProvider: tp,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -237,15 +251,21 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 
 // routes lays out the instance's HTTP endpoints: health, readiness (503 once draining
 // reports true), metrics, GraphQL and the console.
-func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, tokens *httpapi.TokenStore, draining func() bool) *http.ServeMux {
+func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, tokens *httpapi.TokenStore,
+	draining func() bool, tp trace.TracerProvider) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", httpapi.Live())
 	mux.Handle("GET /readyz", httpapi.Ready(draining,
 		httpapi.Check{Name: "postgres", Ping: pool.Ping},
 		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/graphql", httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins, Tokens: tokens,
-		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger}}))
+	var api http.Handler = httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins, Tokens: tokens,
+		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger, TracerProvider: tp}})
+	if tp != nil {
+		// The caller's traceparent, read before the transport: the operation's span is its child.
+		api = tracing.Extract(api)
+	}
+	mux.Handle("/graphql", api)
 	console := o.Console
 	if console == nil {
 		console = frontend.Handler()
@@ -255,6 +275,30 @@ func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb
 	mux.Handle("/playground/", console)
 	mux.Handle("GET /{$}", http.RedirectHandler("/admin/", http.StatusFound))
 	return mux
+}
+
+// tracerProvider returns the provider of the instance's spans — the program's, or the one
+// TracesExporter and the OTEL_* variables make — or nil when tracing is off, and what stops
+// it: flushing the spans still buffered, within a few seconds.
+func tracerProvider(ctx context.Context, o Config) (trace.TracerProvider, func(), error) {
+	if o.TracerProvider != nil {
+		return o.TracerProvider, func() {}, nil
+	}
+	sdk, err := tracing.Setup(ctx, tracing.Config{Exporter: o.TracesExporter, Instance: o.Instance, Version: o.Version})
+	if err != nil {
+		return nil, nil, err
+	}
+	if sdk == nil {
+		return nil, func() {}, nil
+	}
+	o.Logger.Info("tracing on", "exporter", o.TracesExporter)
+	return sdk, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := sdk.Shutdown(ctx); err != nil {
+			o.Logger.Warn("send the last spans", "err", err)
+		}
+	}, nil
 }
 
 // displayAddr turns a listen address into one a browser can open.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/server"
+	"github.com/baton-run/baton/tracing"
 )
 
 // parseServeFlags maps the command line and the process environment onto a server.Config.
@@ -55,6 +56,9 @@ func parseServeConfig(args []string, lookupEnv func(string) (string, bool), stdo
 		return nil, usageErrorf("serve: --lease must be at least 1s")
 	}
 	if _, err := c.NewLogger(io.Discard); err != nil {
+		return nil, usageErrorf("serve: --%w", err)
+	}
+	if err := tracing.CheckExporter(c.TracesExporter); err != nil {
 		return nil, usageErrorf("serve: --%w", err)
 	}
 	return &c, nil

@@ -297,6 +297,9 @@ type RunRecord struct {
 	ShardTotal int
 	// Shard is set on a shard's own record (the row of one shard of a sharded run).
 	Shard *ShardOf
+	// TraceParent is the W3C traceparent of the run's span, "" when the run was started
+	// without tracing. A shard carries its run's: its spans are children of the run's.
+	TraceParent string
 }
 
 // ShardOf says which shard of which run a record is.

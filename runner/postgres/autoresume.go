@@ -65,14 +65,14 @@ func (s autoResumeStore) DueAutoResumes(ctx context.Context, limit int) ([]store
 		  AND EXISTS (SELECT 1 FROM job_runs n WHERE n.job_name = r.job_name AND n.id > r.id AND n.parent_run_id IS NULL)`); err != nil {
 		return nil, nil, fmt.Errorf("supersede auto-resumes: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT r.id, r.job_name, r.attempt FROM job_runs r
+	rows, err := s.pool.Query(ctx, `SELECT r.id, r.job_name, r.attempt, COALESCE(r.trace_parent, '') FROM job_runs r
 		JOIN job_settings js ON js.name = r.job_name CROSS JOIN cluster_state cs
 		WHERE r.auto_resume_at IS NOT NULL AND r.auto_resume_outcome IS NULL AND r.auto_resume_at <= statement_timestamp()
 		  AND r.parent_run_id IS NULL AND NOT js.paused AND NOT cs.maintenance
 		ORDER BY r.auto_resume_at LIMIT $1`, limit)
 	due, err := collect(rows, err, "read due auto-resumes", func(row pgx.Row) (store.DueResume, error) {
 		var d store.DueResume
-		return d, row.Scan(&d.RunID, &d.JobName, &d.Attempt)
+		return d, row.Scan(&d.RunID, &d.JobName, &d.Attempt, &d.TraceParent)
 	})
 	if err != nil {
 		return nil, nil, err

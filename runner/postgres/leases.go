@@ -212,7 +212,7 @@ func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, err
 				|| quote_literal(checkpoint)
 		WHERE id IN (SELECT id FROM job_runs WHERE status IN ('STARTING', 'RUNNING') AND lease_until < statement_timestamp()
 			AND shard_total IS NULL FOR UPDATE SKIP LOCKED)
-		RETURNING id, job_name, lease_token, generation, status, parent_run_id`)
+		RETURNING id, job_name, lease_token, generation, status, parent_run_id, COALESCE(trace_parent, '')`)
 	expired, err := collect(rows, err, "recover expired leases", scanExpiredRun)
 	if err != nil {
 		return nil, err
@@ -237,8 +237,8 @@ func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, err
 	// may have ended it FAILED), or that is stopping, is settled. Each shard's end settles its
 	// run already; this also catches a shard made PENDING again just as its run was asked to
 	// stop, which nothing else would end.
-	rows, err = tx.Query(ctx, `SELECT id, job_name, '', generation, 'RUNNING', NULL::bigint FROM (
-			SELECT id, job_name, generation FROM job_runs r
+	rows, err = tx.Query(ctx, `SELECT id, job_name, '', generation, 'RUNNING', NULL::bigint, tp FROM (
+			SELECT id, job_name, generation, COALESCE(trace_parent, '') AS tp FROM job_runs r
 			WHERE shard_total IS NOT NULL AND status IN ('STARTING', 'RUNNING')
 				AND (cancel_requested OR pause_reason IS NOT NULL OR NOT EXISTS (
 					SELECT 1 FROM job_runs c WHERE c.parent_run_id = r.id AND c.status IN ('PENDING', 'STARTING', 'RUNNING')))
@@ -268,7 +268,7 @@ func scanExpiredRun(row pgx.Row) (store.ExpiredRun, error) {
 	var e store.ExpiredRun
 	var status string
 	var parent *int64
-	err := row.Scan(&e.ID, &e.JobName, &e.Token, &e.Generation, &status, &parent)
+	err := row.Scan(&e.ID, &e.JobName, &e.Token, &e.Generation, &status, &parent, &e.TraceParent)
 	e.Requeued = status == string(bt.StatusPending)
 	if parent != nil {
 		e.ShardOf = *parent

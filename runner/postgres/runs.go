@@ -20,7 +20,8 @@ const runColumns = `id, job_name, status, trigger, mode, requested_by, instance,
 	scheduled_for, checkpoint, start_checkpoint, total, processed, succeeded, failed, skipped, ambiguous, job_version,
 	COALESCE(stop_reason, ''), message, started_at, activated_at, finished_at, last_progress_at, last_checkpoint_at, generation_started_at,
 	attempt, auto_resume_at, COALESCE(auto_resume_outcome, ''), auto_resume_run_id,
-	COALESCE(shard_total, 0), parent_run_id, COALESCE(shard_key, ''), COALESCE(shard_index, 0), shard_spec`
+	COALESCE(shard_total, 0), parent_run_id, COALESCE(shard_key, ''), COALESCE(shard_index, 0), shard_spec,
+	COALESCE(trace_parent, '')`
 
 func scanRun(row pgx.Row) (*bt.RunRecord, error) {
 	var r bt.RunRecord
@@ -32,7 +33,7 @@ func scanRun(row pgx.Row) (*bt.RunRecord, error) {
 		&r.ScheduledFor, &r.Checkpoint, &r.StartCheckpoint, &r.Total, &r.Processed, &r.Succeeded, &r.Failed, &r.Skipped,
 		&r.Ambiguous, &r.JobVersion, &stop, &r.Message, &r.StartedAt, &r.ActivatedAt, &r.FinishedAt, &r.LastProgressAt, &r.LastCheckpointAt, &r.GenerationStartedAt,
 		&r.Attempt, &r.AutoResumeAt, &r.AutoResumeOutcome, &r.AutoResumeRunID,
-		&r.ShardTotal, &parent, &shard.Key, &shard.Index, &shard.Spec)
+		&r.ShardTotal, &parent, &shard.Key, &shard.Index, &shard.Spec, &r.TraceParent)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +106,13 @@ func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord,
 	}
 	run, err := scanRun(tx.QueryRow(ctx, `
 		INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds, lease_until,
-			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version, generation_started_at, attempt)
+			generation, resumed_from, replay_request_id, scheduled_for, checkpoint, start_checkpoint, job_version, generation_started_at, attempt,
+			trace_parent)
 		VALUES ($1, 'STARTING', $2, $3, $4, $5, $6, $7::integer, statement_timestamp() + make_interval(secs => $7::integer), $8, $9, $10, $11, $12, $12, $13,
-			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), statement_timestamp()), $14)
+			COALESCE((SELECT min(started_at) FROM job_runs WHERE job_name = $1 AND generation = $8), statement_timestamp()), $14, NULLIF($15, ''))
 		RETURNING `+runColumns,
 		n.JobName, string(n.Trigger), string(n.Mode), n.Actor, n.Instance, n.Token, n.LeaseSeconds,
-		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion, attempt))
+		gen, resumedFrom, n.ReplayRequestID, n.ScheduledFor, checkpoint, n.JobVersion, attempt, n.TraceParent))
 	if isUniqueViolation(err) {
 		if violatedConstraint(err) == "job_runs_one_per_fire" {
 			return nil, fmt.Errorf("insert run of %s for the fire of %s: %w", n.JobName, n.ScheduledFor.UTC().Format(time.RFC3339), store.ErrFireTaken)

@@ -68,10 +68,10 @@ func (s shardStore) PlanShards(ctx context.Context, f store.Fence, plan []store.
 	// beginning and moves no checkpoint. A shard the generation finished is not worked again.
 	tag, err := tx.Exec(ctx, `INSERT INTO job_runs (job_name, status, trigger, mode, requested_by, instance, lease_token, lease_seconds,
 			lease_until, generation, generation_started_at, replay_request_id, checkpoint, start_checkpoint, job_version,
-			parent_run_id, shard_key, shard_index, shard_spec, message, finished_at)
+			parent_run_id, shard_key, shard_index, shard_spec, trace_parent, message, finished_at)
 		SELECT r.job_name, CASE WHEN x.done THEN 'SUCCEEDED' ELSE 'PENDING' END, r.trigger, r.mode, r.requested_by, '', '', r.lease_seconds,
 			statement_timestamp(), r.generation, r.generation_started_at, r.replay_request_id, x.cp, x.cp, r.job_version,
-			r.id, c.shard, c.shard_index, c.shard_spec,
+			r.id, c.shard, c.shard_index, c.shard_spec, r.trace_parent,
 			CASE WHEN x.done THEN 'finished earlier in generation ' || r.generation ELSE '' END,
 			CASE WHEN x.done THEN statement_timestamp() END
 		FROM job_runs r

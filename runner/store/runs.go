@@ -78,6 +78,8 @@ type NewRun struct {
 	// same transaction: a run already resumed, superseded by a later run of the job, or not
 	// due yet is ErrResumeTaken and nothing is written.
 	AutoResumeOf int64
+	// TraceParent is the W3C traceparent of the run's span; "" for none.
+	TraceParent string
 }
 
 // DueResume is an ended run whose auto-resume is due.
@@ -85,6 +87,8 @@ type DueResume struct {
 	RunID   int64
 	JobName string
 	Attempt int // the ended run's; its resume is attempt Attempt+1
+	// TraceParent is the ended run's (RunRecord.TraceParent): its resume continues that trace.
+	TraceParent string
 }
 
 // AutoResumes are the ended runs waiting to be continued by themselves.
@@ -167,4 +171,6 @@ type ExpiredRun struct {
 	Requeued bool
 	// Settled marks a sharded run the pass settled (no lease of its own expired).
 	Settled bool
+	// TraceParent is the run's (RunRecord.TraceParent), for the recoverer's log lines.
+	TraceParent string
 }

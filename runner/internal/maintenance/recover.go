@@ -6,6 +6,9 @@ import (
 	"context"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/metrics"
 	"github.com/baton-run/baton/runner/store"
@@ -48,15 +51,15 @@ func (rc *Recoverer) Recover(ctx context.Context) {
 	for _, e := range expired {
 		switch {
 		case e.Settled:
-			rc.Logger.Info("sharded run settled by the recoverer's sweep", "job", e.JobName, "run", e.ID)
+			rc.Logger.Info("sharded run settled by the recoverer's sweep", runFields(e, "run_id", e.ID)...)
 		case e.ShardOf != 0:
 			// A shard holds no Redis lock: its run does.
 			rc.Metrics.Recovered.Inc()
-			rc.Logger.Warn("shard's lease expired", "job", e.JobName, "run", e.ShardOf, "shard_run", e.ID,
-				"requeued", e.Requeued, "ambiguous", e.Ambiguous)
+			rc.Logger.Warn("shard's lease expired", runFields(e, "run_id", e.ShardOf, "shard_run_id", e.ID,
+				"requeued", e.Requeued, "ambiguous", e.Ambiguous)...)
 		default:
 			rc.Metrics.Recovered.Inc()
-			rc.Logger.Warn("run failed: lease expired", "job", e.JobName, "run", e.ID, "ambiguous", e.Ambiguous)
+			rc.Logger.Warn("run failed: lease expired", runFields(e, "run_id", e.ID, "ambiguous", e.Ambiguous)...)
 			if _, err := rc.Locks.Release(ctx, e.JobName, e.Token); err != nil {
 				rc.Logger.Warn("release expired lock", "job", e.JobName, "err", err)
 			}
@@ -67,4 +70,15 @@ func (rc *Recoverer) Recover(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// runFields are the log fields of a recovered run: its job, args, and the trace it belongs
+// to when it has one, as on every line of a run's life.
+func runFields(e store.ExpiredRun, args ...any) []any {
+	f := append([]any{"job", e.JobName}, args...)
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": e.TraceParent})
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		f = append(f, "trace_id", sc.TraceID().String())
+	}
+	return f
 }

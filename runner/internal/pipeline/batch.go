@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/store"
 )
@@ -55,9 +57,13 @@ func newBatch(run *Run, items []bt.Item, parallelism int, fn ItemFunc) *batch {
 // process takes the batch through the item sequence. It returns nil once every item's
 // outcome is committed (or, written behind, sent), success or failure; an error only when the
 // job must stop.
-func (b *batch) process(ctx context.Context) error {
+func (b *batch) process(ctx context.Context) (err error) {
 	if len(b.items) == 0 {
 		return nil
+	}
+	if b.run.d.Tracer != nil {
+		ctx = b.startSpan(ctx)
+		defer func() { endSpan(trace.SpanFromContext(ctx), err) }()
 	}
 	if err := b.run.Check(ctx); err != nil {
 		return err
@@ -90,6 +96,24 @@ func (b *batch) process(ctx context.Context) error {
 		}
 		b.pending = res.retry
 	}
+}
+
+// startSpan starts the span of a Process ("item") or ProcessBatch ("batch") call and returns
+// the context that holds it.
+func (b *batch) startSpan(ctx context.Context) context.Context {
+	name := "batch"
+	if len(b.items) == 1 && b.parallelism == 1 {
+		name = "item"
+	}
+	ctx, span := b.run.startSpan(ctx, name)
+	if span.IsRecording() {
+		if name == "item" {
+			span.SetAttributes(AttrTarget.String(b.items[0].Target), AttrStep.String(b.items[0].Step))
+		} else {
+			span.SetAttributes(AttrItems.Int(len(b.items)))
+		}
+	}
+	return ctx
 }
 
 // keys returns the ledger key of every item, refusing an item without a target and a key
@@ -288,12 +312,18 @@ func (b *batch) calls(ctx context.Context) {
 	defer cancel()
 	one := func(st *itemState) {
 		st.a = &Attempt{IdempotencyKey: st.base.IdempotencyKey, Number: st.attempt, Target: st.item.Target, Step: st.item.Step}
-		turn, err := b.turn(ictx, st.item)
+		cctx, span := ictx, noSpan
+		if run.d.Tracer != nil {
+			cctx, span = b.callSpan(ictx, st)
+		}
+		turn, err := b.turn(cctx, st.item)
 		if err != nil {
 			st.err = err // not called: neither a call nor a failure for the stop conditions
+			endCallSpan(span, err)
 			return
 		}
-		st.err = callItem(ictx, run.log, st.item, b.fn, st.a)
+		st.err = callItem(cctx, run.log, st.item, b.fn, st.a)
+		endCallSpan(span, st.err)
 		if turn != nil {
 			turn.Done(st.err)
 		}
@@ -321,6 +351,29 @@ func (b *batch) calls(ctx context.Context) {
 		run.st.requestStop(bt.StopCondition, &ch)
 		run.log.Warn("stop condition tripped; stopping at the next boundary", "condition", ch.Name, "detail", ch.Detail)
 	}
+}
+
+// callSpan starts the span of one item's call: the context the item's function receives
+// holds it, so the function's own spans and outgoing requests (tracing.Transport) are its
+// children.
+func (b *batch) callSpan(ctx context.Context, st *itemState) (context.Context, trace.Span) {
+	ctx, span := b.run.startSpan(ctx, "call")
+	if span.IsRecording() {
+		span.SetAttributes(AttrIdempotencyKey.String(st.a.IdempotencyKey), AttrTarget.String(st.item.Target),
+			AttrStep.String(st.item.Step), AttrItemAttempt.Int(st.a.Number), AttrExternal.Bool(st.item.External))
+		if st.item.Downstream != "" {
+			span.SetAttributes(AttrDownstream.String(st.item.Downstream))
+		}
+	}
+	return ctx, span
+}
+
+// endCallSpan ends a call's span with its outcome.
+func endCallSpan(span trace.Span, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(AttrOutcome.String(callOutcome(err)))
+	}
+	endSpan(span, err)
 }
 
 // callItem runs fn, turning a panic into an error.

@@ -15,6 +15,7 @@ import (
 // Execute runs the job on the calling goroutine: activate, body, finish — releasing the Redis
 // lock however it ends. body is the job; a panic in it fails the run.
 func (run *Run) Execute(body func(ctx context.Context) error) {
+	defer run.endRunSpan()
 	defer run.cancel()
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), RedisTimeout(run.lease))
@@ -30,6 +31,9 @@ func (run *Run) Execute(body func(ctx context.Context) error) {
 	if errors.Is(jobErr, ErrHandedToShards) {
 		// A sharded run's plan: its shards have it now, and it ends with the last of them.
 		run.log.Info("run handed to its shards")
+		if run.span != nil {
+			run.span.AddEvent("handed to its shards")
+		}
 		return
 	}
 	// The last batch's results may still be on their way: the run ends after them.
@@ -54,6 +58,9 @@ func (run *Run) activate() bool {
 	cancel()
 	if err != nil {
 		run.log.Error("activate run", "err", err)
+		if run.span != nil {
+			endSpanError(run.span, err)
+		}
 		return false
 	}
 	run.st.apply(sent, res.LeaseState, res.pause)

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/metrics"
 	"github.com/baton-run/baton/runner/store"
@@ -64,8 +66,11 @@ type Deps struct {
 	Store       Store
 	Locks       Locks
 	Metrics     *metrics.Metrics
-	// Logger is the runner's; the run tags it with the job and the run id.
+	// Logger is the runner's; the run tags it with the job, the run id (run_id) and, when the
+	// run has a span, its trace (trace_id).
 	Logger *slog.Logger
+	// Tracer makes the run's spans; nil makes none (tracing is off).
+	Tracer trace.Tracer
 	// NowFunc is the application clock, used only for local durations.
 	NowFunc func() time.Time
 	// PublishFunc receives the run's state after every change, final on the last one; nil
@@ -90,6 +95,8 @@ type Settings struct {
 	StopConditions []StopCondition
 	// SensitiveEvidence masks evidence refs at rest.
 	SensitiveEvidence bool
+	// Span is the run's span, started by the runner, which Execute ends; nil for none.
+	Span trace.Span
 }
 
 // Retry is capped exponential backoff with full jitter for TRANSIENT failures.
@@ -132,22 +139,20 @@ type Run struct {
 	written writtenKeys  // the targets written while the generation held no other rows
 	writes  resultWriter // the fenced writes, and the write left in flight
 	stats   *callStats
+	// span is the run's span (Settings.Span), nil when it has none.
+	span trace.Span
 }
 
 // New returns the run of rec, holding the lease token in s.
 func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 	run := &Run{
 		d: d, retry: s.Retry, sensitive: s.SensitiveEvidence,
-		log:     d.Logger.With("job", rec.JobName, "run", rec.ID),
+		log:     d.Logger.With(logFields(rec, s.Span)...),
 		fence:   store.Fence{RunID: rec.ID, Token: s.Token},
 		lease:   time.Duration(rec.LeaseSeconds) * time.Second,
 		started: *rec,
 		replay:  rec.Trigger == bt.TriggerReplay, replayFull: s.Scope == bt.ScopeFull,
 		written: newWrittenKeys(),
-	}
-	if s := rec.Shard; s != nil {
-		// A shard's lines name its run, as an operator knows it, and the shard.
-		run.log = d.Logger.With("job", rec.JobName, "run", s.RunID, "shard", s.Key, "shard_run", rec.ID)
 	}
 	run.st = state{rec: *rec, leaseLost: d.Metrics.LeaseLost}
 	run.writes.run = run
@@ -169,13 +174,36 @@ func New(d Deps, rec *bt.RunRecord, s Settings) *Run {
 		}
 		run.scopeStates = s.Scope.States()
 	}
-	run.jobCtx, run.cancel = context.WithCancel(context.Background())
+	jobCtx := context.Background()
+	if s.Span != nil {
+		run.span = s.Span
+		jobCtx = trace.ContextWithSpan(jobCtx, s.Span)
+	}
+	run.jobCtx, run.cancel = context.WithCancel(jobCtx)
 	return run
 }
 
 // Started returns the run as it was handed to the worker: its identity (id, job, generation,
 // trigger, mode, the checkpoint it started after, its shard) never changes.
 func (run *Run) Started() bt.RunRecord { return run.started }
+
+// logFields are what every line of a run's life carries: its job, its run id as an operator
+// knows it (a shard's names its run, and the shard) and, when it has a span, its trace.
+func logFields(rec *bt.RunRecord, span trace.Span) []any {
+	f := make([]any, 0, 10)
+	f = append(f, "job", rec.JobName)
+	if s := rec.Shard; s != nil {
+		f = append(f, "run_id", s.RunID, "shard", s.Key, "shard_run_id", rec.ID)
+	} else {
+		f = append(f, "run_id", rec.ID)
+	}
+	if span != nil {
+		if sc := span.SpanContext(); sc.IsValid() {
+			f = append(f, "trace_id", sc.TraceID().String())
+		}
+	}
+	return f
+}
 
 // Logger returns a logger tagged with the job and run.
 func (run *Run) Logger() *slog.Logger { return run.log }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/connretry"
@@ -168,7 +169,15 @@ func (run *Run) Check(ctx context.Context) error {
 // renew extends the database lease — the fence — and then the Redis lock, by compare-and-set
 // on the token. The Redis call is bounded by a short timeout: a Redis outage must slow a
 // renewal by at most that, never cost the run its lease.
-func (run *Run) renew(ctx context.Context) error {
+func (run *Run) renew(ctx context.Context) (err error) {
+	if run.d.Tracer != nil {
+		var span trace.Span
+		ctx, span = run.startSpan(ctx, "lease.renew")
+		if span.IsRecording() {
+			span.SetAttributes(AttrLeaseSeconds.Float64(run.lease.Seconds()))
+		}
+		defer func() { endSpan(span, err) }()
+	}
 	sent := run.now()
 	ls, pause, err := run.d.Store.Renew(ctx, run.fence)
 	if err != nil {

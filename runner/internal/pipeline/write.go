@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/connretry"
 	"github.com/baton-run/baton/runner/store"
@@ -42,8 +44,13 @@ func (w *resultWriter) write(ctx context.Context, iw *store.ItemsWrite, writes [
 }
 
 // commit makes a write whose targets are already noted (writtenKeys.note).
-func (w *resultWriter) commit(ctx context.Context, iw *store.ItemsWrite, writes []store.TxFunc) error {
+func (w *resultWriter) commit(ctx context.Context, iw *store.ItemsWrite, writes []store.TxFunc) (err error) {
 	run := w.run
+	if run.d.Tracer != nil {
+		var span trace.Span
+		ctx, span = commitSpan(ctx, run, iw)
+		defer func() { endSpan(span, err) }()
+	}
 	iw.JobName, iw.Generation, iw.Lease, iw.Scope = run.started.JobName, run.started.Generation, run.lease, run.scopeStates
 	var sent time.Time
 	attempt := func() (fenceReply, error) {
@@ -164,11 +171,31 @@ func (w *resultWriter) land(ctx context.Context, prev *behindWrite, iw *store.It
 		}
 	}
 	if staged != nil {
+		span := noSpan
+		if w.run.d.Tracer != nil {
+			ctx, span = commitSpan(ctx, w.run, iw)
+		}
 		sent := w.run.now()
 		ls, pause, err := staged.Commit(ctx)
-		return w.landed(sent, ls, pause, err)
+		err = w.landed(sent, ls, pause, err)
+		endSpan(span, err)
+		return err
 	}
 	return w.commit(ctx, iw, nil)
+}
+
+// commitSpan starts the span of one fenced write of a run's items: the intents of a round of
+// calls, or its results.
+func commitSpan(ctx context.Context, run *Run, iw *store.ItemsWrite) (context.Context, trace.Span) {
+	ctx, span := run.startSpan(ctx, "commit")
+	if span.IsRecording() {
+		what := "results"
+		if len(iw.Ledger) > 0 && iw.Ledger[0].Kind == store.WriteIntent {
+			what = "intents"
+		}
+		span.SetAttributes(AttrCommit.String(what), AttrItems.Int(len(iw.Ledger)))
+	}
+	return ctx, span
 }
 
 // sync waits for the write in flight, if any, and returns its error.

@@ -140,3 +140,45 @@ func checkShardRequeued(t *testing.T, s DB, run, shard int64) {
 		t.Fatalf("the due shard's outcome is %q: the auto-resume pass must leave shards alone", again.AutoResumeOutcome)
 	}
 }
+
+// testTraceParentTravels: the traceparent a run is inserted with comes back with the run, and
+// its shards carry it, so whichever instance claims a shard continues the run's trace.
+func testTraceParentTravels(t *testing.T, open Open) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t)
+	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "j", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
+		t.Fatal(err)
+	}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	run, err := s.InsertRun(ctx, store.NewRun{JobName: "j", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t",
+		Token: "tok", LeaseSeconds: 60, TraceParent: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.TraceParent != tp {
+		t.Fatalf("inserted run's trace parent %q, want %q", run.TraceParent, tp)
+	}
+	f := store.Fence{RunID: run.ID, Token: "tok"}
+	if _, _, err := s.Activate(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PlanShards(ctx, f, []store.PlannedShard{{Key: "a", Index: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	shard, _, err := s.ClaimShard(ctx, store.ShardClaim{Jobs: []string{"j"}, Instance: "other", Token: "ts"})
+	if err != nil || shard == nil {
+		t.Fatalf("claim: %+v, %v", shard, err)
+	}
+	if shard.TraceParent != tp {
+		t.Fatalf("claimed shard's trace parent %q, want its run's %q", shard.TraceParent, tp)
+	}
+	if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: "k", Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
+		t.Fatal(err)
+	}
+	untraced, err := s.InsertRun(ctx, store.NewRun{JobName: "k", Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t",
+		Token: "tok2", LeaseSeconds: 60})
+	if err != nil || untraced.TraceParent != "" {
+		t.Fatalf("a run inserted without a trace parent: %q, %v; want none", untraced.TraceParent, err)
+	}
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Open) {
 		{"OneRunPerScheduledFire", testOneRunPerScheduledFire},
 		{"AutoResumeClaimedOnce", testAutoResumeClaimedOnce},
 		{"ShardsLifecycle", testShardsLifecycle},
+		{"TraceParentTravels", testTraceParentTravels},
 		{"AlertEpisodesOpenOnce", testAlertEpisodesOpenOnce},
 		{"AuditStoredSanitized", testAuditStoredSanitized},
 		{"RunsFilters", testRunsFilters},
