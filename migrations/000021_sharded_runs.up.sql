@@ -162,7 +162,12 @@ DECLARE
     w record;
     msg text;
 BEGIN
-    SELECT id, status, shard_total, cancel_requested, pause_reason INTO p FROM job_runs WHERE id = parent FOR UPDATE;
+    -- FOR NO KEY UPDATE, not FOR UPDATE: the transaction that ends a shard has already taken
+    -- FOR KEY SHARE on the run's row (the foreign keys of the checkpoint and call statistics it
+    -- writes name the run), as has every other shard ending at the same moment, and FOR UPDATE
+    -- would wait for each of them while they wait for it: a deadlock. NO KEY UPDATE leaves key
+    -- share alone and still lets one settle through at a time.
+    SELECT id, status, shard_total, cancel_requested, pause_reason INTO p FROM job_runs WHERE id = parent FOR NO KEY UPDATE;
     IF NOT FOUND OR p.status NOT IN ('STARTING', 'RUNNING') OR p.shard_total IS NULL THEN
         RETURN false;
     END IF;
