@@ -206,7 +206,7 @@ func waitLeaseExpired(t *testing.T, c *Cluster, id int64, faultAt time.Time, fau
 func waitFinishRefused(t *testing.T, holder *Node, id int64, who string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !holder.LogContains(`"msg":"finish refused"`, fmt.Sprintf(`"run":%d,`, id)) {
+	for !holder.LogContains(`"msg":"finish refused"`, fmt.Sprintf(`"run_id":%d,`, id)) {
 		if time.Now().After(deadline) {
 			t.Errorf("%s: the %s worker of run %d did not stop itself (no \"finish refused\" in its log within 20s)", holder.Name, who, id)
 			return
