@@ -118,11 +118,17 @@ func (b *bundle) instance(o instanceOpts) *instance {
 		o.graph(&cfg)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", httpapi.NewHandler(cfg))
+	api := httpapi.NewHandler(cfg)
+	mux.Handle("/graphql", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		api.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), graphRequest{}, true)))
+	}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &instance{r: r, hub: cfg.GraphQL.Hub, srv: srv, url: srv.URL + "/graphql"}
 }
+
+// graphRequest marks the context of a request to the test server's /graphql (queryCounter).
+type graphRequest struct{}
 
 var tokenSeq atomic.Int64
 

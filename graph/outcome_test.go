@@ -177,6 +177,7 @@ func TestRunAttentionIsNotNPlusOne(t *testing.T) {
 		}
 	}
 	// One query for the runs' ledger counters, one for their unresolved ambiguous targets.
+	t.Logf("runs: %d queries; with attention: %d more", base, extra)
 	if extra > 2 {
 		t.Fatalf("attention of %d runs took %d extra queries; want at most 2", n, extra)
 	}

@@ -348,20 +348,25 @@ func TestClockSkewChangesNothing(t *testing.T) {
 
 func TestItemContextEndsWithLease(t *testing.T) {
 	b := setup(t)
-	var deadlineLeft time.Duration
-	var hasDeadline bool
+	type seen struct {
+		set  bool
+		left time.Duration
+	}
+	// The item reports through a channel: the test reads what the worker saw only after the
+	// worker handed it over, not after the run's status changed in the database.
+	saw := make(chan seen, 1)
 	job := runner.NewJob(runner.JobInfo{Name: "deadline", Lease: 2 * time.Second}, func(ctx context.Context, run *runner.Run) error {
 		return run.Process(ctx, runner.Item{Target: "x"}, func(ctx context.Context, a *runner.Attempt) error {
-			var d time.Time
-			d, hasDeadline = ctx.Deadline()
-			deadlineLeft = time.Until(d)
+			d, ok := ctx.Deadline()
+			saw <- seen{ok, time.Until(d)}
 			return nil
 		})
 	})
 	r := b.runner(nil, job)
 	b.waitStatus(mustStart(t, r, runner.StartParams{Job: "deadline"}), bt.StatusSucceeded)
-	if !hasDeadline || deadlineLeft <= 0 || deadlineLeft > 2*time.Second {
-		t.Fatalf("item context deadline: set %v, %s left; want one within the 2s lease", hasDeadline, deadlineLeft)
+	got := <-saw
+	if !got.set || got.left <= 0 || got.left > 2*time.Second {
+		t.Fatalf("item context deadline: set %v, %s left; want one within the 2s lease", got.set, got.left)
 	}
 }
 
