@@ -277,7 +277,7 @@ func TestRestartWithInFlightIntentIsBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := b.Pool.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('notify', $1, 0, 'IN_FLIGHT', 1)
-		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
+		ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + 1`, first.Generation); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r.Start(ctx, runner.StartParams{Job: "notify", Mode: bt.ModeRestart, Actor: "alice"})

@@ -327,14 +327,14 @@ func loadLedger(tb testing.TB, pool *pgxpool.Pool, job string, gen, run int64, n
 		INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
 		SELECT job_name, generation, r.id, state, count(*) FROM job_ledger, (VALUES (0::bigint), ($3::bigint)) r(id)
 		WHERE job_name = $1 AND generation = $2 GROUP BY 1, 2, 3, 4
-		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = EXCLUDED.n`, job, gen, run)
+		ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = EXCLUDED.n`, job, gen, run)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `ANALYZE job_ledger`); err != nil { // as autovacuum would soon
 		tb.Fatal(err)
 	}
-	rows, err := pool.Query(ctx, `SELECT state, n FROM job_ledger_counts WHERE job_name = $1 AND generation = $2 AND run_id = 0`, job, gen)
+	rows, err := pool.Query(ctx, `SELECT state, sum(n)::bigint FROM job_ledger_counts WHERE job_name = $1 AND generation = $2 AND run_id = 0 GROUP BY state`, job, gen)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -176,7 +176,7 @@ func TestWriteBehindTwoInFlight(t *testing.T) {
 	if rec.Status != bt.StatusSucceeded || rec.Processed != 20 || rec.Succeeded != 20 || rec.Checkpoint != "y09" {
 		t.Fatalf("run %s processed %d succeeded %d checkpoint %q; want SUCCEEDED 20/20 at y09", rec.Status, rec.Processed, rec.Succeeded, rec.Checkpoint)
 	}
-	if n := b.count(`SELECT n FROM job_ledger_counts WHERE job_name = 'two' AND run_id = 0 AND state = 'CONFIRMED'`); n != 20 {
+	if n := b.count(`SELECT sum(n) FROM job_ledger_counts WHERE job_name = 'two' AND run_id = 0 AND state = 'CONFIRMED'`); n != 20 {
 		t.Fatalf("generation counter CONFIRMED = %d, want 20", n)
 	}
 }

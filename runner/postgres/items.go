@@ -100,9 +100,9 @@ WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
 	SELECT $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $1 FROM fence
 ), cnt AS (
-	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $9, $10, c.r, $13, 1 FROM fence, (VALUES (0::bigint), ($1::bigint)) AS c(r) WHERE c.r = 0 OR $24::bool
-	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n, stripe)
+	SELECT $9, $10, c.r, $13, 1, ` + countStripe + ` FROM fence, (VALUES (0::bigint), ($1::bigint)) AS c(r) WHERE c.r = 0 OR $24::bool
+	ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
 ), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, $11, $25, $26, $14 FROM fence WHERE $25::text <> ''
@@ -114,14 +114,19 @@ SELECT * FROM fence`
 // the counters from parameters $p..$p+2 (run id, state, delta) and the error rows from $p+3..$p+6 (target, class, message, attempt).
 func countedTail(p int) string {
 	return fmt.Sprintf(`cnt AS (
-	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $9, $10, c.r, c.s, c.n FROM fence, unnest($%d::bigint[], $%d::text[], $%d::bigint[]) AS c(r, s, n)
-	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n, stripe)
+	SELECT $9, $10, c.r, c.s, c.n, `+countStripe+` FROM fence, unnest($%d::bigint[], $%d::text[], $%d::bigint[]) AS c(r, s, n)
+	ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
 ), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, e.target, e.class, e.msg, e.attempt FROM fence, unnest($%d::text[], $%d::text[], $%d::text[], $%d::int[]) AS e(target, class, msg, attempt)
 )`, p, p+1, p+2, p+3, p+4, p+5, p+6)
 }
+
+// countStripe is the stripe of job_ledger_counts a run's item writes add to (migration 23):
+// the stripe of its own id, so the shards of one run, writing at once, spread the generation's
+// counters over 16 rows per state instead of queueing on one. Readers sum the stripes.
+const countStripe = `mod($1::bigint, 16)::smallint`
 
 const ledgerInsertColumns = `job_name, generation, target_key, step, state, attempt, idempotency_key, input_hash,
 		input_changed, external, effect_ref, evidence_ref, last_error, last_error_sig, same_error_count, run_id`
@@ -221,14 +226,14 @@ WITH ` + fenceCTE(hasRows, stmtClock) + `, input AS (
 		SELECT state FROM job_ledger WHERE job_name = $9 AND generation = $10 AND target_key = led.target_key AND step = led.step LIMIT 1
 	) l WHERE NOT led.inserted
 ), cnt AS (
-	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-	SELECT $9, $10, r, s, sum(d) FROM (
+	INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n, stripe)
+	SELECT $9, $10, r, s, sum(d), ` + countStripe + ` FROM (
 		SELECT 0::bigint AS r, state AS s, 1 AS d FROM led
 		UNION ALL SELECT 0, state, 1 FROM fresh
 		UNION ALL SELECT 0, state, -1 FROM prev
 		UNION ALL SELECT $1, i.state, 1 FROM input i, fence WHERE i.count_run
 	) x GROUP BY r, s HAVING sum(d) <> 0
-	ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+	ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
 ), er AS (
 	INSERT INTO job_run_errors (run_id, item_key, failure_class, message, attempt)
 	SELECT $1, i.target, i.err_class, i.err_msg, i.attempt FROM input i, fence WHERE i.err_class <> ''

@@ -294,7 +294,7 @@ func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (
 			SELECT job_name, generation, 0, 'AMBIGUOUS_EFFECT', sum(n) FROM per_run GROUP BY 1, 2
 			UNION ALL SELECT job_name, generation, 0, 'IN_FLIGHT', -sum(n) FROM per_run GROUP BY 1, 2
 			UNION ALL SELECT job_name, generation, run_id, 'AMBIGUOUS_EFFECT', n FROM per_run
-			ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
+			ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n
 		)
 		SELECT run_id, n FROM per_run`, runIDs, why)
 	perRun, err := collect(rows, err, "mark in-flight targets ambiguous", scanRunCount)

@@ -243,7 +243,7 @@ func (s ledgerStore) resolveAmbiguousIn(ctx context.Context, tx pgx.Tx, id int64
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
 		VALUES ($1, $2, 0, 'AMBIGUOUS_EFFECT', -1), ($1, $2, 0, $3, 1)
-		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n`,
+		ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n`,
 		e.JobName, e.Generation, string(to)); err != nil {
 		return nil, err
 	}

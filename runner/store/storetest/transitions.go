@@ -134,7 +134,7 @@ func (w *transitionWalk) seed(target string, state bt.LedgerState, runID int64) 
 			VALUES ('j', $1, $2, 'pay', $3, 1, 'k' || $2, true, $4, 'seeded')
 		)
 		INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('j', $1, 0, $3, 1)
-		ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1`, w.gen, target, string(state), runID); err != nil {
+		ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + 1`, w.gen, target, string(state), runID); err != nil {
 		w.t.Fatal(err)
 	}
 }
