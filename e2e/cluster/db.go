@@ -235,17 +235,18 @@ type ShardRow struct {
 // Held reports whether an instance holds the shard now (STARTING or RUNNING).
 func (s *ShardRow) Held() bool { return s.Status == "STARTING" || s.Status == "RUNNING" }
 
-// Shards reads the shards of run runID in plan order (none before they are planned).
-func (c *Cluster) Shards(runID int64) []*ShardRow {
+// Shards reads the shards of run runID in plan order (none before they are planned). It and
+// WaitShards are functions, not methods: Cluster has as many methods as a type may.
+func Shards(c *Cluster, runID int64) []*ShardRow {
 	c.T.Helper()
-	shards, err := c.shards(runID)
+	shards, err := readShards(c, runID)
 	if err != nil {
 		c.T.Fatalf("cluster: read the shards of run %d: %v", runID, err)
 	}
 	return shards
 }
 
-func (c *Cluster) shards(runID int64) ([]*ShardRow, error) {
+func readShards(c *Cluster, runID int64) ([]*ShardRow, error) {
 	ctx, cancel := dbCtx()
 	defer cancel()
 	rows, err := c.DB.Query(ctx, `SELECT id, parent_run_id, shard_key, shard_index, shard_spec, status, COALESCE(stop_reason, ''),
@@ -264,13 +265,13 @@ func (c *Cluster) shards(runID int64) ([]*ShardRow, error) {
 
 // WaitShards polls the shards of run runID every 50ms until ok holds for them, and returns
 // them; database errors are retried until the timeout.
-func (c *Cluster) WaitShards(runID int64, timeout time.Duration, what string, ok func([]*ShardRow) bool) []*ShardRow {
+func WaitShards(c *Cluster, runID int64, timeout time.Duration, what string, ok func([]*ShardRow) bool) []*ShardRow {
 	c.T.Helper()
 	deadline := time.Now().Add(timeout)
 	var last []*ShardRow
 	var lastErr error
 	for {
-		s, err := c.shards(runID)
+		s, err := readShards(c, runID)
 		if err == nil {
 			last = s
 			if ok(s) {

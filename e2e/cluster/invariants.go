@@ -397,7 +397,11 @@ var endChecks = []endCheck{
 		`SELECT format('ledger row %s (%s %s %s) by run %s (%s/%s, ended %s) updated %s', l.id, l.job_name, l.target_key, l.state,
 			r.id, r.status, COALESCE(r.stop_reason, ''), r.finished_at, l.updated_at)
 		FROM job_ledger l JOIN job_runs r ON r.id = l.run_id
-		WHERE r.finished_at IS NOT NULL AND l.updated_at > r.finished_at`},
+		WHERE r.finished_at IS NOT NULL AND l.updated_at > r.finished_at
+		-- A reconcile resolves an entry after its run ended, under its own fence, in the
+		-- transaction that ends the request (its ledger write a statement after the request's).
+		AND NOT EXISTS (SELECT 1 FROM reconcile_requests q WHERE q.entry_id = l.id AND q.status = 'DONE'
+			AND l.updated_at BETWEEN q.started_at AND q.finished_at + interval '1 second')`},
 	{"fencing: error row written after its run ended",
 		`SELECT format('error row %s (%s) of run %s (%s/%s, ended %s) created %s', e.id, e.item_key, r.id, r.status,
 			COALESCE(r.stop_reason, ''), r.finished_at, e.created_at)
