@@ -22,6 +22,8 @@ import (
 //	BATON_DEMO_FLAKY_ITEMS, BATON_DEMO_ITEM_LATENCY  demo-flaky (200, 100ms)
 //	BATON_DEMO_ACCOUNTS, BATON_DEMO_PROVIDER_LATENCY demo-settlement (300, 120ms)
 //	BATON_DEMO_SETTLEMENT_BATCH                      accounts per ProcessBatch (1: one by one)
+//	BATON_DEMO_SETTLEMENT_SHARDS                     demo-settlement-sharded's shards (12)
+//	BATON_DEMO_CRAWL_PAGES, BATON_DEMO_CRAWL_LATENCY demo-crawl, 16 shards (3200, 20ms)
 //	BATON_DEMO_FAST=1                                all of them tiny (for tests)
 //
 // BATON_DEMO_PROVIDER_URL, such as http://127.0.0.1:8099, makes demo-settlement pay through a
@@ -91,6 +93,9 @@ func demoSizes() (demo.Config, error) {
 	dur("BATON_DEMO_ITEM_LATENCY", &c.Flaky.ItemLatency)
 	num("BATON_DEMO_ACCOUNTS", &c.Settlement.Accounts)
 	num("BATON_DEMO_SETTLEMENT_BATCH", &c.Settlement.Batch)
+	num("BATON_DEMO_SETTLEMENT_SHARDS", &c.Settlement.Shards)
+	num("BATON_DEMO_CRAWL_PAGES", &c.Crawl.Pages)
+	dur("BATON_DEMO_CRAWL_LATENCY", &c.Crawl.PageLatency)
 	dur("BATON_DEMO_PROVIDER_LATENCY", &c.Provider.Latency)
 	return c, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/internal/demo"
 )
@@ -73,5 +74,26 @@ func TestDemoConfigProviderLimit(t *testing.T) {
 	t.Setenv("BATON_DEMO_PROVIDER_LIMIT", "lots")
 	if _, err := demoConfig(); err == nil || !strings.Contains(err.Error(), "BATON_DEMO_PROVIDER_LIMIT") {
 		t.Fatalf("a bad provider limit: %v, want an error naming BATON_DEMO_PROVIDER_LIMIT", err)
+	}
+}
+
+func TestDemoConfigShardedSizes(t *testing.T) {
+	t.Setenv("BATON_DEMO_FAST", "")
+	t.Setenv("BATON_DEMO_PROVIDER_URL", "")
+	t.Setenv("BATON_DEMO_PROVIDER_LIMIT", "")
+	t.Setenv("BATON_DEMO_CRAWL_PAGES", "160")
+	t.Setenv("BATON_DEMO_CRAWL_LATENCY", "5ms")
+	t.Setenv("BATON_DEMO_SETTLEMENT_SHARDS", "6")
+	c, err := demoConfig()
+	if err != nil || c.Crawl.Pages != 160 || c.Crawl.PageLatency != 5*time.Millisecond || c.Settlement.Shards != 6 {
+		t.Fatalf("crawl %+v, settlement shards %d, %v; want 160 pages at 5ms and 6 shards", c.Crawl, c.Settlement.Shards, err)
+	}
+	for key, bad := range map[string]string{"BATON_DEMO_CRAWL_PAGES": "0", "BATON_DEMO_CRAWL_LATENCY": "fast", "BATON_DEMO_SETTLEMENT_SHARDS": "-2"} {
+		t.Run(key, func(t *testing.T) {
+			t.Setenv(key, bad)
+			if _, err := demoConfig(); err == nil || !strings.Contains(err.Error(), key) {
+				t.Fatalf("%s=%s: %v, want an error naming %s", key, bad, err, key)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -133,7 +134,7 @@ func describe(r *RunRow) string {
 		r.Instance, r.Processed, r.Checkpoint)
 }
 
-// Settle waits until no run is STARTING or RUNNING and none waits for its auto-resume (an
+// Settle waits until no run is STARTING or RUNNING, no shard PENDING, and none waits for its auto-resume (an
 // ended run with a due time and no outcome yet: a run the cluster is about to start), and
 // returns how long that took. It fails the test, listing those runs, if some are still there
 // after timeout.
@@ -153,7 +154,7 @@ func (c *Cluster) Settle(timeout time.Duration) time.Duration {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, r := range unsettled {
-		if r.Active() {
+		if r.Active() || r.Status == "PENDING" {
 			c.T.Errorf("cluster: still active after %s: %s", timeout, describe(r))
 		} else {
 			c.T.Errorf("cluster: still waiting for its auto-resume after %s: %s", timeout, describe(r))
@@ -167,7 +168,7 @@ func (c *Cluster) Settle(timeout time.Duration) time.Duration {
 func (c *Cluster) unsettledRuns() ([]*RunRow, error) {
 	ctx, cancel := dbCtx()
 	defer cancel()
-	rows, err := c.DB.Query(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE status IN ('STARTING', 'RUNNING')
+	rows, err := c.DB.Query(ctx, `SELECT `+runRowColumns+` FROM job_runs WHERE status IN ('PENDING', 'STARTING', 'RUNNING')
 		OR (auto_resume_at IS NOT NULL AND auto_resume_outcome IS NULL) ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -208,4 +209,92 @@ func (c *Cluster) QueryInt(sql string, args ...any) int64 {
 		c.T.Fatalf("cluster: %s: %v", sql, err)
 	}
 	return n
+}
+
+// ShardRow is a shard of a sharded run (a job_runs row with a parent_run_id) as the harness
+// reads it straight from PostgreSQL.
+type ShardRow struct {
+	ID              int64
+	RunID           int64 // the sharded run
+	Key             string
+	Index           int
+	Spec            string
+	Status          string
+	StopReason      string
+	Instance        string // the holder, or the last one ("" for a shard never claimed)
+	Token           string
+	Checkpoint      string
+	StartCheckpoint string // the checkpoint its last claim started from
+	Processed       int64
+	Attempt         int
+	LeaseUntil      time.Time
+	FinishedAt      *time.Time
+	Message         string
+}
+
+// Held reports whether an instance holds the shard now (STARTING or RUNNING).
+func (s *ShardRow) Held() bool { return s.Status == "STARTING" || s.Status == "RUNNING" }
+
+// Shards reads the shards of run runID in plan order (none before they are planned). It and
+// WaitShards are functions, not methods: Cluster has as many methods as a type may.
+func Shards(c *Cluster, runID int64) []*ShardRow {
+	c.T.Helper()
+	shards, err := readShards(c, runID)
+	if err != nil {
+		c.T.Fatalf("cluster: read the shards of run %d: %v", runID, err)
+	}
+	return shards
+}
+
+func readShards(c *Cluster, runID int64) ([]*ShardRow, error) {
+	ctx, cancel := dbCtx()
+	defer cancel()
+	rows, err := c.DB.Query(ctx, `SELECT id, parent_run_id, shard_key, shard_index, shard_spec, status, COALESCE(stop_reason, ''),
+			instance, lease_token, checkpoint, start_checkpoint, processed, attempt, lease_until, finished_at, message
+		FROM job_runs WHERE parent_run_id = $1 ORDER BY shard_index`, runID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ShardRow, error) {
+		var s ShardRow
+		err := r.Scan(&s.ID, &s.RunID, &s.Key, &s.Index, &s.Spec, &s.Status, &s.StopReason, &s.Instance, &s.Token, &s.Checkpoint,
+			&s.StartCheckpoint, &s.Processed, &s.Attempt, &s.LeaseUntil, &s.FinishedAt, &s.Message)
+		return &s, err
+	})
+}
+
+// WaitShards polls the shards of run runID every 50ms until ok holds for them, and returns
+// them; database errors are retried until the timeout.
+func WaitShards(c *Cluster, runID int64, timeout time.Duration, what string, ok func([]*ShardRow) bool) []*ShardRow {
+	c.T.Helper()
+	deadline := time.Now().Add(timeout)
+	var last []*ShardRow
+	var lastErr error
+	for {
+		s, err := readShards(c, runID)
+		if err == nil {
+			last = s
+			if ok(s) {
+				return s
+			}
+		} else {
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			c.T.Fatalf("cluster: shards of run %d: %s: not within %s (last %s, last error %v)", runID, what, timeout, describeShards(last), lastErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// describeShards sums up shards: each one's key, status, holder and checkpoint.
+func describeShards(shards []*ShardRow) string {
+	if len(shards) == 0 {
+		return "<no shards>"
+	}
+	var b strings.Builder
+	for _, s := range shards {
+		fmt.Fprintf(&b, "[%s %s on %q at %q] ", s.Key, s.Status, s.Instance, s.Checkpoint)
+	}
+	return b.String()
 }

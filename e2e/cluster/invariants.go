@@ -13,10 +13,13 @@ import (
 // Checker watches the invariants of docs/architecture.md ("The invariants") while a scenario runs,
 // and checks the rest when it ends (Verify):
 //
-//   - every ~50ms: at most one STARTING/RUNNING run per job;
+//   - every ~50ms: at most one STARTING/RUNNING run per job (a sharded run's shards are its
+//     run's, not runs); no shard held by two instances at once: a shard claimed again only
+//     once the lease of its previous holder, as last seen, has run out;
 //   - every ~500ms: CONFIRMED ledger rows seen so far are still CONFIRMED with the same effect
 //     (no lost confirmed item), and ended runs seen so far are unchanged (a fenced-off worker
-//     cannot move a finished run's counters, checkpoint or status);
+//     cannot move a finished run's counters, checkpoint or status); no sharded run ended while
+//     one of its shards was still open;
 //   - at the end: no ledger row, error row or checkpoint written for a run after it ended
 //     (in particular by the worker of a run failed with LEASE_EXPIRED); no duplicate provider
 //     effect; every CONFIRMED payment has its effect; no scheduled fire ran twice or both ran
@@ -41,6 +44,15 @@ type Checker struct {
 	finals     map[int64]finalRun
 	maxActive  int
 	strict     bool
+	// holds is the last holder seen of each shard: its token and the latest lease it was seen
+	// with.
+	holds map[int64]shardHold
+}
+
+// shardHold is a shard's holder as the sampler last saw it.
+type shardHold struct {
+	token, instance string
+	leaseUntil      time.Time
 }
 
 type confirmedRow struct {
@@ -58,7 +70,7 @@ type finalRun struct {
 func (c *Cluster) StartChecker() *Checker {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &Checker{c: c, cancel: cancel, done: make(chan struct{}),
-		confirmed: map[int64]confirmedRow{}, finals: map[int64]finalRun{}}
+		confirmed: map[int64]confirmedRow{}, finals: map[int64]finalRun{}, holds: map[int64]shardHold{}}
 	go k.loop(ctx)
 	c.T.Cleanup(k.stop)
 	return k
@@ -104,7 +116,8 @@ func (k *Checker) loop(ctx context.Context) {
 func (k *Checker) sampleActive(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	rows, err := k.c.DB.Query(ctx, `SELECT job_name, count(*) FROM job_runs WHERE status IN ('STARTING', 'RUNNING') GROUP BY 1`)
+	rows, err := k.c.DB.Query(ctx, `SELECT job_name, count(*) FROM job_runs WHERE status IN ('STARTING', 'RUNNING')
+		AND parent_run_id IS NULL GROUP BY 1`)
 	if err != nil {
 		return err
 	}
@@ -127,6 +140,55 @@ func (k *Checker) sampleActive(ctx context.Context) error {
 	k.mu.Lock()
 	k.maxActive = max(k.maxActive, total)
 	k.mu.Unlock()
+	return k.sampleShardHolders(ctx)
+}
+
+// sampleShardHolders checks that no shard is held by two instances at once: a shard seen
+// under a new holder (a new lease token) was claimed — its SHARD_CLAIMED event — no earlier
+// than the lease its previous holder was last seen with ran out. A previous holder's lease
+// that outlived the claim means two instances held the shard at once.
+func (k *Checker) sampleShardHolders(ctx context.Context) error {
+	rows, err := k.c.DB.Query(ctx, `SELECT s.id, s.shard_key, s.lease_token, s.instance, s.lease_until,
+			(SELECT max(e.at) FROM job_run_events e WHERE e.run_id = s.id AND e.kind = 'SHARD_CLAIMED')
+		FROM job_runs s WHERE s.parent_run_id IS NOT NULL AND s.status IN ('STARTING', 'RUNNING') AND s.lease_token <> ''`)
+	if err != nil {
+		return err
+	}
+	type held struct {
+		id        int64
+		key       string
+		hold      shardHold
+		claimedAt *time.Time
+	}
+	seen, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (held, error) {
+		var h held
+		err := r.Scan(&h.id, &h.key, &h.hold.token, &h.hold.instance, &h.hold.leaseUntil, &h.claimedAt)
+		return h, err
+	})
+	if err != nil {
+		return err
+	}
+	var bad []string
+	k.mu.Lock()
+	for _, h := range seen {
+		prev, ok := k.holds[h.id]
+		switch {
+		case ok && prev.token == h.hold.token:
+			if h.hold.leaseUntil.After(prev.leaseUntil) {
+				prev.leaseUntil = h.hold.leaseUntil
+				k.holds[h.id] = prev
+			}
+			continue
+		case ok && h.claimedAt != nil && prev.leaseUntil.After(*h.claimedAt):
+			bad = append(bad, fmt.Sprintf("shard held by two instances: shard %d (%s) claimed by %s at %s while %s's lease ran until %s",
+				h.id, h.key, h.hold.instance, h.claimedAt.Format(time.StampMilli), prev.instance, prev.leaseUntil.Format(time.StampMilli)))
+		}
+		k.holds[h.id] = h.hold
+	}
+	k.mu.Unlock()
+	for _, b := range bad {
+		k.violate("%s", b)
+	}
 	return nil
 }
 
@@ -148,6 +210,13 @@ func (k *Checker) sampleStable(ctx context.Context) error {
 	finals, err := k.readEndedRuns(ctx)
 	if err != nil {
 		return err
+	}
+	early, err := k.query(ctx, earlySettlement)
+	if err != nil {
+		return err
+	}
+	for _, e := range early {
+		k.violate("a sharded run ended while one of its shards was open: %s", e)
 	}
 	k.mu.Lock()
 	bad := k.compareLedger(ledger, known)
@@ -186,10 +255,27 @@ func (k *Checker) readLedger(ctx context.Context, known []int64) ([]ledgerSample
 	})
 }
 
-// readEndedRuns reads every run that has ended.
+// earlySettlement finds the sharded runs that have ended with a shard still open, or with a
+// shard that ended after them.
+const earlySettlement = `SELECT format('run %s (%s, ended %s): shard %s (%s) is %s, ended %s', p.id, p.status, p.finished_at,
+		s.id, s.shard_key, s.status, COALESCE(s.finished_at::text, 'not yet'))
+	FROM job_runs p JOIN job_runs s ON s.parent_run_id = p.id
+	WHERE p.finished_at IS NOT NULL AND (s.status IN ('PENDING', 'STARTING', 'RUNNING') OR s.finished_at > p.finished_at)`
+
+// query runs a query returning one text column.
+func (k *Checker) query(ctx context.Context, sql string) ([]string, error) {
+	rows, err := k.c.DB.Query(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// readEndedRuns reads every run that has ended. A shard handed back to PENDING (its holder
+// died) keeps its end's finished_at until its next claim: it has not ended.
 func (k *Checker) readEndedRuns(ctx context.Context) ([]endedRun, error) {
 	rows, err := k.c.DB.Query(ctx, `SELECT id, status, COALESCE(stop_reason, ''), checkpoint, processed, succeeded, failed, skipped,
-		ambiguous, finished_at FROM job_runs WHERE finished_at IS NOT NULL`)
+		ambiguous, finished_at FROM job_runs WHERE finished_at IS NOT NULL AND status NOT IN ('PENDING', 'STARTING', 'RUNNING')`)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +397,11 @@ var endChecks = []endCheck{
 		`SELECT format('ledger row %s (%s %s %s) by run %s (%s/%s, ended %s) updated %s', l.id, l.job_name, l.target_key, l.state,
 			r.id, r.status, COALESCE(r.stop_reason, ''), r.finished_at, l.updated_at)
 		FROM job_ledger l JOIN job_runs r ON r.id = l.run_id
-		WHERE r.finished_at IS NOT NULL AND l.updated_at > r.finished_at`},
+		WHERE r.finished_at IS NOT NULL AND l.updated_at > r.finished_at
+		-- A reconcile resolves an entry after its run ended, under its own fence, in the
+		-- transaction that ends the request (its ledger write a statement after the request's).
+		AND NOT EXISTS (SELECT 1 FROM reconcile_requests q WHERE q.entry_id = l.id AND q.status = 'DONE'
+			AND l.updated_at BETWEEN q.started_at AND q.finished_at + interval '1 second')`},
 	{"fencing: error row written after its run ended",
 		`SELECT format('error row %s (%s) of run %s (%s/%s, ended %s) created %s', e.id, e.item_key, r.id, r.status,
 			COALESCE(r.stop_reason, ''), r.finished_at, e.created_at)
@@ -327,7 +417,7 @@ var endChecks = []endCheck{
 		FROM demo_provider_effects GROUP BY idempotency_key HAVING count(*) > 1`},
 	{"confirmed payment without its effect",
 		`SELECT format('ledger row %s (%s) CONFIRMED by run %s, no effect with key %s', l.id, l.target_key, l.run_id, l.idempotency_key)
-		FROM job_ledger l WHERE l.job_name = 'demo-settlement' AND l.state = 'CONFIRMED'
+		FROM job_ledger l WHERE l.job_name IN ('demo-settlement', 'demo-settlement-sharded') AND l.state = 'CONFIRMED'
 		AND NOT EXISTS (SELECT 1 FROM demo_provider_effects e WHERE e.idempotency_key = l.idempotency_key)`},
 	{"invariant 9: a scheduled fire ran twice",
 		`SELECT format('%s fire %s ran %s times (runs %s)', job_name, scheduled_for, count(*), string_agg(id::text, ','))
@@ -340,10 +430,19 @@ var endChecks = []endCheck{
 		FROM job_schedule_events e JOIN job_runs r ON r.job_name = e.job_name AND r.scheduled_for = e.scheduled_for`},
 	{"invariant 1: more than one active run",
 		`SELECT format('%s has %s active runs', job_name, count(*)) FROM job_runs
-		WHERE status IN ('STARTING', 'RUNNING') GROUP BY job_name HAVING count(*) > 1`},
+		WHERE status IN ('STARTING', 'RUNNING') AND parent_run_id IS NULL GROUP BY job_name HAVING count(*) > 1`},
 	{"ended run without finished_at, or active run with one",
 		`SELECT format('run %s is %s with finished_at %s', id, status, finished_at) FROM job_runs
-		WHERE (status IN ('STARTING', 'RUNNING')) = (finished_at IS NOT NULL)`},
+		WHERE status <> 'PENDING' AND (status IN ('STARTING', 'RUNNING')) = (finished_at IS NOT NULL)`},
+	{"shards: a sharded run ended while a shard was open", earlySettlement},
+	{"shards: a sharded run SUCCEEDED with a shard that did not",
+		`SELECT format('run %s SUCCEEDED; its shard %s (%s) ended %s/%s', p.id, s.id, s.shard_key, s.status, COALESCE(s.stop_reason, ''))
+		FROM job_runs p JOIN job_runs s ON s.parent_run_id = p.id WHERE p.status = 'SUCCEEDED' AND s.status <> 'SUCCEEDED'`},
+	{"shards: a sharded run's counters or shard count are not its shards'",
+		`SELECT format('run %s (%s): processed %s, succeeded %s, %s shards planned; its %s shards processed %s, succeeded %s', p.id,
+			p.status, p.processed, p.succeeded, p.shard_total, count(s.id), sum(s.processed), sum(s.succeeded))
+		FROM job_runs p JOIN job_runs s ON s.parent_run_id = p.id WHERE p.finished_at IS NOT NULL
+		GROUP BY p.id HAVING p.processed <> sum(s.processed) OR p.succeeded <> sum(s.succeeded) OR p.shard_total <> count(s.id)`},
 	{"invariant 10: an ended run auto-resumed twice",
 		`SELECT format('run %s of %s was continued by the AUTO_RESUME runs %s', resumed_from, min(job_name), string_agg(id::text, ','))
 		FROM job_runs WHERE trigger = 'AUTO_RESUME' GROUP BY resumed_from HAVING count(*) > 1`},
@@ -363,10 +462,13 @@ var endChecks = []endCheck{
 			COALESCE(n.trigger, 'missing'), COALESCE(n.resumed_from::text, 'none'))
 		FROM job_runs r LEFT JOIN job_runs n ON n.id = r.auto_resume_run_id WHERE r.auto_resume_outcome = 'RESUMED'
 		AND (n.id IS NULL OR n.trigger <> 'AUTO_RESUME' OR n.resumed_from IS DISTINCT FROM r.id)`},
+	// A shard ended so while its run was stopping stays ended (its run ends it), and a sharded
+	// run is never resumed as a whole: its shards resume in place (ADR 19).
 	{"invariant 10: a run ended by its holder's death, a shutdown or the database left undecided",
 		`SELECT format('run %s of %s ended %s/%s with no auto-resume outcome', id, job_name, status, stop_reason) FROM job_runs
 		WHERE status = 'FAILED' AND stop_reason IN ('LEASE_EXPIRED', 'SHUTDOWN', 'SHUTDOWN_TIMEOUT', 'DATABASE_UNAVAILABLE')
-		AND trigger NOT IN ('REPLAY', 'RECONCILE') AND auto_resume_outcome IS NULL`},
+		AND trigger NOT IN ('REPLAY', 'RECONCILE') AND auto_resume_outcome IS NULL
+		AND parent_run_id IS NULL AND shard_total IS NULL`},
 }
 
 // static runs the end-of-scenario queries.
@@ -474,6 +576,7 @@ func (k *Checker) lastRuns(ctx context.Context) []lastRun {
 			COALESCE((SELECT token FROM job_checkpoints cp WHERE cp.job_name = r.job_name AND cp.generation = js.current_generation
 				AND cp.shard = ''), '')
 		FROM job_runs r JOIN job_settings js ON js.name = r.job_name
+		WHERE r.parent_run_id IS NULL
 		ORDER BY r.job_name, r.id DESC`)
 	if err != nil {
 		t.Fatalf("verify: last runs: %v", err)

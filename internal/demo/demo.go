@@ -3,6 +3,9 @@
 // the error table and the ledger with every failure class, and demo-settlement pays accounts
 // through Provider, a fake payment provider that honours idempotency keys and can be told to
 // fail in every way a real one does — including timing out after the payment was made.
+// demo-crawl and demo-settlement-sharded are the sharded runs (docs/adr/0019): the pages of a
+// fake source in 16 ranges, and demo-settlement's accounts in 12, worked by every instance at
+// once, each shard from its own checkpoint.
 //
 // demo-settlement and demo-collect declare the outside systems they call as downstreams
 // ("provider" and "source-site"), whose limits Baton holds cluster-wide; the fakes can enforce
@@ -26,9 +29,11 @@ import (
 
 // Job names.
 const (
-	CollectJobName    = "demo-collect"
-	FlakyJobName      = "demo-flaky"
-	SettlementJobName = "demo-settlement"
+	CollectJobName           = "demo-collect"
+	FlakyJobName             = "demo-flaky"
+	SettlementJobName        = "demo-settlement"
+	CrawlJobName             = "demo-crawl"
+	ShardedSettlementJobName = "demo-settlement-sharded"
 )
 
 // Off disables a latency or a failure rate in any config of this package, where zero means
@@ -41,9 +46,10 @@ const Off = -1
 type Config struct {
 	Collect    CollectConfig    // demo-collect
 	Flaky      FlakyConfig      // demo-flaky
-	Settlement SettlementConfig // demo-settlement
+	Settlement SettlementConfig // demo-settlement and demo-settlement-sharded
+	Crawl      CrawlConfig      // demo-crawl
 	Provider   ProviderConfig   // the in-process provider demo-settlement pays through
-	// Payments, when set, is the provider demo-settlement pays through instead of an
+	// Payments, when set, is the provider both settlements pay through instead of an
 	// in-process one, such as an *HTTPProvider shared by several instances; Provider is then
 	// unused.
 	Payments PaymentAPI
@@ -57,13 +63,15 @@ func FastConfig() Config {
 		Collect:    CollectConfig{Pages: 30, PageLatency: time.Millisecond, FailureRate: 0.1, Seed: 1},
 		Flaky:      FlakyConfig{Items: 40, ItemLatency: Off},
 		Settlement: SettlementConfig{Accounts: 40, StopConditions: []runner.StopCondition{}},
+		Crawl:      CrawlConfig{Pages: 64, PageLatency: time.Millisecond, Seed: 1},
 		Provider: ProviderConfig{Latency: time.Millisecond, ServerErrorRate: 0.05, ThrottleRate: 0.05,
 			TimeoutAfterApplyRate: 0.05, RejectRate: Off, Seed: 1},
 	}
 }
 
-// Jobs returns the demo jobs, ready to register, and the in-process provider demo-settlement
-// pays through (so operators and tests can switch its faults and its limit at runtime), or nil
+// Jobs returns the demo jobs, ready to register — demo-collect, demo-flaky, demo-settlement,
+// demo-crawl and demo-settlement-sharded, in that order — and the in-process provider the
+// settlements pay through (so operators and tests can switch its faults and its limit at runtime), or nil
 // when cfg.Payments is set. pool must reach a database that Migrate has run on; Setup does both.
 func Jobs(pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider) {
 	var p *Provider
@@ -76,6 +84,8 @@ func Jobs(pool *pgxpool.Pool, cfg Config) ([]runner.Job, *Provider) {
 		newCollectJob(pool, cfg.Collect),
 		newFlakyJob(cfg.Flaky),
 		newSettlementJob(payments, cfg.Settlement),
+		newCrawlJob(cfg.Crawl),
+		newShardedSettlementJob(payments, cfg.Settlement),
 	}, p
 }
 

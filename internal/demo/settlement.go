@@ -17,8 +17,11 @@ import (
 type SettlementConfig struct {
 	// Accounts to pay; 0 means 300.
 	Accounts int
-	// Cron is the job's default schedule; "" means manual only.
+	// Cron is demo-settlement's default schedule; "" means manual only.
 	Cron string
+	// Shards is how many ranges of accounts demo-settlement-sharded splits each run into; 0
+	// means 12, at most runner.MaxShards and one per account.
+	Shards int
 	// Batch, above 1, pays that many accounts per ProcessBatch (one intent commit and one
 	// result commit per batch, calls 8 at a time); 0 or 1 pays them one by one with Process.
 	Batch int
@@ -53,6 +56,10 @@ func (c SettlementConfig) withDefaults() SettlementConfig {
 	if c.Accounts <= 0 {
 		c.Accounts = 300
 	}
+	if c.Shards <= 0 {
+		c.Shards = 12
+	}
+	c.Shards = min(c.Shards, c.Accounts, runner.MaxShards)
 	if c.Downstream == nil {
 		d := defaultProviderLimits
 		c.Downstream = &d
@@ -75,9 +82,15 @@ const settlementStep = "pay"
 // provider (PaymentAPI), one external item per account on the downstream ProviderDownstream,
 // passing the runner's idempotency key on every call. A timeout after the payment was made is left unclassified, so the runner quarantines
 // the account as AMBIGUOUS_EFFECT until Reconcile (or an operator) settles it.
+//
+// demo-settlement-sharded is the same job over the same provider, its accounts split into
+// cfg.Shards ranges (Sharding.Count): shard i pays its range of accounts, from its own
+// checkpoint. Its idempotency keys are the runner's, per (job, generation, target, step), as
+// any job's: sharding changes none.
 type settlementJob struct {
 	provider PaymentAPI
 	cfg      SettlementConfig
+	sharded  bool
 }
 
 var _ runner.Reconciler = (*settlementJob)(nil)
@@ -86,8 +99,13 @@ func newSettlementJob(p PaymentAPI, cfg SettlementConfig) *settlementJob {
 	return &settlementJob{provider: p, cfg: cfg.withDefaults()}
 }
 
+func newShardedSettlementJob(p PaymentAPI, cfg SettlementConfig) *settlementJob {
+	cfg.Cron = "" // demo-settlement's schedule; this one is started by hand
+	return &settlementJob{provider: p, cfg: cfg.withDefaults(), sharded: true}
+}
+
 func (j *settlementJob) Info() runner.JobInfo {
-	return runner.JobInfo{
+	info := runner.JobInfo{
 		Name:           SettlementJobName,
 		Description:    fmt.Sprintf("Pays %d accounts through the fake payment provider, once each, with idempotency keys.", j.cfg.Accounts),
 		Cron:           j.cfg.Cron,
@@ -96,6 +114,23 @@ func (j *settlementJob) Info() runner.JobInfo {
 		StopConditions: j.cfg.StopConditions,
 		Downstreams:    []runner.Downstream{{Name: ProviderDownstream, Defaults: *j.cfg.Downstream}},
 	}
+	if j.sharded {
+		info.Name = ShardedSettlementJobName
+		info.Description = fmt.Sprintf("Pays %d accounts through the fake payment provider, once each, with idempotency keys, in %d shards of account ranges worked by every instance at once.",
+			j.cfg.Accounts, j.cfg.Shards)
+		info.Shards = &runner.Sharding{Count: j.cfg.Shards}
+	}
+	return info
+}
+
+// accounts returns the accounts run pays: all of them, or its shard's range (shard i of n
+// pays accounts i×A/n+1 to (i+1)×A/n).
+func (j *settlementJob) accounts(run *runner.Run) (first, last int) {
+	shard, ok := run.Shard()
+	if !ok || shard.Count <= 0 {
+		return 1, j.cfg.Accounts
+	}
+	return shard.Index*j.cfg.Accounts/shard.Count + 1, (shard.Index + 1) * j.cfg.Accounts / shard.Count
 }
 
 // SettlementInput is what one account's payment is made of; it is the item's input.
@@ -109,17 +144,18 @@ type SettlementInput struct {
 func settlementAmount(n int) int64 { return 100 + int64(n)*7919%99_900 }
 
 func (j *settlementJob) Run(ctx context.Context, run *runner.Run) error {
-	start := afterNumbered(run.Checkpoint(), "acct:") + 1
-	if err := run.SetTotal(ctx, int64(max(j.cfg.Accounts-start+1, 0))); err != nil {
+	first, last := j.accounts(run)
+	start := max(afterNumbered(run.Checkpoint(), "acct:")+1, first)
+	if err := run.SetTotal(ctx, int64(max(last-start+1, 0))); err != nil {
 		return err
 	}
 	var batch []runner.Item
-	for n := start; n <= j.cfg.Accounts; n++ {
+	for n := start; n <= last; n++ {
 		account := fmt.Sprintf("acct:%04d", n)
 		in := SettlementInput{Account: account, Amount: settlementAmount(n)}
 		item := settlementItem(account, in)
 		if j.cfg.Batch > 1 {
-			if batch = append(batch, item); len(batch) < j.cfg.Batch && n < j.cfg.Accounts {
+			if batch = append(batch, item); len(batch) < j.cfg.Batch && n < last {
 				continue
 			}
 			err := run.ProcessBatch(ctx, batch, 8, func(ctx context.Context, item runner.Item, a *runner.Attempt) error {
