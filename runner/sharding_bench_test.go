@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,8 +37,9 @@ const shardSlots = 4
 // BenchmarkShardedLatency runs one sharded job whose every item waits 20 ms on a call (a
 // sleep standing for an outside system), through Process as an External item — an intent
 // commit, the call, a result commit with the shard's checkpoint — on 1, 2 and 3 instances of
-// 4 slots each. It reports items/s from Start to the run's final event, and how many
-// instances held shards.
+// 4 slots each. It reports items/s from Start to the run's final event, how many instances
+// held shards, and what the run cost as BenchmarkShardedCPU does (the lock waits show how much
+// the shards' item commits queue behind one another).
 //
 // 24 shards fill 4, 8 and 12 slots in whole waves (6, 3, 2), and each shard has 20 items per
 // instance, so every sub-benchmark lasts about the same (~2.6 s) and the item count grows
@@ -54,14 +56,18 @@ func BenchmarkShardedLatency(b *testing.B) {
 			c := newShardCluster(b, n, job)
 			var items int64
 			var total time.Duration
+			var cost pgCost
 			used := 0
 			for b.Loop() {
+				w := c.watch(b)
 				rec, took := c.run(b, "latency", int64(shards*perShard))
+				cost.add(w.stop(b))
 				items, total = items+rec.Processed, total+took
 				used = c.instancesUsed(b, rec.ID)
 			}
 			b.ReportMetric(float64(items)/total.Seconds(), "items/s")
 			b.ReportMetric(float64(used), "instances-used")
+			cost.report(b, total)
 		})
 	}
 }
@@ -108,6 +114,8 @@ func latencyShard(ctx context.Context, run *runner.Run, perShard int, call time.
 // waits outside, so what bounds it is this machine's CPU and PostgreSQL. Each reports items/s
 // and what it cost:
 //   - baton-cpu-cores: CPU of this process (every instance) over the run's wall time;
+//   - machine-cpu-cores: CPU the whole machine used meanwhile, whoever used it (the machine is
+//     shared: what is left of its cores is what Baton and PostgreSQL could have had);
 //   - pg-cpu-cores: CPU of the PostgreSQL backends serving the instances (read from /proc
 //     when the server runs on this machine; absent otherwise);
 //   - pg-active, pg-lock-waits, pg-io-waits: how many of those backends were, on average over
@@ -303,10 +311,12 @@ func (e *runEnds) wait(b *testing.B, id int64) bt.RunRecord {
 // ---------------------------------------------------------------------------------------------
 // What a run costs PostgreSQL
 
-// pgCost is what the cluster's PostgreSQL backends did over one or more runs.
+// pgCost is what the cluster's PostgreSQL backends, this process and the machine did over one
+// or more runs.
 type pgCost struct {
-	baton, pg     time.Duration // CPU of this process, and of the backends (0: unknown)
+	baton, pg     time.Duration // CPU of this process, and of the backends (pgKnown: measured)
 	pgKnown       bool
+	busy, ticks   int64 // the machine's busy and total CPU ticks (every core; 0: unknown)
 	samples       int
 	active, locks int // backend-samples working, waiting on a lock
 	io            int // backend-samples waiting on I/O or an internal lock
@@ -316,6 +326,8 @@ func (c *pgCost) add(o pgCost) {
 	c.baton += o.baton
 	c.pg += o.pg
 	c.pgKnown = c.pgKnown || o.pgKnown
+	c.busy += o.busy
+	c.ticks += o.ticks
 	c.samples += o.samples
 	c.active += o.active
 	c.locks += o.locks
@@ -326,6 +338,9 @@ func (c *pgCost) report(b *testing.B, wall time.Duration) {
 	b.ReportMetric(c.baton.Seconds()/wall.Seconds(), "baton-cpu-cores")
 	if c.pgKnown {
 		b.ReportMetric(c.pg.Seconds()/wall.Seconds(), "pg-cpu-cores")
+	}
+	if c.ticks > 0 {
+		b.ReportMetric(float64(c.busy)/float64(c.ticks)*float64(runtime.NumCPU()), "machine-cpu-cores")
 	}
 	if c.samples > 0 {
 		n := float64(c.samples)
@@ -339,6 +354,9 @@ func (c *pgCost) report(b *testing.B, wall time.Duration) {
 type pgWatch struct {
 	c        *shardCluster
 	cpu0     time.Duration
+	busy0    int64 // the machine's busy and total CPU ticks at the start (ok0: read)
+	ticks0   int64
+	ok0      bool
 	backends map[int]time.Duration // pid → CPU at the start
 	local    bool
 	quit     chan struct{}
@@ -349,6 +367,7 @@ type pgWatch struct {
 func (c *shardCluster) watch(b *testing.B) *pgWatch {
 	b.Helper()
 	w := &pgWatch{c: c, cpu0: processCPU(b), quit: make(chan struct{}), done: make(chan pgCost, 1)}
+	w.busy0, w.ticks0, w.ok0 = machineCPU()
 	w.backends, w.local = c.backendCPU(b)
 	go w.sample()
 	return w
@@ -387,6 +406,9 @@ func (w *pgWatch) stop(b *testing.B) pgCost {
 	close(w.quit)
 	cost := <-w.done
 	cost.baton = processCPU(b) - w.cpu0
+	if busy, ticks, ok := machineCPU(); ok && w.ok0 {
+		cost.busy, cost.ticks = busy-w.busy0, ticks-w.ticks0
+	}
 	if !w.local {
 		return cost
 	}
@@ -456,6 +478,31 @@ func postgresCPU(pid int) (time.Duration, bool) {
 	}
 	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
 	return time.Duration(user+sys) * tick, true
+}
+
+// machineCPU reads the machine's busy and total CPU ticks, all cores together, from /proc/stat.
+func machineCPU() (busy, total int64, ok bool) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	// user nice system idle iowait irq softirq steal: idle and iowait are the idle ones.
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += n
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return busy, total, true
 }
 
 // processCPU returns the CPU time this process has used (user and system).

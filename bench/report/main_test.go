@@ -45,8 +45,8 @@ func fakeRun(t *testing.T) string {
 			"BenchmarkShardedLatency/instances=1/shards=24-2 \t 1\t 1 ns/op\t 1.000 instances-used\t "+sh[0]+" items/s\n"+
 			"BenchmarkShardedLatency/instances=2/shards=24-2 \t 1\t 1 ns/op\t 2.000 instances-used\t 380 items/s\n"+
 			"BenchmarkShardedLatency/instances=3/shards=24-2 \t 1\t 1 ns/op\t 3.000 instances-used\t "+sh[1]+" items/s\n"+
-			"BenchmarkShardedCPU/unsharded-2 \t 1\t 1 ns/op\t 0.9 baton-cpu-cores\t 30000 items/s\t 0.5 pg-cpu-cores\t 0.8 pg-active\t 0 pg-lock-waits\t 0.3 pg-io-waits\n"+
-			"BenchmarkShardedCPU/shards=12/instances=3-2 \t 1\t 1 ns/op\t 1.1 baton-cpu-cores\t "+sh[2]+" items/s\t 0.7 pg-cpu-cores\t 6.0 pg-active\t 1.0 pg-lock-waits\t 2.0 pg-io-waits\n"+
+			"BenchmarkShardedCPU/unsharded-2 \t 1\t 1 ns/op\t 0.9 baton-cpu-cores\t 1.5 machine-cpu-cores\t 30000 items/s\t 0.5 pg-cpu-cores\t 0.8 pg-active\t 0 pg-lock-waits\t 0.3 pg-io-waits\n"+
+			"BenchmarkShardedCPU/shards=12/instances=3-2 \t 1\t 1 ns/op\t 1.1 baton-cpu-cores\t 1.9 machine-cpu-cores\t "+sh[2]+" items/s\t 0.7 pg-cpu-cores\t 6.0 pg-active\t 1.0 pg-lock-waits\t 2.0 pg-io-waits\n"+
 			"PASS\n")
 		write(t, filepath.Join(rd, "river.txt"), "BenchmarkRiverNoop/jobs=20000 \t3\t100 ns/op\t"+v[3]+" jobs/s\n")
 		write(t, filepath.Join(rd, "river-small.txt"), "BenchmarkRiverNoop/jobs=2000 \t3\t100 ns/op\t5000 jobs/s\n")
@@ -169,8 +169,8 @@ func TestShardedVerdicts(t *testing.T) {
 		"| **2.01×** (380 items/s ÷ 190 items/s) | 1.90× – 2.11× | no goal of its own: 2× is the ceiling |",
 		"ShardedLatency/instances=3/shards=24 instances-used 3.00",
 		"| **1.90×** (57,000 items/s ÷ 30,000 items/s) | 1.80× – 2.00× |",
-		// 1.1 + 0.7 cores of 2 is 90 %: the machine's CPU, PostgreSQL's share 39 %.
-		"no goal; limit: **the machine's CPU (PostgreSQL's share 39 %)** — Baton used 1.10 cores and its PostgreSQL backends 0.7 of 2; of 6.00 backends at work on average, 1.00 waited on a lock and 2.00 on I/O or the WAL",
+		// 1.9 cores of 2 busy: the machine's CPU, (1.1 + 0.7) / 1.9 of it Baton's and PostgreSQL's.
+		"no goal; limit: **the machine's CPU (Baton and PostgreSQL 95 % of it)** — Baton used 1.10 cores, its PostgreSQL backends 0.7, the whole machine 1.90 of 2; of 6.00 backends at work on average, 1.00 waited on a lock and 2.00 on I/O or the WAL",
 		"ShardedCPU/shards=12/instances=3 pg-lock-waits 1.00",
 	} {
 		if !strings.Contains(text, want) {
@@ -181,7 +181,7 @@ func TestShardedVerdicts(t *testing.T) {
 	// Round 1 at 500/200 = 2.50: the median of per-round ratios falls under 2.7×.
 	r.fig("BenchmarkShardedLatency/instances=3/shards=24", "items/s").Rounds[1] = 500
 	// A sharded run far from the machine's cores, most backends waiting on locks.
-	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "baton-cpu-cores").Rounds = map[int]float64{1: 0.3, 2: 0.3}
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "machine-cpu-cores").Rounds = map[int]float64{1: 1.2, 2: 1.2}
 	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-lock-waits").Rounds = map[int]float64{1: 4, 2: 4}
 	text = render(r)
 	for _, want := range []string{
@@ -191,6 +191,12 @@ func TestShardedVerdicts(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	// Few lock waits, most backends waiting on I/O.
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-lock-waits").Rounds = map[int]float64{1: 0.5, 2: 0.5}
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-io-waits").Rounds = map[int]float64{1: 4, 2: 4}
+	if text = render(r); !strings.Contains(text, "no goal; limit: **PostgreSQL's I/O (WAL flushes)**") {
+		t.Errorf("report does not name I/O as the limit")
 	}
 	if t.Failed() {
 		t.Log(text)
