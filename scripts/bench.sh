@@ -7,7 +7,9 @@
 #   1. pgbench, 1 connection: single-row INSERT + COMMIT into a scratch table (tps)
 #   2. pgbench, 8 connections: the same (tps; group commit)
 #   3. Baton: one `go test -p 1 -run '^$' -bench "$BENCH" -benchmem -count 1` over every package
-#      that has a Benchmark function (or PACKAGES), so benchmarks added later are picked up
+#      that has a Benchmark function (or PACKAGES), so benchmarks added later are picked up (the
+#      default BENCH=. runs them all but BenchmarkHA*, e.g. BenchmarkShardedLatency and
+#      BenchmarkShardedCPU of runner/, whose instances are Runners of the one test process)
 #   4. River v0.51.2 working no-op jobs (bench/river; a separate Go module), RIVER_JOBS jobs, and
 #      RIVER_SMALL_JOBS jobs (the per-run item count of Baton's items benchmarks)
 #   5. redis-benchmark SET, REDIS_CLIENTS clients (rps, p50/p99 latency)

@@ -414,6 +414,19 @@ type Goal struct {
 	// Absent, if set, replaces "not run this time" when the benchmark exists but does not
 	// produce this figure by default (a size that runs only with BATON_BENCH_SCALE=full).
 	Absent string
+	// Explain, if set, words the note from the run's own figures (what limits a figure);
+	// an empty answer leaves Note.
+	Explain func(*Run) string
+}
+
+// note is the goal's note: Explain's reading of the run, or Note.
+func (g Goal) note(r *Run) string {
+	if g.Explain != nil {
+		if s := g.Explain(r); s != "" {
+			return s
+		}
+	}
+	return g.Note
 }
 
 func byName(nameRE, unitRE string) func(*Run) []*Figure {
@@ -536,6 +549,72 @@ var downstream = []Goal{
 		Val: byName(`^BenchmarkSlotHandoff$`, `^µs/handoff$`), Note: "reported"},
 }
 
+// sharded lists what one sharded run gains from more instances (ADR 19): latency-bound items
+// across 1, 2 and 3 instances, and a CPU-bound job sharded against the same job on one slot.
+var sharded = []Goal{
+	{Issue: "ADR 19", What: "Sharded runs: one run of latency-bound items (20 ms a call, External, 24 shards) on 3 instances of 4 slots ≥ 2.7× the items/s of 1 instance", Func: `^BenchmarkShardedLatency$`,
+		Num: one(`^BenchmarkShardedLatency/instances=3/`, "items/s"), Den: one(`^BenchmarkShardedLatency/instances=1/`, "items/s"), Min: 2.7},
+	{Issue: "ADR 19", What: "The same on 2 instances against 1", Func: `^BenchmarkShardedLatency$`,
+		Num: one(`^BenchmarkShardedLatency/instances=2/`, "items/s"), Den: one(`^BenchmarkShardedLatency/instances=1/`, "items/s"),
+		Note: "no goal of its own: 2× is the ceiling"},
+	{Issue: "ADR 19", What: "Latency-bound items/s per number of instances; how many instances held shards, how many of the instances' PostgreSQL backends waited on a lock on average, and the whole machine's CPU in cores", Func: `^BenchmarkShardedLatency$`,
+		Val: byName(`^BenchmarkShardedLatency/`, `^items/s$`), Extra: byName(`^BenchmarkShardedLatency/`, `^(instances-used|pg-lock-waits|machine-cpu-cores)$`),
+		Note: "reported; the ceiling is 50 calls/s per slot: 200 items/s per instance, less each item's two commits"},
+	{Issue: "ADR 19", What: "CPU-bound (no-op items, ProcessBatch of 500): 12 shards on 3 instances × 4 slots against the same job unsharded on one slot", Func: `^BenchmarkShardedCPU$`,
+		Num: one(`^BenchmarkShardedCPU/shards=`, "items/s"), Den: one(`^BenchmarkShardedCPU/unsharded$`, "items/s"),
+		Explain: cpuLimit, Note: "no goal: the sharded run is bounded by what its figures below show"},
+	{Issue: "ADR 19", What: "CPU-bound: items/s and what each run cost (CPU of Baton, of its PostgreSQL backends and of the whole machine, in cores; backends working, waiting on a lock, waiting on I/O or the WAL, on average)", Func: `^BenchmarkShardedCPU$`,
+		Val:   byName(`^BenchmarkShardedCPU/`, `^items/s$`),
+		Extra: byName(`^BenchmarkShardedCPU/`, `^(baton-cpu-cores|pg-cpu-cores|machine-cpu-cores|pg-active|pg-lock-waits|pg-io-waits)$`),
+		Note:  "reported; pg-cpu-cores only when PostgreSQL runs on this machine"},
+}
+
+// cpuLimit words what bounds the sharded CPU-bound run, from its median figures: the machine's
+// cores when they were nearly all busy (the machine is shared: other work counts), else
+// PostgreSQL's row locks or its I/O when many of the working backends waited on them.
+func cpuLimit(r *Run) string {
+	get := func(unit string) float64 {
+		if f := one(`^BenchmarkShardedCPU/shards=`, unit)(r); f != nil {
+			return f.median()
+		}
+		return math.NaN()
+	}
+	baton, pg, machine := get("baton-cpu-cores"), get("pg-cpu-cores"), get("machine-cpu-cores")
+	active, locks, io := get("pg-active"), get("pg-lock-waits"), get("pg-io-waits")
+	if math.IsNaN(baton) || math.IsNaN(active) {
+		return ""
+	}
+	cores, err := strconv.ParseFloat(r.Meta["nproc"], 64)
+	if err != nil || cores <= 0 {
+		cores = math.NaN()
+	}
+	facts := fmt.Sprintf("Baton used %s cores", num(baton))
+	if !math.IsNaN(pg) {
+		facts += fmt.Sprintf(", its PostgreSQL backends %s", num(pg))
+	}
+	if !math.IsNaN(machine) {
+		facts += fmt.Sprintf(", the whole machine %s", num(machine))
+	}
+	facts += fmt.Sprintf(" of %s; of %s backends at work on average, %s waited on a lock and %s on I/O or the WAL",
+		strconv.FormatFloat(cores, 'g', -1, 64), num(active), num(locks), num(io))
+	var limit string
+	switch {
+	case machine >= 0.9*cores && !math.IsNaN(pg):
+		limit = fmt.Sprintf("the machine's CPU (Baton and PostgreSQL %.0f %% of it)", 100*(baton+pg)/machine)
+	case machine >= 0.9*cores:
+		limit = "the machine's CPU"
+	case locks > 0 && locks >= 0.3*active:
+		limit = "PostgreSQL's row locks (the run's row, the generation's counters)"
+	case io > 0 && io >= 0.3*active:
+		limit = "PostgreSQL's I/O (WAL flushes)"
+	case math.IsNaN(machine):
+		limit = "not known: the machine's CPU could not be read"
+	default:
+		limit = "neither the CPU nor PostgreSQL's locks or I/O: the commits' round trips"
+	}
+	return fmt.Sprintf("no goal; limit: **%s** — %s", limit, facts)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rendering
 
@@ -615,6 +694,7 @@ func render(r *Run) string {
 	renderScale(w, r)
 	renderHistory(w, r)
 	renderDownstream(w, r)
+	renderSharded(w, r)
 	renderFigures(w, r)
 	renderNotMeasured(w, r)
 	renderRounds(w, r)
@@ -698,6 +778,13 @@ func renderDownstream(w writef, r *Run) {
 	renderVerdicts(w, r, downstream)
 }
 
+// renderSharded writes what a sharded run gains from more instances, and where it stops.
+func renderSharded(w writef, r *Run) {
+	w("\n## Sharded runs\n\n")
+	w("One run of a sharded job (ADR 19) is worked by every instance with a free slot. Latency-bound: each item waits 20 ms on a call (a sleep standing for an outside system) between its intent commit and its result commit; 24 shards fill 4, 8 and 12 slots in whole waves, each shard has 20 items per instance, so every case lasts about 2.6 s. CPU-bound: 60,000 no-op items through ProcessBatch (500 per commit), unsharded on one slot against 12 shards on 3 instances × 4 slots; what limits it is read from its own figures. The instances are Runners of one process, each with a pool of its own, on one schema and one Redis prefix. Only these benchmarks: `go test -run '^$' -bench Sharded -benchtime 1x ./runner/`.\n\n")
+	renderVerdicts(w, r, sharded)
+}
+
 // renderVerdicts writes gs as a table of figures and verdicts.
 func renderVerdicts(w writef, r *Run, gs []Goal) {
 	w("| issue | what | measured (median over rounds) | per-round range | verdict |\n|---|---|---|---|---|\n")
@@ -738,7 +825,7 @@ func renderFigures(w writef, r *Run) {
 func renderNotMeasured(w writef, r *Run) {
 	w("\n### Asked for by the issues, not measured yet\n\n")
 	missing := 0
-	for _, g := range slices.Concat(goals, scale, history, downstream) {
+	for _, g := range slices.Concat(goals, scale, history, downstream, sharded) {
 		if _, _, v := judge(r, g); v == notYet {
 			w("- %s (issue %s)\n", g.What, g.Issue)
 			missing++
@@ -849,7 +936,7 @@ func judge(r *Run, g Goal) (string, string, string) {
 		cell := fmt.Sprintf("**%s** (%s %s ÷ %s %s)", ratio(med), num(n.median()), n.Unit, num(d.median()), d.Unit)
 		switch {
 		case g.Min == 0:
-			return cell, rangeOf(rs, ratio), g.Note
+			return cell, rangeOf(rs, ratio), g.note(r)
 		case med >= g.Min:
 			return cell, rangeOf(rs, ratio), fmt.Sprintf("**MET** (%s ≥ %s)", ratio(med), ratio(g.Min))
 		default:
@@ -888,7 +975,7 @@ func judge(r *Run, g Goal) (string, string, string) {
 			ranges = append(ranges, rangeOf(f.values(), num))
 		}
 	}
-	verdict := cmp.Or(g.Note, "reported")
+	verdict := cmp.Or(g.note(r), "reported")
 	switch {
 	case g.Max > 0 && met:
 		verdict = fmt.Sprintf("**MET** (≤ %s ms)", num(g.Max))
@@ -899,8 +986,8 @@ func judge(r *Run, g Goal) (string, string, string) {
 	case g.Zero:
 		verdict = "**NOT MET** (not 0 in every round)"
 	}
-	if (g.Max > 0 || g.Zero) && g.Note != "" {
-		verdict += "; " + g.Note
+	if note := g.note(r); (g.Max > 0 || g.Zero) && note != "" {
+		verdict += "; " + note
 	}
 	return strings.Join(cells, "; "), strings.Join(ranges, "; "), verdict
 }

@@ -23,9 +23,12 @@ func fakeRun(t *testing.T) string {
 	write(t, filepath.Join(dir, "meta.tsv"), "host\tbox\nnproc\t2\nsettings\tREDIS_CLIENTS=1 ROUNDS=2\n")
 	write(t, filepath.Join(dir, "commands.tsv"), "setup\tscripts/dev-services.sh up\npgbench-1\tpgbench -c 1\n")
 	write(t, filepath.Join(dir, "declared.txt"), "BenchmarkProcessBatch\nBenchmarkProcessStrict\nBenchmarkStart\n"+
-		"BenchmarkFireLateness\nBenchmarkGraphStartJob\nBenchmarkGraphSubscribers\nBenchmarkScaleSimulation\nBenchmarkLedgerScale\nBenchmarkJobHistory\n")
+		"BenchmarkFireLateness\nBenchmarkGraphStartJob\nBenchmarkGraphSubscribers\nBenchmarkScaleSimulation\nBenchmarkLedgerScale\nBenchmarkJobHistory\n"+
+		"BenchmarkShardedLatency\nBenchmarkShardedCPU\n")
 	for r, v := range map[int][4]string{1: {"1000.5", "800", "30000", "10000"}, 2: {"2000", "1400", "36000", "12000"}} {
 		rd := filepath.Join(dir, "round-"+string(rune('0'+r)))
+		// Sharded: 1 and 3 instances (2.80× in round 1, 2.61× in round 2), CPU-bound unsharded and sharded.
+		sh := map[int][3]string{1: {"200", "560", "60000"}, 2: {"180", "470", "54000"}}[r]
 		write(t, filepath.Join(rd, "pgbench-1.txt"), "latency average = 0.500 ms\ninitial connection time = 3 ms\ntps = "+v[0]+" (without initial connection time)\n")
 		write(t, filepath.Join(rd, "pgbench-8.txt"), "tps = 5000.0 (without initial connection time)\n")
 		write(t, filepath.Join(rd, "baton.txt"), "goos: linux\ncpu: Test CPU\n"+
@@ -39,6 +42,11 @@ func fakeRun(t *testing.T) string {
 			"BenchmarkGraphSubscribers/n=1000-2 \t 1\t 1 ns/op\t 40 p50-ms\t 170 p99-ms\t 160 item-p99-ms\t 0 lost-finals\t 0.7 server-cpu-cores\t 130 server-rss-MB\t 67 rss-kB/subscriber\n"+
 			"BenchmarkScaleSimulation/instances=50/jobs=1000-2 \t 1\t 1 ns/op\t 0.4 db-xact/s/instance\t 0 storm-duplicates\t 0 storm-unaccounted\t 500 storm-runs\n"+
 			"BenchmarkJobHistory/runs=100k/window=30d-2 \t 50\t 1 ns/op\t 30 p50-ms\t 60 p99-ms\t 7437 runs/query\n"+
+			"BenchmarkShardedLatency/instances=1/shards=24-2 \t 1\t 1 ns/op\t 1.000 instances-used\t "+sh[0]+" items/s\n"+
+			"BenchmarkShardedLatency/instances=2/shards=24-2 \t 1\t 1 ns/op\t 2.000 instances-used\t 380 items/s\n"+
+			"BenchmarkShardedLatency/instances=3/shards=24-2 \t 1\t 1 ns/op\t 3.000 instances-used\t "+sh[1]+" items/s\n"+
+			"BenchmarkShardedCPU/unsharded-2 \t 1\t 1 ns/op\t 0.9 baton-cpu-cores\t 1.5 machine-cpu-cores\t 30000 items/s\t 0.5 pg-cpu-cores\t 0.8 pg-active\t 0 pg-lock-waits\t 0.3 pg-io-waits\n"+
+			"BenchmarkShardedCPU/shards=12/instances=3-2 \t 1\t 1 ns/op\t 1.1 baton-cpu-cores\t 1.9 machine-cpu-cores\t "+sh[2]+" items/s\t 0.7 pg-cpu-cores\t 6.0 pg-active\t 1.0 pg-lock-waits\t 2.0 pg-io-waits\n"+
 			"PASS\n")
 		write(t, filepath.Join(rd, "river.txt"), "BenchmarkRiverNoop/jobs=20000 \t3\t100 ns/op\t"+v[3]+" jobs/s\n")
 		write(t, filepath.Join(rd, "river-small.txt"), "BenchmarkRiverNoop/jobs=2000 \t3\t100 ns/op\t5000 jobs/s\n")
@@ -136,6 +144,59 @@ func TestReportStatesVerdicts(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+// TestShardedVerdicts: the sharded-run rows are parsed and judged — the 3-instance goal on the
+// median of per-round ratios against its 2.7×, met and not met, and the CPU-bound row says what
+// limits it from its own figures.
+func TestShardedVerdicts(t *testing.T) {
+	r, err := load(fakeRun(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.fig("BenchmarkShardedLatency/instances=3/shards=24", "items/s"); f == nil || f.median() != 515 {
+		t.Fatalf("3-instance items/s = %+v, want a median of 515", f)
+	}
+	text := render(r)
+	for _, want := range []string{
+		"## Sharded runs",
+		// Round 1: 560/200 = 2.80, round 2: 470/180 = 2.61; median 2.71.
+		"| **2.71×** (515 items/s ÷ 190 items/s) | 2.61× – 2.80× | **MET** (2.71× ≥ 2.70×) |",
+		"| **2.01×** (380 items/s ÷ 190 items/s) | 1.90× – 2.11× | no goal of its own: 2× is the ceiling |",
+		"ShardedLatency/instances=3/shards=24 instances-used 3.00",
+		"| **1.90×** (57,000 items/s ÷ 30,000 items/s) | 1.80× – 2.00× |",
+		// 1.9 cores of 2 busy: the machine's CPU, (1.1 + 0.7) / 1.9 of it Baton's and PostgreSQL's.
+		"no goal; limit: **the machine's CPU (Baton and PostgreSQL 95 % of it)** — Baton used 1.10 cores, its PostgreSQL backends 0.7, the whole machine 1.90 of 2; of 6.00 backends at work on average, 1.00 waited on a lock and 2.00 on I/O or the WAL",
+		"ShardedCPU/shards=12/instances=3 pg-lock-waits 1.00",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+
+	// Round 1 at 500/200 = 2.50: the median of per-round ratios falls under 2.7×.
+	r.fig("BenchmarkShardedLatency/instances=3/shards=24", "items/s").Rounds[1] = 500
+	// A sharded run far from the machine's cores, most backends waiting on locks.
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "machine-cpu-cores").Rounds = map[int]float64{1: 1.2, 2: 1.2}
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-lock-waits").Rounds = map[int]float64{1: 4, 2: 4}
+	text = render(r)
+	for _, want := range []string{
+		"| 2.50× – 2.61× | **NOT MET** (2.56× < 2.70×) |",
+		"no goal; limit: **PostgreSQL's row locks (the run's row, the generation's counters)**",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Few lock waits, most backends waiting on I/O.
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-lock-waits").Rounds = map[int]float64{1: 0.5, 2: 0.5}
+	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-io-waits").Rounds = map[int]float64{1: 4, 2: 4}
+	if text = render(r); !strings.Contains(text, "no goal; limit: **PostgreSQL's I/O (WAL flushes)**") {
+		t.Errorf("report does not name I/O as the limit")
 	}
 	if t.Failed() {
 		t.Log(text)
