@@ -123,10 +123,11 @@ func (s *sharedSubscriptions) join(ctx context.Context, key shareKey, next graph
 
 // executionContext is the context of a shared execution: the first subscriber's values (its
 // operation, which every member shares) without its cancellation, a Caller that is the role
-// alone, and no trace span (the execution outlives the first subscriber's).
+// alone, no trace span (the execution outlives the first subscriber's), and the stream's
+// shards (trackStreams), since the execution takes its events under this context.
 func executionContext(ctx context.Context, role model.Role) context.Context {
 	ctx = context.WithoutCancel(ctx)
-	ctx = WithCaller(ctx, &Caller{Role: role, WebSocket: true})
+	ctx = withStreamShards(WithCaller(ctx, &Caller{Role: role, WebSocket: true}))
 	return trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 }
 
