@@ -61,6 +61,12 @@ type Config struct {
 	NowFunc func() time.Time
 	// TracerProvider makes a span of each operation (operationSpans); nil makes none.
 	TracerProvider trace.TracerProvider
+	// LiveStats, when set, counts the work of shared subscription executions.
+	LiveStats *LiveStats
+	// AdmitOperation, when set, runs around each operation before a subscription joins its
+	// shared execution (ADR 0030): the transport's checks and per-connection accounting, which
+	// must see every subscriber. Nil admits every operation.
+	AdmitOperation graphql.OperationMiddleware
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -132,6 +138,10 @@ func NewServer(cfg Config) *handler.Server {
 	gql.Use(operationLimits{maxDepth: cfg.MaxDepth, dev: cfg.DevMode})
 	gql.Use(inputLimits{runner: cfg.Runner, log: cfg.Logger})
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	if cfg.AdmitOperation != nil {
+		gql.AroundOperations(cfg.AdmitOperation)
+	}
+	gql.AroundOperations(newSharedSubscriptions(cfg.LiveStats).intercept)
 	gql.AroundOperations(trackStreams)
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		return next(withLoaders(ctx, cfg.Runner))

@@ -96,15 +96,22 @@ type streamShards struct {
 
 type streamShardsKey struct{}
 
-// trackStreams gives each subscription operation its streamShards. Its events are written out
-// one after the other under a context that carries the operation's, so the resolvers of an
-// event find what its stream put there.
+// trackStreams gives each subscription operation its streamShards, unless it has one. Its
+// events are written out one after the other under a context that carries the operation's,
+// so the resolvers of an event find what its stream put there.
 func trackStreams(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	if graphql.HasOperationContext(ctx) && graphql.GetOperationContext(ctx).Operation != nil &&
-		graphql.GetOperationContext(ctx).Operation.Operation == ast.Subscription {
-		ctx = context.WithValue(ctx, streamShardsKey{}, &streamShards{m: map[*bt.RunRecord][]*bt.RunRecord{}})
+		graphql.GetOperationContext(ctx).Operation.Operation == ast.Subscription && streamShardsFrom(ctx) == nil {
+		ctx = withStreamShards(ctx)
 	}
 	return next(ctx)
+}
+
+// withStreamShards returns ctx with a streamShards of its own. A shared execution sets it in
+// the context it takes its events under (executionContext), which is not the one gqlgen hands
+// the operation's middleware.
+func withStreamShards(ctx context.Context) context.Context {
+	return context.WithValue(ctx, streamShardsKey{}, &streamShards{m: map[*bt.RunRecord][]*bt.RunRecord{}})
 }
 
 // streamShardsFrom returns the operation's streamShards, nil outside a subscription.

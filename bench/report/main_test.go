@@ -39,7 +39,7 @@ func fakeRun(t *testing.T) string {
 			"BenchmarkGraphStartJob/runner/history=0-2 \t 100\t 1 ns/op\t 4.0 p50-ms\t 30 p99-ms\n"+
 			"BenchmarkGraphStartJob/http/history=0-2 \t 100\t 1 ns/op\t 6.0 p50-ms\t 40 p99-ms\n"+
 			"BenchmarkGraphStartJob/runner/history=100k-2 \t 100\t 1 ns/op\t 40 p50-ms\t 90 p99-ms\n"+
-			"BenchmarkGraphSubscribers/n=1000-2 \t 1\t 1 ns/op\t 40 p50-ms\t 170 p99-ms\t 160 item-p99-ms\t 0 lost-finals\t 0.7 server-cpu-cores\t 130 server-rss-MB\t 67 rss-kB/subscriber\n"+
+			"BenchmarkGraphSubscribers/n=1000-2 \t 1\t 1 ns/op\t 40 p50-ms\t 170 p99-ms\t 160 item-p99-ms\t 0 lost-finals\t 0.7 server-cpu-cores\t 33 server-cpu-us/update\t 130 server-rss-MB\t 67 rss-kB/subscriber\n"+
 			"BenchmarkScaleSimulation/instances=50/jobs=1000-2 \t 1\t 1 ns/op\t 0.4 db-xact/s/instance\t 0 storm-duplicates\t 0 storm-unaccounted\t 500 storm-runs\n"+
 			"BenchmarkJobHistory/runs=100k/window=30d-2 \t 50\t 1 ns/op\t 30 p50-ms\t 60 p99-ms\t 7437 runs/query\n"+
 			"BenchmarkShardedLatency/instances=1/shards=24-2 \t 1\t 1 ns/op\t 1.000 instances-used\t "+sh[0]+" items/s\n"+
@@ -127,6 +127,7 @@ func TestReportStatesVerdicts(t *testing.T) {
 		"**MET** (≤ 1,000 ms)",
 		"GraphSubscribers/n=1000 p99-ms **170**; GraphSubscribers/n=1000 p50-ms 40.0",
 		"**NOT MET** (> 100 ms); judged on p99-ms",
+		"GraphSubscribers/n=1000 server-cpu-us/update 33.0",
 		"| — | — | runs with BATON_BENCH_SCALE=full only |", // n=10000 exists but did not run
 		"GraphStartJob/http/history=0 p50-ms **6.00**",
 		"| BenchmarkGraphStartJob/http/history=0 | p50-ms | **6.00** | 6.00 – 6.00 | 2 | Runner.Start, same instance: 4.00 | 1.50× |",

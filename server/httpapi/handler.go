@@ -155,7 +155,9 @@ func NewHandler(cfg Config) http.Handler {
 		s.writeError(w, r, http.StatusForbidden, graph.CodeForbidden, "cross-origin requests are not allowed")
 	}))
 
-	gql := graph.NewServer(cfg.GraphQL)
+	gcfg := cfg.GraphQL
+	gcfg.AdmitOperation = s.aroundOperations // per subscriber, before shared execution
+	gql := graph.NewServer(gcfg)
 	readLimit := cfg.MaxBodyBytes
 	// The WebSocket transport first: the others must not see upgrade requests.
 	gql.AddTransport(transport.Websocket{
@@ -175,7 +177,6 @@ func NewHandler(cfg Config) http.Handler {
 		PayloadReadLimit:      &readLimit,
 	})
 	gql.AddTransport(graphQLOverHTTP{maxTokens: cfg.GraphQL.MaxTokens, log: s.log})
-	gql.AroundOperations(s.aroundOperations)
 	s.gql = gql
 	s.next = cop.Handler(http.HandlerFunc(s.serveGraphQL))
 	return s

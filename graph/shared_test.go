@@ -1,0 +1,195 @@
+package graph_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/graph"
+	"github.com/baton-run/baton/graph/model"
+	"github.com/baton-run/baton/internal/testenv"
+	"github.com/baton-run/baton/runner"
+	"github.com/baton-run/baton/server/httpapi"
+)
+
+// sharedInstance is an instance with a Hub whose shared subscription executions are counted.
+func sharedInstance(b *bundle, jobs ...runner.Job) (*instance, *graph.LiveStats) {
+	stats := new(graph.LiveStats)
+	i := b.instance(instanceOpts{jobs: jobs, hub: true, graph: func(c *httpapi.Config) { c.GraphQL.LiveStats = stats }})
+	return i, stats
+}
+
+// subscriber is one WebSocket client subscribed to a run's progress, and what it received.
+type subscriber struct {
+	w        *wsConn
+	id       string // the subscription's id, chosen by the client
+	received int
+	last     progressEvent
+}
+
+func newSubscriber(t *testing.T, i *instance, token, id, run string) *subscriber {
+	t.Helper()
+	w, _, err := i.dialWS(t, protoTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.init(map[string]any{"authorization": "Bearer " + token}); err != nil {
+		t.Fatalf("connection_init refused: %v", err)
+	}
+	w.subscribe(id, progressSubscription, map[string]any{"id": run})
+	s := &subscriber{w: w, id: id}
+	s.read(t)
+	return s
+}
+
+// read takes the subscription's next state.
+func (s *subscriber) read(t *testing.T) {
+	t.Helper()
+	s.last = decodeProgress(t, s.w.next(s.id, 10*time.Second))
+	s.received++
+}
+
+// until reads states until the run has processed n items and has status (any when "").
+func (s *subscriber) until(t *testing.T, n int, status string) {
+	t.Helper()
+	for s.last.RunProgress.Progress.Processed < n || (status != "" && s.last.RunProgress.Status != status) {
+		s.read(t)
+	}
+}
+
+// TestSharedSubscriptionRunsOncePerEvent subscribes five clients to one run's progress with the
+// same document and variables — different tokens of one role, different subscription ids —
+// and checks that one execution serves them all, each event executed once, that a subscriber
+// who unsubscribes or disconnects disturbs no other, and that every remaining subscriber gets
+// the final state and the end of the stream.
+func TestSharedSubscriptionRunsOncePerEvent(t *testing.T) {
+	b := setup(t)
+	gate := make(chan struct{})
+	const items = 4
+	i, stats := sharedInstance(b, &gatedJob{name: "shared", n: items, gate: gate})
+	t.Cleanup(func() { close(gate) })
+	run := i.startJob(t, b.token(model.RoleOperator), "shared")
+
+	ids := []string{"1", "1", "a", "1", "x"}
+	subs := make([]*subscriber, len(ids))
+	for k, id := range ids {
+		subs[k] = newSubscriber(t, i, b.token(model.RoleViewer), id, run)
+	}
+	if got := stats.Executions.Load(); got != 1 {
+		t.Fatalf("%d executions for %d subscribers of one operation, want 1", got, len(subs))
+	}
+
+	release(t, gate)
+	for _, s := range subs {
+		s.until(t, 1, "")
+	}
+	// One unsubscribes, one goes away without a word.
+	subs[1].w.send(wsMsg{ID: subs[1].id, Type: "complete"})
+	_ = subs[3].w.c.Close()
+	left := []*subscriber{subs[0], subs[2], subs[4]}
+	for k := 2; k <= items; k++ {
+		release(t, gate)
+		for _, s := range left {
+			s.until(t, k, "")
+		}
+	}
+	for _, s := range left {
+		s.until(t, items, "SUCCEEDED")
+		if end := s.w.next(s.id, 10*time.Second); !end.done || len(end.errors) > 0 {
+			t.Fatalf("subscription %s after the final state: %+v, want complete", s.id, end)
+		}
+	}
+	if got := stats.Executions.Load(); got != 1 {
+		t.Fatalf("%d executions, want 1", got)
+	}
+	if got := stats.Subscribers.Load(); got != int64(len(subs)) {
+		t.Fatalf("%d subscribers joined, want %d", got, len(subs))
+	}
+	// Each event was executed once, not once per subscriber: about as many events as one
+	// client received (fewer when a client skipped to a newer state; a late subscriber's
+	// snapshot is the latest event, not a new one), where five executions would make five times
+	// as many.
+	fewest := left[0].received
+	for _, s := range left {
+		fewest = min(fewest, s.received)
+	}
+	if ev := stats.Events.Load(); ev < int64(items) || ev > 2*int64(fewest) {
+		t.Fatalf("%d events executed; the subscribers received %d or more each", ev, fewest)
+	}
+
+	// The run has ended: a subscriber now gets its final state and the end.
+	late := newSubscriber(t, i, b.token(model.RoleViewer), "1", run)
+	if late.last.RunProgress.Status != "SUCCEEDED" || late.last.RunProgress.Progress.Processed != items {
+		t.Fatalf("late snapshot %+v, want the final state", late.last.RunProgress)
+	}
+	if end := late.w.next("1", 10*time.Second); !end.done {
+		t.Fatalf("late subscription after the final state: %+v, want complete", end)
+	}
+}
+
+// TestSharedSubscriptionKeys checks what tells operations apart: different variables and
+// different roles get executions of their own; subscription ids and tokens of one role do not
+// matter; once every subscriber of an operation has left, the next one starts a new execution.
+func TestSharedSubscriptionKeys(t *testing.T) {
+	b := setup(t)
+	gate := make(chan struct{})
+	i, stats := sharedInstance(b, &gatedJob{name: "k1", n: 1, gate: gate}, &gatedJob{name: "k2", n: 1, gate: gate})
+	t.Cleanup(func() { close(gate) })
+	op := b.token(model.RoleOperator)
+	run1, run2 := i.startJob(t, op, "k1"), i.startJob(t, op, "k2")
+
+	a := newSubscriber(t, i, b.token(model.RoleViewer), "1", run1)
+	newSubscriber(t, i, b.token(model.RoleViewer), "other", run1)  // shares a's execution
+	newSubscriber(t, i, op, "1", run1)                             // another role
+	d := newSubscriber(t, i, b.token(model.RoleViewer), "1", run2) // other variables
+	if got := stats.Executions.Load(); got != 3 {
+		t.Fatalf("%d executions, want 3 (run1 as VIEWER, run1 as OPERATOR, run2 as VIEWER)", got)
+	}
+	for _, s := range []*subscriber{a, d} {
+		if want := map[*subscriber]string{a: run1, d: run2}[s]; s.last.RunProgress.ID != want {
+			t.Fatalf("snapshot of run %s, want %s", s.last.RunProgress.ID, want)
+		}
+	}
+
+	// d was run2's only subscriber: after it leaves, a new one starts a new execution.
+	d.w.send(wsMsg{ID: "1", Type: "complete"})
+	testenv.Eventually(t, 10*time.Second, "run2's subscriber to leave", func() bool {
+		e := newSubscriber(t, i, b.token(model.RoleViewer), "1", run2)
+		defer e.w.c.Close()
+		return stats.Executions.Load() > 3
+	})
+}
+
+// TestSharedSubscriptionVariablesSpelling checks that variables are compared by value: the
+// same run id given inline and as a variable are different documents, but one variable value
+// however its JSON was spelled is one operation.
+func TestSharedSubscriptionVariablesSpelling(t *testing.T) {
+	b := setup(t)
+	gate := make(chan struct{})
+	i, stats := sharedInstance(b, &gatedJob{name: "v", n: 1, gate: gate})
+	t.Cleanup(func() { close(gate) })
+	run := i.startJob(t, b.token(model.RoleOperator), "v")
+	viewer := b.token(model.RoleViewer)
+	for _, payload := range []string{
+		`{"query":` + quote(progressSubscription) + `,"variables":{"id":` + quote(run) + `}}`,
+		`{"variables": {"id" : ` + quote(run) + `}, "query":` + quote(progressSubscription) + `}`,
+	} {
+		w, _, err := i.dialWS(t, protoTransportWS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.init(map[string]any{"authorization": "Bearer " + viewer}); err != nil {
+			t.Fatal(err)
+		}
+		w.send(wsMsg{ID: "1", Type: "subscribe", Payload: json.RawMessage(payload)})
+		decodeProgress(t, w.next("1", 10*time.Second))
+	}
+	if got := stats.Executions.Load(); got != 1 {
+		t.Fatalf("%d executions, want 1", got)
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
