@@ -101,6 +101,54 @@ func itemsBench(b *testing.B, n int, external bool, batch, parallelism int) {
 // BenchmarkProcessStrict: one commit per item (ledger row, counters, checkpoint).
 func BenchmarkProcessStrict(b *testing.B) { itemsBench(b, 3000, false, 1, 1) }
 
+// BenchmarkProcessStrictConcurrent: 8 strict runs at once (8 jobs, 8 worker slots), each
+// 500 items with one commit per item: how the strict path scales with PostgreSQL's group
+// commit, against pgbench's 8-connection INSERT+COMMIT. Reports the items/s of all 8.
+func BenchmarkProcessStrictConcurrent(b *testing.B) {
+	const runs, n = 8, 500
+	jobs := make([]runner.Job, runs)
+	for k := range jobs {
+		jobs[k] = runner.NewJob(runner.JobInfo{Name: fmt.Sprintf("strict-%d", k), Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
+			noop := func(ctx context.Context, a *runner.Attempt) error { return nil }
+			for i := range n {
+				if err := run.Process(ctx, runner.Item{Target: fmt.Sprint(i), Checkpoint: fmt.Sprint(i)}, noop); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	tb := testbundle.New(b, testenv.Schema)
+	f := &testbundle.Finals{}
+	cfg := tb.BenchConfig()
+	cfg.PoolSize, cfg.Events, cfg.DefaultLease = runs, f, 30*time.Second
+	r := tb.NewRunner(cfg, jobs...)
+	var total time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		ids := make([]int64, runs)
+		for k := range ids {
+			started, err := r.Start(context.Background(), runner.StartParams{Job: fmt.Sprintf("strict-%d", k), Mode: bt.ModeRestart})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[k] = started.ID
+		}
+		for _, id := range ids {
+			if run := f.Wait(b, id); run.Status != bt.StatusSucceeded || run.Processed != n {
+				b.Fatalf("run %s with %d items", run.Status, run.Processed)
+			}
+		}
+		total += time.Since(t0)
+		for _, id := range ids {
+			for r.Active(id) {
+				runtime.Gosched()
+			}
+		}
+	}
+	b.ReportMetric(float64(runs*n*b.N)/total.Seconds(), "items/s")
+}
+
 // BenchmarkProcessStrictExternal: an intent commit and a result commit per item.
 func BenchmarkProcessStrictExternal(b *testing.B) { itemsBench(b, 2000, true, 1, 1) }
 

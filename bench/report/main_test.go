@@ -214,3 +214,38 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyAndConcurrentGoals: the batch path is judged against a bare COPY of its rows and
+// against River, 8 concurrent strict runs against pgbench's 8 connections, each per round.
+func TestCopyAndConcurrentGoals(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "meta.tsv"), "host\tbox\nnproc\t2\nsettings\tROUNDS=2\n")
+	write(t, filepath.Join(dir, "commands.tsv"), "pgbench-8\tpgbench -c 8\n")
+	write(t, filepath.Join(dir, "declared.txt"), "BenchmarkProcessBatch\nBenchmarkCopyLedger\nBenchmarkProcessStrictConcurrent\n")
+	for r, v := range map[int][4]string{1: {"90000", "100000", "4000", "15000"}, 2: {"80000", "100000", "4500", "16000"}} {
+		rd := filepath.Join(dir, "round-"+string(rune('0'+r)))
+		write(t, filepath.Join(rd, "pgbench-1.txt"), "tps = 3000.0 (without initial connection time)\n")
+		write(t, filepath.Join(rd, "pgbench-8.txt"), "tps = 5000.0 (without initial connection time)\n")
+		write(t, filepath.Join(rd, "baton.txt"), "BenchmarkProcessBatch-2 \t 1\t 1 ns/op\t "+v[0]+" items/s\n"+
+			"BenchmarkCopyLedger-2 \t 1\t 1 ns/op\t "+v[1]+" rows/s\n"+
+			"BenchmarkProcessStrictConcurrent-2 \t 1\t 1 ns/op\t "+v[2]+" items/s\nPASS\n")
+		write(t, filepath.Join(rd, "river.txt"), "BenchmarkRiverNoop/jobs=20000 \t3\t100 ns/op\t"+v[3]+" jobs/s\n")
+	}
+	r, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := render(r)
+	for _, want := range []string{
+		// 0.90 and 0.80 per round: median 0.85.
+		"| **0.85×** (85,000 items/s ÷ 100,000 rows/s) | 0.80× – 0.90× | **MET** (0.85× ≥ 0.85×) |",
+		// 6.00 and 5.00 per round.
+		"| 5.00× – 6.00× | **MET**",
+		// 0.80 and 0.90 per round against 5,000 tps.
+		"| 0.80× – 0.90× | **MET** (0.85× ≥ 0.80×) |",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
