@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { makeSubject, never } from 'wonka';
 
 import { renderWith } from '../test/render';
-import { layoutTimeline, RunTimeline, type TimelineEventInput } from './RunTimeline';
+import { laneLabel, layoutTimeline, RunTimeline, type TimelineEventInput } from './RunTimeline';
 
 const events: TimelineEventInput[] = [
   { at: '2026-03-01T10:00:00Z', kind: 'REQUESTED', detail: 'MANUAL RESUME run requested by alice', actor: '' },
@@ -44,6 +44,22 @@ describe('layoutTimeline', () => {
     const l = layoutTimeline(sharded, '2026-03-01T10:00:00Z', '2026-03-01T10:01:40Z', 0);
     expect(l.lanes.map((x) => x.shard)).toEqual([null, 'a', 'b']);
     expect(l.lanes[1]!.marks).toHaveLength(1);
+  });
+
+  it('orders shard lanes by the numbers in their names', () => {
+    const pages = ['pages 1001-1200', 'pages 201-400', 'pages 1-200'].map(
+      (shard, i): TimelineEventInput => ({ at: `2026-03-01T10:00:2${i}Z`, kind: 'SHARD_CLAIMED', detail: '', shard }),
+    );
+    const l = layoutTimeline([...events, ...pages], '2026-03-01T10:00:00Z', '2026-03-01T10:01:40Z', 0);
+    expect(l.lanes.map((x) => x.shard)).toEqual([null, 'pages 1-200', 'pages 201-400', 'pages 1001-1200']);
+  });
+});
+
+describe('laneLabel', () => {
+  it('keeps a name that fits and shortens one that does not', () => {
+    expect(laneLabel('pages 1001-1200', 120)).toBe('pages 1001-1200');
+    expect(laneLabel('pages 1001-1200', 64)).toBe('pages 1…');
+    expect(laneLabel('run', 64)).toBe('run');
   });
 });
 

@@ -77,7 +77,8 @@ export interface TimelineLayout {
 
 /**
  * layoutTimeline places events on an axis from the run's request to its end (or now, while
- * it runs), with one lane per shard: the whole run's lane first, then shards by name.
+ * it runs), with one lane per shard: the whole run's lane first, then shards by name, numbers
+ * in names compared as numbers ("pages 201-400" before "pages 1001-1200").
  */
 export function layoutTimeline(events: readonly TimelineEventInput[], startedAt: string, finishedAt: string | null | undefined, now: number): TimelineLayout {
   const start = Date.parse(startedAt);
@@ -93,7 +94,7 @@ export function layoutTimeline(events: readonly TimelineEventInput[], startedAt:
     marks.push({ x: pos(Date.parse(e.at)), event: e });
     byShard.set(key, marks);
   }
-  const shards = [...byShard.keys()].filter((k): k is string => k !== null).sort();
+  const shards = [...byShard.keys()].filter((k): k is string => k !== null).sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
   const lanes: Lane[] = [{ shard: null, marks: byShard.get(null) ?? [] }, ...shards.map((s) => ({ shard: s, marks: byShard.get(s) ?? [] }))];
   const activated = events.find((e) => e.kind === 'ACTIVATED');
   const active: [number, number] | null = activated ? [pos(Date.parse(activated.at)), finishedAt ? pos(Date.parse(finishedAt)) : 1] : null;
@@ -104,11 +105,20 @@ export function layoutTimeline(events: readonly TimelineEventInput[], startedAt:
 const REREAD_MS = 5000;
 const LANE_H = 34;
 const TOP = 8;
+// The width left of the lines for the lanes' names: "run" alone, or shard names, up to 16
+// characters at a 12 px font (longer ones are shortened, laneLabel).
 const LABEL_W = 64;
+const SHARD_LABEL_W = 120;
 
-function Shape({ m, y, color, w }: { m: Mark; y: number; color: string; w: number }) {
+// laneLabel shortens a lane's name to what fits in width (the full name is its title).
+export function laneLabel(name: string, width: number): string {
+  const fit = Math.floor((width - 8) / 7);
+  return name.length <= fit ? name : `${name.slice(0, fit - 1)}…`;
+}
+
+function Shape({ m, y, color, w, labelW }: { m: Mark; y: number; color: string; w: number; labelW: number }) {
   const meta = KIND[m.event.kind];
-  const x = LABEL_W + m.x * (w - LABEL_W - 12);
+  const x = labelW + m.x * (w - labelW - 12);
   const title = `${meta.label} · ${formatDateTime(m.event.at)}${m.event.actor ? ` · by ${m.event.actor}` : ''}${m.event.detail ? ` · ${m.event.detail}` : ''}`;
   const common = {
     'data-kind': m.event.kind,
@@ -194,7 +204,8 @@ export function RunTimeline({
   const endColor = STATUS_HEX[runStatusMeta(status).color] ?? '#495057';
   const renewals = events.filter((e) => e.kind === 'LEASE_RENEWED').length;
   const notable = events.filter((e) => e.kind !== 'LEASE_RENEWED');
-  const xOf = (f: number) => LABEL_W + f * (w - LABEL_W - 12);
+  const labelW = layout.lanes.length > 1 ? SHARD_LABEL_W : LABEL_W;
+  const xOf = (f: number) => labelW + f * (w - labelW - 12);
   const stamp = (t: number) => (narrow ? new Date(t).toLocaleTimeString() : formatDateTime(new Date(t).toISOString()));
   return (
     <Card withBorder radius="md">
@@ -214,19 +225,20 @@ export function RunTimeline({
             return (
               <g key={lane.shard ?? '(run)'} data-testid="run-timeline-lane" data-shard={lane.shard ?? ''}>
                 <text x={0} y={y + 4} fontSize={12} fill={text}>
-                  {lane.shard ?? 'run'}
+                  <title>{lane.shard ?? 'run'}</title>
+                  {laneLabel(lane.shard ?? 'run', labelW)}
                 </text>
-                <line x1={LABEL_W} x2={w - 12} y1={y} y2={y} stroke={axis} strokeWidth={2} />
+                <line x1={labelW} x2={w - 12} y1={y} y2={y} stroke={axis} strokeWidth={2} />
                 {i === 0 && layout.active && (
                   <line x1={xOf(layout.active[0])} x2={xOf(layout.active[1])} y1={y} y2={y} stroke={endColor} strokeOpacity={0.45} strokeWidth={6} />
                 )}
                 {lane.marks.map((m, k) => (
-                  <Shape key={k} m={m} y={y} color={endColor} w={w} />
+                  <Shape key={k} m={m} y={y} color={endColor} w={w} labelW={labelW} />
                 ))}
               </g>
             );
           })}
-          <text x={LABEL_W} y={height - 4} fontSize={11} fill={text}>
+          <text x={labelW} y={height - 4} fontSize={11} fill={text}>
             {stamp(layout.start)}
           </text>
           <text x={w - 12} y={height - 4} fontSize={11} fill={text} textAnchor="end">
