@@ -75,10 +75,50 @@ type CancelRunsPayload struct {
 	UserErrors []*UserError           `json:"userErrors"`
 }
 
+type CreateNotificationChannelInput struct {
+	// 1 to 100 letters, digits, '-', '_' or '.'.
+	Name string                `json:"name"`
+	Kind batontype.ChannelKind `json:"kind"`
+	// http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK.
+	URL *string `json:"url,omitempty"`
+	// The literal secret (stored encrypted) or env:NAME, at most 1024 characters.
+	Secret string `json:"secret"`
+	// 1 to 6000; 30 by default.
+	RatePerMinute *int `json:"ratePerMinute,omitempty"`
+	// 1 to 1000; 5 by default.
+	Burst *int `json:"burst,omitempty"`
+}
+
+type CreateNotificationRouteInput struct {
+	ChannelID string                `json:"channelId"`
+	Kinds     []batontype.AlertKind `json:"kinds,omitempty"`
+	Jobs      []string              `json:"jobs,omitempty"`
+	// WARNING (all alarms) by default.
+	MinSeverity *batontype.Severity `json:"minSeverity,omitempty"`
+}
+
 type CronPreview struct {
 	Valid         bool         `json:"valid"`
 	NextFireTimes []*time.Time `json:"nextFireTimes"`
 	UserErrors    []*UserError `json:"userErrors"`
+}
+
+type DeleteNotificationChannelInput struct {
+	ID string `json:"id"`
+}
+
+type DeleteNotificationChannelPayload struct {
+	DeletedID  *string      `json:"deletedId,omitempty"`
+	UserErrors []*UserError `json:"userErrors"`
+}
+
+type DeleteNotificationRouteInput struct {
+	ID string `json:"id"`
+}
+
+type DeleteNotificationRoutePayload struct {
+	DeletedID  *string      `json:"deletedId,omitempty"`
+	UserErrors []*UserError `json:"userErrors"`
 }
 
 type ExecuteReplayInput struct {
@@ -192,6 +232,17 @@ type LedgerEntryEdge struct {
 }
 
 type Mutation struct {
+}
+
+type NotificationChannelPayload struct {
+	// The channel as the change left it; null when refused.
+	Channel    *batontype.NotificationChannel `json:"channel,omitempty"`
+	UserErrors []*UserError                   `json:"userErrors"`
+}
+
+type NotificationRoutePayload struct {
+	Route      *batontype.NotificationRoute `json:"route,omitempty"`
+	UserErrors []*UserError                 `json:"userErrors"`
 }
 
 // Where a page of a connection lies.
@@ -418,6 +469,16 @@ type RunsFilter struct {
 	Number *int `json:"number,omitempty"`
 }
 
+type SendTestNotificationInput struct {
+	ChannelID string `json:"channelId"`
+}
+
+type SendTestNotificationPayload struct {
+	// The queued delivery; null when refused.
+	Delivery   *batontype.Delivery `json:"delivery,omitempty"`
+	UserErrors []*UserError        `json:"userErrors"`
+}
+
 type SetMaintenanceInput struct {
 	Paused bool `json:"paused"`
 }
@@ -524,6 +585,16 @@ type UpdateJobShardingInput struct {
 type UpdateJobShardingPayload struct {
 	Job        *batontype.JobSettings `json:"job,omitempty"`
 	UserErrors []*UserError           `json:"userErrors"`
+}
+
+type UpdateNotificationChannelInput struct {
+	ID   string  `json:"id"`
+	Name *string `json:"name,omitempty"`
+	URL  *string `json:"url,omitempty"`
+	// A new secret; omitted or empty keeps the stored one.
+	Secret        *string `json:"secret,omitempty"`
+	RatePerMinute *int    `json:"ratePerMinute,omitempty"`
+	Burst         *int    `json:"burst,omitempty"`
 }
 
 // An expected refusal of a mutation's input.
@@ -881,6 +952,8 @@ const (
 	UserErrorCodeSelfApproval     UserErrorCode = "SELF_APPROVAL"
 	UserErrorCodeConflict         UserErrorCode = "CONFLICT"
 	UserErrorCodeShuttingDown     UserErrorCode = "SHUTTING_DOWN"
+	// A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key.
+	UserErrorCodeSecretKeyMissing UserErrorCode = "SECRET_KEY_MISSING"
 )
 
 var AllUserErrorCode = []UserErrorCode{
@@ -898,11 +971,12 @@ var AllUserErrorCode = []UserErrorCode{
 	UserErrorCodeSelfApproval,
 	UserErrorCodeConflict,
 	UserErrorCodeShuttingDown,
+	UserErrorCodeSecretKeyMissing,
 }
 
 func (e UserErrorCode) IsValid() bool {
 	switch e {
-	case UserErrorCodeNotFound, UserErrorCodeAlreadyRunning, UserErrorCodeCapacityExceeded, UserErrorCodeInvalidCron, UserErrorCodeInvalidTimezone, UserErrorCodeInvalidInput, UserErrorCodeJobPaused, UserErrorCodeMaintenance, UserErrorCodeNotActive, UserErrorCodeApprovalRequired, UserErrorCodeReplayBlocked, UserErrorCodeSelfApproval, UserErrorCodeConflict, UserErrorCodeShuttingDown:
+	case UserErrorCodeNotFound, UserErrorCodeAlreadyRunning, UserErrorCodeCapacityExceeded, UserErrorCodeInvalidCron, UserErrorCodeInvalidTimezone, UserErrorCodeInvalidInput, UserErrorCodeJobPaused, UserErrorCodeMaintenance, UserErrorCodeNotActive, UserErrorCodeApprovalRequired, UserErrorCodeReplayBlocked, UserErrorCodeSelfApproval, UserErrorCodeConflict, UserErrorCodeShuttingDown, UserErrorCodeSecretKeyMissing:
 		return true
 	}
 	return false
