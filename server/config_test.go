@@ -2,8 +2,8 @@ package server
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"reflect"
