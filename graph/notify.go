@@ -36,9 +36,23 @@ func optionalID(id *string, typ, arg string) (int64, error) {
 	return mustIntID(*id, typ, arg)
 }
 
-// channelInput is the runner's input for a channel change: an omitted field stays nil.
-func channelInput(name, url, secret *string, rate, burst *int) bt.ChannelInput {
-	return bt.ChannelInput{Name: name, URL: url, Secret: secret, RatePerMinute: rate, Burst: burst}
+// saveChannelInput is the runner's input for a channel change: an omitted field stays nil.
+func saveChannelInput(in model.SaveNotificationChannelInput) bt.ChannelInput {
+	out := bt.ChannelInput{Name: in.Name, URL: in.URL, Secret: in.Secret, RatePerMinute: in.RatePerMinute, Burst: in.Burst}
+	if in.Kind != nil {
+		out.Kind = *in.Kind
+	}
+	if in.Routes != nil {
+		routes := make([]bt.NotificationRoute, len(in.Routes))
+		for i, rt := range in.Routes {
+			routes[i] = bt.NotificationRoute{Kinds: rt.Kinds, Jobs: rt.Jobs}
+			if rt.MinSeverity != nil {
+				routes[i].MinSeverity = *rt.MinSeverity
+			}
+		}
+		out.Routes = &routes
+	}
+	return out
 }
 
 // ptrs returns pointers to list's elements, or err.

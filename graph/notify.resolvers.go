@@ -13,34 +13,28 @@ import (
 	"github.com/baton-run/baton/runner/batontype"
 )
 
-// CreateNotificationChannel is the resolver for the createNotificationChannel field.
-func (r *mutationResolver) CreateNotificationChannel(ctx context.Context, input model.CreateNotificationChannelInput) (*model.NotificationChannelPayload, error) {
+// SaveNotificationChannel is the resolver for the saveNotificationChannel field.
+func (r *mutationResolver) SaveNotificationChannel(ctx context.Context, input model.SaveNotificationChannelInput) (*model.SaveNotificationChannelPayload, error) {
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
-	in := channelInput(&input.Name, input.URL, &input.Secret, input.RatePerMinute, input.Burst)
-	in.Kind = input.Kind
-	c, err := r.runner.Notifications().CreateChannel(ctx, actor(ctx), in)
+	in := saveChannelInput(input)
+	svc := r.runner.Alarms().Notifications()
+	var c *batontype.NotificationChannel
+	var err error
+	if input.ID == nil {
+		c, err = svc.CreateChannel(ctx, actor(ctx), in)
+	} else {
+		id, ue := r.inputID(ctx, "updateNotificationChannel", "id", *input.ID, typeNotificationChannel)
+		if ue != nil {
+			return &model.SaveNotificationChannelPayload{UserErrors: ue}, nil
+		}
+		c, err = svc.UpdateChannel(ctx, actor(ctx), id, in)
+	}
 	if err != nil {
 		ue, err := userErrors(err, "")
-		return &model.NotificationChannelPayload{UserErrors: ue}, err
+		return &model.SaveNotificationChannelPayload{UserErrors: ue}, err
 	}
-	return &model.NotificationChannelPayload{Channel: c, UserErrors: []*model.UserError{}}, nil
-}
-
-// UpdateNotificationChannel is the resolver for the updateNotificationChannel field.
-func (r *mutationResolver) UpdateNotificationChannel(ctx context.Context, input model.UpdateNotificationChannelInput) (*model.NotificationChannelPayload, error) {
-	ctx, cancel := mutationContext(ctx)
-	defer cancel()
-	id, ue := r.inputID(ctx, "updateNotificationChannel", "id", input.ID, typeNotificationChannel)
-	if ue != nil {
-		return &model.NotificationChannelPayload{UserErrors: ue}, nil
-	}
-	c, err := r.runner.Notifications().UpdateChannel(ctx, actor(ctx), id, channelInput(input.Name, input.URL, input.Secret, input.RatePerMinute, input.Burst))
-	if err != nil {
-		ue, err := userErrors(err, "id")
-		return &model.NotificationChannelPayload{UserErrors: ue}, err
-	}
-	return &model.NotificationChannelPayload{Channel: c, UserErrors: []*model.UserError{}}, nil
+	return &model.SaveNotificationChannelPayload{Channel: c, UserErrors: []*model.UserError{}}, nil
 }
 
 // DeleteNotificationChannel is the resolver for the deleteNotificationChannel field.
@@ -51,46 +45,11 @@ func (r *mutationResolver) DeleteNotificationChannel(ctx context.Context, input 
 	if ue != nil {
 		return &model.DeleteNotificationChannelPayload{UserErrors: ue}, nil
 	}
-	if err := r.runner.Notifications().DeleteChannel(ctx, actor(ctx), id); err != nil {
+	if err := r.runner.Alarms().Notifications().DeleteChannel(ctx, actor(ctx), id); err != nil {
 		ue, err := userErrors(err, "id")
 		return &model.DeleteNotificationChannelPayload{UserErrors: ue}, err
 	}
 	return &model.DeleteNotificationChannelPayload{DeletedID: &input.ID, UserErrors: []*model.UserError{}}, nil
-}
-
-// CreateNotificationRoute is the resolver for the createNotificationRoute field.
-func (r *mutationResolver) CreateNotificationRoute(ctx context.Context, input model.CreateNotificationRouteInput) (*model.NotificationRoutePayload, error) {
-	ctx, cancel := mutationContext(ctx)
-	defer cancel()
-	id, ue := r.inputID(ctx, "createNotificationRoute", "channelId", input.ChannelID, typeNotificationChannel)
-	if ue != nil {
-		return &model.NotificationRoutePayload{UserErrors: ue}, nil
-	}
-	rt := batontype.NotificationRoute{ChannelID: id, Kinds: input.Kinds, Jobs: input.Jobs}
-	if input.MinSeverity != nil {
-		rt.MinSeverity = *input.MinSeverity
-	}
-	out, err := r.runner.Notifications().CreateRoute(ctx, actor(ctx), rt)
-	if err != nil {
-		ue, err := userErrors(err, "")
-		return &model.NotificationRoutePayload{UserErrors: ue}, err
-	}
-	return &model.NotificationRoutePayload{Route: out, UserErrors: []*model.UserError{}}, nil
-}
-
-// DeleteNotificationRoute is the resolver for the deleteNotificationRoute field.
-func (r *mutationResolver) DeleteNotificationRoute(ctx context.Context, input model.DeleteNotificationRouteInput) (*model.DeleteNotificationRoutePayload, error) {
-	ctx, cancel := mutationContext(ctx)
-	defer cancel()
-	id, ue := r.inputID(ctx, "deleteNotificationRoute", "id", input.ID, typeNotificationRoute)
-	if ue != nil {
-		return &model.DeleteNotificationRoutePayload{UserErrors: ue}, nil
-	}
-	if err := r.runner.Notifications().DeleteRoute(ctx, actor(ctx), id); err != nil {
-		ue, err := userErrors(err, "id")
-		return &model.DeleteNotificationRoutePayload{UserErrors: ue}, err
-	}
-	return &model.DeleteNotificationRoutePayload{DeletedID: &input.ID, UserErrors: []*model.UserError{}}, nil
 }
 
 // SendTestNotification is the resolver for the sendTestNotification field.
@@ -101,7 +60,7 @@ func (r *mutationResolver) SendTestNotification(ctx context.Context, input model
 	if ue != nil {
 		return &model.SendTestNotificationPayload{UserErrors: ue}, nil
 	}
-	d, err := r.runner.Notifications().SendTest(ctx, actor(ctx), id)
+	d, err := r.runner.Alarms().Notifications().SendTest(ctx, actor(ctx), id)
 	if err != nil {
 		ue, err := userErrors(err, "channelId")
 		return &model.SendTestNotificationPayload{UserErrors: ue}, err
@@ -126,7 +85,7 @@ func (r *notificationChannelResolver) SecretHint(ctx context.Context, obj *baton
 
 // Routes is the resolver for the routes field.
 func (r *notificationChannelResolver) Routes(ctx context.Context, obj *batontype.NotificationChannel) ([]*batontype.NotificationRoute, error) {
-	return ptrs(r.runner.Notifications().Routes(ctx, obj.ID))
+	return ptrs(r.runner.Alarms().Notifications().Routes(ctx, obj.ID))
 }
 
 // ID is the resolver for the id field.
@@ -174,7 +133,7 @@ func (r *notificationRouteResolver) Jobs(ctx context.Context, obj *batontype.Not
 
 // NotificationChannels is the resolver for the notificationChannels field.
 func (r *queryResolver) NotificationChannels(ctx context.Context) ([]*batontype.NotificationChannel, error) {
-	return ptrs(r.runner.Notifications().Channels(ctx))
+	return ptrs(r.runner.Alarms().Notifications().Channels(ctx))
 }
 
 // NotificationRoutes is the resolver for the notificationRoutes field.
@@ -183,7 +142,7 @@ func (r *queryResolver) NotificationRoutes(ctx context.Context, channelID *strin
 	if err != nil {
 		return nil, err
 	}
-	return ptrs(r.runner.Notifications().Routes(ctx, id))
+	return ptrs(r.runner.Alarms().Notifications().Routes(ctx, id))
 }
 
 // NotificationDeliveries is the resolver for the notificationDeliveries field.
@@ -202,7 +161,7 @@ func (r *queryResolver) NotificationDeliveries(ctx context.Context, channelID *s
 		}
 		f.Limit = *first
 	}
-	return ptrs(r.runner.Notifications().Deliveries(ctx, f))
+	return ptrs(r.runner.Alarms().Notifications().Deliveries(ctx, f))
 }
 
 // NotificationChannel returns generated.NotificationChannelResolver implementation.

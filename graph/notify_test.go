@@ -30,6 +30,9 @@ type channelNode struct {
 	}
 }
 
+const saveQ = `mutation($in: SaveNotificationChannelInput!) { saveNotificationChannel(input: $in) {
+	channel { ` + channelFieldsQ + ` } userErrors { code message field } } }`
+
 type channelPayload struct {
 	Channel    *channelNode
 	UserErrors []userError
@@ -48,8 +51,7 @@ func TestNotificationsOverGraphQL(t *testing.T) {
 	}})
 	admin, operator := b.token(model.RoleAdmin), b.token(model.RoleOperator)
 	const secret = "hmac-secret-that-must-not-leak-42"
-	const createQ = `mutation($in: CreateNotificationChannelInput!) { createNotificationChannel(input: $in) {
-		channel { ` + channelFieldsQ + ` } userErrors { code message field } } }`
+	const createQ = saveQ
 
 	if res := i.post(t, operator, createQ, map[string]any{"in": map[string]any{"name": "x", "kind": "WEBHOOK", "url": rcv.URL, "secret": secret}}); res.code() != "FORBIDDEN" {
 		t.Fatalf("an operator creating a channel: %s, want FORBIDDEN", res.code())
@@ -62,11 +64,11 @@ func TestNotificationsOverGraphQL(t *testing.T) {
 		{map[string]any{"name": "x", "kind": "WEBHOOK", "url": rcv.URL, "secret": secret, "burst": 0}, "INVALID_INPUT", "burst"},
 		{map[string]any{"name": "x", "kind": "WEBHOOK", "url": rcv.URL, "secret": strings.Repeat("s", 1500)}, "INVALID_INPUT", "secret"},
 	} {
-		var out struct{ CreateNotificationChannel channelPayload }
+		var out struct{ SaveNotificationChannel channelPayload }
 		i.post(t, admin, createQ, map[string]any{"in": bad.in}).decode(t, &out)
-		ue := out.CreateNotificationChannel.UserErrors
-		if out.CreateNotificationChannel.Channel != nil || len(ue) != 1 || ue[0].Code != bad.code || ue[0].Field == nil || *ue[0].Field != bad.field {
-			t.Fatalf("create %v: %+v, want %s on %s", bad.in, out.CreateNotificationChannel, bad.code, bad.field)
+		ue := out.SaveNotificationChannel.UserErrors
+		if out.SaveNotificationChannel.Channel != nil || len(ue) != 1 || ue[0].Code != bad.code || ue[0].Field == nil || *ue[0].Field != bad.field {
+			t.Fatalf("create %v: %+v, want %s on %s", bad.in, out.SaveNotificationChannel, bad.code, bad.field)
 		}
 	}
 	if n := b.count(`SELECT count(*) FROM notification_channels`); n != 0 {
@@ -77,27 +79,30 @@ func TestNotificationsOverGraphQL(t *testing.T) {
 	if strings.Contains(string(res.Data), secret) {
 		t.Fatalf("the create's answer holds the secret: %s", res.Data)
 	}
-	var created struct{ CreateNotificationChannel channelPayload }
+	var created struct{ SaveNotificationChannel channelPayload }
 	res.decode(t, &created)
-	c := created.CreateNotificationChannel.Channel
+	c := created.SaveNotificationChannel.Channel
 	if c == nil || !c.SecretSet || c.SecretHint == nil || *c.SecretHint != "…"+secret[len(secret)-4:] || c.RatePerMinute != 60 || c.Kind != "WEBHOOK" {
-		t.Fatalf("created %+v", created.CreateNotificationChannel)
+		t.Fatalf("created %+v", created.SaveNotificationChannel)
 	}
 
-	const routeQ = `mutation($in: CreateNotificationRouteInput!) { createNotificationRoute(input: $in) {
-		route { id channelId kinds jobs minSeverity } userErrors { code field } } }`
-	if res := i.post(t, admin, routeQ, map[string]any{"in": map[string]any{"channelId": c.ID, "kinds": []string{"NOT_A_KIND"}}}); res.code() == "" {
+	if res := i.post(t, admin, saveQ, map[string]any{"in": map[string]any{"id": c.ID, "routes": []any{map[string]any{"kinds": []string{"NOT_A_KIND"}}}}}); res.code() == "" {
 		t.Fatal("a route of an unknown alarm kind was taken")
 	}
-	var route struct {
-		CreateNotificationRoute struct {
-			Route      *struct{ ID, ChannelID string }
-			UserErrors []userError
-		}
+	var bad struct{ SaveNotificationChannel channelPayload }
+	i.post(t, admin, saveQ, map[string]any{"in": map[string]any{"id": c.ID, "ratePerMinute": 5,
+		"routes": []any{map[string]any{"jobs": []string{"ok"}}, map[string]any{"jobs": []string{"[bad"}}}}}).decode(t, &bad)
+	if ue := bad.SaveNotificationChannel.UserErrors; len(ue) != 1 || ue[0].Code != "INVALID_INPUT" || *ue[0].Field != "jobs" {
+		t.Fatalf("a bad glob: %+v", bad.SaveNotificationChannel)
 	}
-	i.post(t, admin, routeQ, map[string]any{"in": map[string]any{"channelId": c.ID, "kinds": []string{"AMBIGUOUS_EFFECT"}, "jobs": []string{"pay-*"}, "minSeverity": "CRITICAL"}}).decode(t, &route)
-	if route.CreateNotificationRoute.Route == nil || route.CreateNotificationRoute.Route.ChannelID != c.ID {
-		t.Fatalf("route %+v", route.CreateNotificationRoute)
+	if b.count(`SELECT count(*) FROM notification_routes`) != 0 || b.count(`SELECT rate_per_minute FROM notification_channels`) != 60 {
+		t.Fatal("a refused save changed the channel or its routes")
+	}
+	var routed struct{ SaveNotificationChannel channelPayload }
+	i.post(t, admin, saveQ, map[string]any{"in": map[string]any{"id": c.ID,
+		"routes": []any{map[string]any{"kinds": []string{"AMBIGUOUS_EFFECT"}, "jobs": []string{"pay-*"}, "minSeverity": "CRITICAL"}}}}).decode(t, &routed)
+	if ch := routed.SaveNotificationChannel.Channel; ch == nil || len(ch.Routes) != 1 || ch.Routes[0].MinSeverity != "CRITICAL" || !ch.SecretSet {
+		t.Fatalf("routes saved %+v", routed.SaveNotificationChannel)
 	}
 
 	res = i.post(t, operator, `{ notificationChannels { `+channelFieldsQ+` } }`, nil)
@@ -156,14 +161,14 @@ func TestNotificationSecretKeyMissing(t *testing.T) {
 	b := setup(t)
 	i := b.instance(instanceOpts{noRun: true})
 	admin := b.token(model.RoleAdmin)
-	const q = `mutation($in: CreateNotificationChannelInput!) { createNotificationChannel(input: $in) { channel { secretHint } userErrors { code field } } }`
-	var out struct{ CreateNotificationChannel channelPayload }
+	const q = `mutation($in: SaveNotificationChannelInput!) { saveNotificationChannel(input: $in) { channel { secretHint } userErrors { code field } } }`
+	var out struct{ SaveNotificationChannel channelPayload }
 	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "literal-routing-key"}}).decode(t, &out)
-	if ue := out.CreateNotificationChannel.UserErrors; len(ue) != 1 || ue[0].Code != "SECRET_KEY_MISSING" {
-		t.Fatalf("literal without a key: %+v, want SECRET_KEY_MISSING", out.CreateNotificationChannel)
+	if ue := out.SaveNotificationChannel.UserErrors; len(ue) != 1 || ue[0].Code != "SECRET_KEY_MISSING" {
+		t.Fatalf("literal without a key: %+v, want SECRET_KEY_MISSING", out.SaveNotificationChannel)
 	}
 	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "env:PD_ROUTING_KEY"}}).decode(t, &out)
-	if c := out.CreateNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:PD_ROUTING_KEY" {
-		t.Fatalf("env reference: %+v", out.CreateNotificationChannel)
+	if c := out.SaveNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:PD_ROUTING_KEY" {
+		t.Fatalf("env reference: %+v", out.SaveNotificationChannel)
 	}
 }

@@ -128,11 +128,11 @@ func (n *notifier) serve(ctx context.Context) {
 }
 
 // NotificationService manages the channels alarms are delivered to and the routes that
-// choose them, and reads the deliveries. Get it with Runner.Notifications.
+// choose them, and reads the deliveries. Get it with AlarmService.Notifications.
 type NotificationService struct{ r *Runner }
 
-// Notifications returns the notification service.
-func (r *Runner) Notifications() *NotificationService { return &NotificationService{r} }
+// Notifications returns the notification service: where the alarms are delivered.
+func (s *AlarmService) Notifications() *NotificationService { return &NotificationService{s.r} }
 
 // Channels returns every channel, by name, without its secret.
 func (s *NotificationService) Channels(ctx context.Context) ([]bt.NotificationChannel, error) {
@@ -179,9 +179,13 @@ func (s *NotificationService) CreateChannel(ctx context.Context, actor string, i
 	target := "channel:" + deref(in.Name)
 	c := store.StoredChannel{NotificationChannel: bt.NotificationChannel{Kind: in.Kind, RatePerMinute: bt.DefaultChannelRate, Burst: bt.DefaultChannelBurst}}
 	err := s.applyChannel(&c, in, true)
+	var routes []bt.NotificationRoute
+	if err == nil && in.Routes != nil {
+		routes, err = checkRoutes(*in.Routes)
+	}
 	var saved store.StoredChannel
 	if err == nil {
-		saved, err = r.store.CreateChannel(ctx, c, actorOr(actor))
+		saved, err = r.store.CreateChannel(ctx, c, routes, actorOr(actor))
 	}
 	r.audit(ctx, actor, "createNotificationChannel", target, args, err)
 	if err != nil {
@@ -197,7 +201,17 @@ func (s *NotificationService) UpdateChannel(ctx context.Context, actor string, i
 	r := s.r
 	args := channelArgs(in)
 	args["id"] = id
-	saved, err := r.store.UpdateChannel(ctx, id, actorOr(actor), func(c *store.StoredChannel) error { return s.applyChannel(c, in, false) })
+	var routes *[]bt.NotificationRoute
+	var err error
+	if in.Routes != nil {
+		var list []bt.NotificationRoute
+		list, err = checkRoutes(*in.Routes)
+		routes = &list
+	}
+	var saved store.StoredChannel
+	if err == nil {
+		saved, err = r.store.UpdateChannel(ctx, id, actorOr(actor), func(c *store.StoredChannel) error { return s.applyChannel(c, in, false) }, routes)
+	}
 	if err == bt.ErrNotFound {
 		err = bt.Errorf(bt.CodeNotFound, "no notification channel %d", id)
 	}
@@ -230,6 +244,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 func (s *NotificationService) applyChannel(c *store.StoredChannel, in bt.ChannelInput, create bool) error {
 	if create && !c.Kind.Valid() {
 		return invalidChannel("kind", "a channel's kind is WEBHOOK, SLACK or PAGERDUTY, not %q", c.Kind)
+	}
+	if !create && in.Kind != "" && in.Kind != c.Kind {
+		return invalidChannel("kind", "a channel keeps its kind (%s): add another channel for %s", c.Kind, in.Kind)
 	}
 	if in.Name != nil {
 		if err := bt.CheckName("channel", *in.Name); err != nil {
@@ -352,6 +369,13 @@ func channelArgs(in bt.ChannelInput) map[string]any {
 	if in.Burst != nil {
 		args["burst"] = *in.Burst
 	}
+	if in.Routes != nil {
+		var routes []map[string]any
+		for _, rt := range *in.Routes {
+			routes = append(routes, map[string]any{"kinds": rt.Kinds, "jobs": rt.Jobs, "minSeverity": string(rt.MinSeverity)})
+		}
+		args["routes"] = routes
+	}
 	return args
 }
 
@@ -390,6 +414,24 @@ func (s *NotificationService) CreateRoute(ctx context.Context, actor string, rt 
 		return nil, err
 	}
 	return &saved, nil
+}
+
+// checkRoutes judges a channel's routes, giving each its default severity.
+func checkRoutes(routes []bt.NotificationRoute) ([]bt.NotificationRoute, error) {
+	if len(routes) > bt.MaxChannelRoutes {
+		return nil, invalidChannel("routes", "a channel has at most %d routes", bt.MaxChannelRoutes)
+	}
+	out := make([]bt.NotificationRoute, len(routes))
+	for i, rt := range routes {
+		if rt.MinSeverity == "" {
+			rt.MinSeverity = bt.SeverityWarning
+		}
+		if err := checkRoute(rt); err != nil {
+			return nil, err
+		}
+		out[i] = rt
+	}
+	return out, nil
 }
 
 // checkRoute refuses a route that names what no alarm can be.

@@ -95,7 +95,7 @@ func notifying(mod func(*runner.NotifyConfig)) func(*runner.Config) {
 // channel creates a channel or fails the test.
 func channel(t *testing.T, r *runner.Runner, in bt.ChannelInput) *bt.NotificationChannel {
 	t.Helper()
-	c, err := r.Notifications().CreateChannel(context.Background(), "alice", in)
+	c, err := r.Alarms().Notifications().CreateChannel(context.Background(), "alice", in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func channel(t *testing.T, r *runner.Runner, in bt.ChannelInput) *bt.Notificatio
 // route creates a route or fails the test.
 func route(t *testing.T, r *runner.Runner, rt bt.NotificationRoute) *bt.NotificationRoute {
 	t.Helper()
-	out, err := r.Notifications().CreateRoute(context.Background(), "alice", rt)
+	out, err := r.Alarms().Notifications().CreateRoute(context.Background(), "alice", rt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,12 +162,12 @@ func TestNotifyGivesUpAfterMaxAttempts(t *testing.T) {
 	rc.status.Store(http.StatusInternalServerError)
 	r := b.runner(notifying(func(c *runner.NotifyConfig) { c.MaxAttempts = 3 }))
 	c := channel(t, r, bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr(rc.URL), Secret: ptr("s3cret")})
-	d, err := r.Notifications().SendTest(context.Background(), "alice", c.ID)
+	d, err := r.Alarms().Notifications().SendTest(context.Background(), "alice", c.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.waitSettled()
-	list, err := r.Notifications().Deliveries(context.Background(), bt.DeliveryFilter{ChannelID: c.ID})
+	list, err := r.Alarms().Notifications().Deliveries(context.Background(), bt.DeliveryFilter{ChannelID: c.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestNotifyRateLimitPerChannel(t *testing.T) {
 		RatePerMinute: ptr(120), Burst: ptr(1)})
 	const n = 4
 	for range n {
-		if _, err := r.Notifications().SendTest(ctx, "alice", c.ID); err != nil {
+		if _, err := r.Alarms().Notifications().SendTest(ctx, "alice", c.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,7 +334,7 @@ func TestNotifyValidationAndSecrets(t *testing.T) {
 		{"literal without key", keyless, bt.ChannelInput{Name: ptr("a"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr(secret)}, runner.CodeSecretKeyMissing, "secret"},
 	}
 	for _, tc := range cases {
-		_, err := tc.r.Notifications().CreateChannel(ctx, "alice", tc.in)
+		_, err := tc.r.Alarms().Notifications().CreateChannel(ctx, "alice", tc.in)
 		var e *bt.Error
 		if bt.CodeOf(err) != tc.code || !errors.As(err, &e) || e.Field != tc.field {
 			t.Errorf("%s: %v, want %s on field %s", tc.name, err, tc.code, tc.field)
@@ -344,17 +344,17 @@ func TestNotifyValidationAndSecrets(t *testing.T) {
 		t.Fatalf("%d channels stored after refusals, want 0", n)
 	}
 	// Without a key an environment reference is taken.
-	if _, err := keyless.Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("env-only"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr("env:HOOK")}); err != nil {
+	if _, err := keyless.Alarms().Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("env-only"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr("env:HOOK")}); err != nil {
 		t.Fatalf("env reference without a key: %v", err)
 	}
 	c := channel(t, r, bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr("https://example.com/h"), Secret: ptr(secret)})
-	if _, err := r.Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr("s")}); bt.CodeOf(err) != bt.CodeConflict {
+	if _, err := r.Alarms().Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr("s")}); bt.CodeOf(err) != bt.CodeConflict {
 		t.Fatalf("a second channel named hook: %v, want CONFLICT", err)
 	}
-	if _, err := r.Notifications().UpdateChannel(ctx, "alice", c.ID, bt.ChannelInput{Burst: ptr(5000)}); bt.CodeOf(err) != bt.CodeInvalidInput {
+	if _, err := r.Alarms().Notifications().UpdateChannel(ctx, "alice", c.ID, bt.ChannelInput{Burst: ptr(5000)}); bt.CodeOf(err) != bt.CodeInvalidInput {
 		t.Fatalf("burst 5000: %v, want INVALID_INPUT", err)
 	}
-	up, err := r.Notifications().UpdateChannel(ctx, "alice", c.ID, bt.ChannelInput{RatePerMinute: ptr(10)})
+	up, err := r.Alarms().Notifications().UpdateChannel(ctx, "alice", c.ID, bt.ChannelInput{RatePerMinute: ptr(10)})
 	if err != nil || up.RatePerMinute != 10 || !up.SecretSet || up.SecretHint != "…"+secret[len(secret)-4:] {
 		t.Fatalf("update keeping the secret: %+v, %v", up, err)
 	}
@@ -363,11 +363,11 @@ func TestNotifyValidationAndSecrets(t *testing.T) {
 	}
 	for _, rt := range []bt.NotificationRoute{{ChannelID: c.ID, Kinds: []bt.AlertKind{"NOT_A_KIND"}}, {ChannelID: c.ID, Jobs: []string{"[bad"}},
 		{ChannelID: c.ID, Jobs: []string{""}}, {ChannelID: c.ID, MinSeverity: "LOW"}} {
-		if _, err := r.Notifications().CreateRoute(ctx, "alice", rt); bt.CodeOf(err) != bt.CodeInvalidInput {
+		if _, err := r.Alarms().Notifications().CreateRoute(ctx, "alice", rt); bt.CodeOf(err) != bt.CodeInvalidInput {
 			t.Errorf("route %+v: %v, want INVALID_INPUT", rt, err)
 		}
 	}
-	if _, err := r.Notifications().CreateRoute(ctx, "alice", bt.NotificationRoute{ChannelID: c.ID + 100}); bt.CodeOf(err) != bt.CodeNotFound {
+	if _, err := r.Alarms().Notifications().CreateRoute(ctx, "alice", bt.NotificationRoute{ChannelID: c.ID + 100}); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("route to no channel: %v, want NOT_FOUND", err)
 	}
 	if n := b.count(`SELECT count(*) FROM notification_routes`); n != 0 {
@@ -379,10 +379,10 @@ func TestNotifyValidationAndSecrets(t *testing.T) {
 	if n := b.count(`SELECT count(*) FROM audit_log WHERE action = 'createNotificationChannel'`); n != len(cases)+3 {
 		t.Fatalf("%d audit rows of createNotificationChannel, want %d", n, len(cases)+3)
 	}
-	if err := r.Notifications().DeleteChannel(ctx, "alice", c.ID); err != nil {
+	if err := r.Alarms().Notifications().DeleteChannel(ctx, "alice", c.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Notifications().DeleteChannel(ctx, "alice", c.ID); bt.CodeOf(err) != bt.CodeNotFound {
+	if err := r.Alarms().Notifications().DeleteChannel(ctx, "alice", c.ID); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("deleting it again: %v, want NOT_FOUND", err)
 	}
 }

@@ -152,11 +152,6 @@ type ComplexityRoot struct {
 		UserErrors func(childComplexity int) int
 	}
 
-	DeleteNotificationRoutePayload struct {
-		DeletedID  func(childComplexity int) int
-		UserErrors func(childComplexity int) int
-	}
-
 	Downstream struct {
 		Defaults  func(childComplexity int) int
 		Limits    func(childComplexity int) int
@@ -315,10 +310,7 @@ type ComplexityRoot struct {
 		ApproveReplay             func(childComplexity int, input model.ApproveReplayInput) int
 		CancelRun                 func(childComplexity int, input model.CancelRunInput) int
 		CancelRuns                func(childComplexity int, input model.CancelRunsInput) int
-		CreateNotificationChannel func(childComplexity int, input model.CreateNotificationChannelInput) int
-		CreateNotificationRoute   func(childComplexity int, input model.CreateNotificationRouteInput) int
 		DeleteNotificationChannel func(childComplexity int, input model.DeleteNotificationChannelInput) int
-		DeleteNotificationRoute   func(childComplexity int, input model.DeleteNotificationRouteInput) int
 		ExecuteReplay             func(childComplexity int, input model.ExecuteReplayInput) int
 		PauseJob                  func(childComplexity int, input model.PauseJobInput) int
 		ReconcileEntries          func(childComplexity int, input model.ReconcileEntriesInput) int
@@ -329,6 +321,7 @@ type ComplexityRoot struct {
 		ResolveAmbiguous          func(childComplexity int, input model.ResolveAmbiguousInput) int
 		ResolveAmbiguousMany      func(childComplexity int, input model.ResolveAmbiguousManyInput) int
 		ResumeJob                 func(childComplexity int, input model.ResumeJobInput) int
+		SaveNotificationChannel   func(childComplexity int, input model.SaveNotificationChannelInput) int
 		SendTestNotification      func(childComplexity int, input model.SendTestNotificationInput) int
 		SetMaintenance            func(childComplexity int, input model.SetMaintenanceInput) int
 		SilenceAlert              func(childComplexity int, input model.SilenceAlertInput) int
@@ -337,7 +330,6 @@ type ComplexityRoot struct {
 		UpdateJobAutoResume       func(childComplexity int, input model.UpdateJobAutoResumeInput) int
 		UpdateJobSchedule         func(childComplexity int, input model.UpdateJobScheduleInput) int
 		UpdateJobSharding         func(childComplexity int, input model.UpdateJobShardingInput) int
-		UpdateNotificationChannel func(childComplexity int, input model.UpdateNotificationChannelInput) int
 	}
 
 	NotificationChannel struct {
@@ -353,11 +345,6 @@ type ComplexityRoot struct {
 		URL           func(childComplexity int) int
 		UpdatedAt     func(childComplexity int) int
 		UpdatedBy     func(childComplexity int) int
-	}
-
-	NotificationChannelPayload struct {
-		Channel    func(childComplexity int) int
-		UserErrors func(childComplexity int) int
 	}
 
 	NotificationDelivery struct {
@@ -382,11 +369,6 @@ type ComplexityRoot struct {
 		Jobs        func(childComplexity int) int
 		Kinds       func(childComplexity int) int
 		MinSeverity func(childComplexity int) int
-	}
-
-	NotificationRoutePayload struct {
-		Route      func(childComplexity int) int
-		UserErrors func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -685,6 +667,11 @@ type ComplexityRoot struct {
 		Shard  func(childComplexity int) int
 	}
 
+	SaveNotificationChannelPayload struct {
+		Channel    func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	SendTestNotificationPayload struct {
 		Delivery   func(childComplexity int) int
 		UserErrors func(childComplexity int) int
@@ -828,11 +815,8 @@ type MutationResolver interface {
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
 	ResolveAmbiguousMany(ctx context.Context, input model.ResolveAmbiguousManyInput) (*model.ResolveAmbiguousManyPayload, error)
 	ReconcileEntries(ctx context.Context, input model.ReconcileEntriesInput) (*model.ReconcileEntriesPayload, error)
-	CreateNotificationChannel(ctx context.Context, input model.CreateNotificationChannelInput) (*model.NotificationChannelPayload, error)
-	UpdateNotificationChannel(ctx context.Context, input model.UpdateNotificationChannelInput) (*model.NotificationChannelPayload, error)
+	SaveNotificationChannel(ctx context.Context, input model.SaveNotificationChannelInput) (*model.SaveNotificationChannelPayload, error)
 	DeleteNotificationChannel(ctx context.Context, input model.DeleteNotificationChannelInput) (*model.DeleteNotificationChannelPayload, error)
-	CreateNotificationRoute(ctx context.Context, input model.CreateNotificationRouteInput) (*model.NotificationRoutePayload, error)
-	DeleteNotificationRoute(ctx context.Context, input model.DeleteNotificationRouteInput) (*model.DeleteNotificationRoutePayload, error)
 	SendTestNotification(ctx context.Context, input model.SendTestNotificationInput) (*model.SendTestNotificationPayload, error)
 	RequestReplay(ctx context.Context, input model.RequestReplayInput) (*model.RequestReplayPayload, error)
 	RequestRestart(ctx context.Context, input model.RequestRestartInput) (*model.RequestRestartPayload, error)
@@ -1319,19 +1303,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteNotificationChannelPayload.UserErrors(childComplexity), true
-
-	case "DeleteNotificationRoutePayload.deletedId":
-		if e.ComplexityRoot.DeleteNotificationRoutePayload.DeletedID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DeleteNotificationRoutePayload.DeletedID(childComplexity), true
-	case "DeleteNotificationRoutePayload.userErrors":
-		if e.ComplexityRoot.DeleteNotificationRoutePayload.UserErrors == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DeleteNotificationRoutePayload.UserErrors(childComplexity), true
 
 	case "Downstream.defaults":
 		if e.ComplexityRoot.Downstream.Defaults == nil {
@@ -2055,28 +2026,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelRuns(childComplexity, args["input"].(model.CancelRunsInput)), true
-	case "Mutation.createNotificationChannel":
-		if e.ComplexityRoot.Mutation.CreateNotificationChannel == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_createNotificationChannel_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.CreateNotificationChannel(childComplexity, args["input"].(model.CreateNotificationChannelInput)), true
-	case "Mutation.createNotificationRoute":
-		if e.ComplexityRoot.Mutation.CreateNotificationRoute == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_createNotificationRoute_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.CreateNotificationRoute(childComplexity, args["input"].(model.CreateNotificationRouteInput)), true
 	case "Mutation.deleteNotificationChannel":
 		if e.ComplexityRoot.Mutation.DeleteNotificationChannel == nil {
 			break
@@ -2088,17 +2037,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteNotificationChannel(childComplexity, args["input"].(model.DeleteNotificationChannelInput)), true
-	case "Mutation.deleteNotificationRoute":
-		if e.ComplexityRoot.Mutation.DeleteNotificationRoute == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_deleteNotificationRoute_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.DeleteNotificationRoute(childComplexity, args["input"].(model.DeleteNotificationRouteInput)), true
 	case "Mutation.executeReplay":
 		if e.ComplexityRoot.Mutation.ExecuteReplay == nil {
 			break
@@ -2209,6 +2147,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResumeJob(childComplexity, args["input"].(model.ResumeJobInput)), true
+	case "Mutation.saveNotificationChannel":
+		if e.ComplexityRoot.Mutation.SaveNotificationChannel == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_saveNotificationChannel_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SaveNotificationChannel(childComplexity, args["input"].(model.SaveNotificationChannelInput)), true
 	case "Mutation.sendTestNotification":
 		if e.ComplexityRoot.Mutation.SendTestNotification == nil {
 			break
@@ -2297,17 +2246,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateJobSharding(childComplexity, args["input"].(model.UpdateJobShardingInput)), true
-	case "Mutation.updateNotificationChannel":
-		if e.ComplexityRoot.Mutation.UpdateNotificationChannel == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_updateNotificationChannel_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.UpdateNotificationChannel(childComplexity, args["input"].(model.UpdateNotificationChannelInput)), true
 
 	case "NotificationChannel.burst":
 		if e.ComplexityRoot.NotificationChannel.Burst == nil {
@@ -2381,19 +2319,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationChannel.UpdatedBy(childComplexity), true
-
-	case "NotificationChannelPayload.channel":
-		if e.ComplexityRoot.NotificationChannelPayload.Channel == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NotificationChannelPayload.Channel(childComplexity), true
-	case "NotificationChannelPayload.userErrors":
-		if e.ComplexityRoot.NotificationChannelPayload.UserErrors == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NotificationChannelPayload.UserErrors(childComplexity), true
 
 	case "NotificationDelivery.alertKey":
 		if e.ComplexityRoot.NotificationDelivery.AlertKey == nil {
@@ -2504,19 +2429,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationRoute.MinSeverity(childComplexity), true
-
-	case "NotificationRoutePayload.route":
-		if e.ComplexityRoot.NotificationRoutePayload.Route == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NotificationRoutePayload.Route(childComplexity), true
-	case "NotificationRoutePayload.userErrors":
-		if e.ComplexityRoot.NotificationRoutePayload.UserErrors == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NotificationRoutePayload.UserErrors(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -3892,6 +3804,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RunTimelineEvent.Shard(childComplexity), true
 
+	case "SaveNotificationChannelPayload.channel":
+		if e.ComplexityRoot.SaveNotificationChannelPayload.Channel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveNotificationChannelPayload.Channel(childComplexity), true
+	case "SaveNotificationChannelPayload.userErrors":
+		if e.ComplexityRoot.SaveNotificationChannelPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveNotificationChannelPayload.UserErrors(childComplexity), true
+
 	case "SendTestNotificationPayload.delivery":
 		if e.ComplexityRoot.SendTestNotificationPayload.Delivery == nil {
 			break
@@ -4129,11 +4054,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AuditFilter", ec.unmarshalInputAuditFilter),
 			graphql.NewInputUnmarshaler("CancelRunInput", ec.unmarshalInputCancelRunInput),
 			graphql.NewInputUnmarshaler("CancelRunsInput", ec.unmarshalInputCancelRunsInput),
-			graphql.NewInputUnmarshaler("CreateNotificationChannelInput", ec.unmarshalInputCreateNotificationChannelInput),
-			graphql.NewInputUnmarshaler("CreateNotificationRouteInput", ec.unmarshalInputCreateNotificationRouteInput),
 			graphql.NewInputUnmarshaler("DeleteNotificationChannelInput", ec.unmarshalInputDeleteNotificationChannelInput),
-			graphql.NewInputUnmarshaler("DeleteNotificationRouteInput", ec.unmarshalInputDeleteNotificationRouteInput),
 			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
+			graphql.NewInputUnmarshaler("NotificationRouteInput", ec.unmarshalInputNotificationRouteInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
 			graphql.NewInputUnmarshaler("ReconcileEntriesInput", ec.unmarshalInputReconcileEntriesInput),
 			graphql.NewInputUnmarshaler("ReconcileEntryInput", ec.unmarshalInputReconcileEntryInput),
@@ -4144,6 +4067,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ResolveAmbiguousManyInput", ec.unmarshalInputResolveAmbiguousManyInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("RunsFilter", ec.unmarshalInputRunsFilter),
+			graphql.NewInputUnmarshaler("SaveNotificationChannelInput", ec.unmarshalInputSaveNotificationChannelInput),
 			graphql.NewInputUnmarshaler("SendTestNotificationInput", ec.unmarshalInputSendTestNotificationInput),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
 			graphql.NewInputUnmarshaler("SilenceAlertInput", ec.unmarshalInputSilenceAlertInput),
@@ -4152,7 +4076,6 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("UpdateJobAutoResumeInput", ec.unmarshalInputUpdateJobAutoResumeInput),
 			graphql.NewInputUnmarshaler("UpdateJobScheduleInput", ec.unmarshalInputUpdateJobScheduleInput),
 			graphql.NewInputUnmarshaler("UpdateJobShardingInput", ec.unmarshalInputUpdateJobShardingInput),
-			graphql.NewInputUnmarshaler("UpdateNotificationChannelInput", ec.unmarshalInputUpdateNotificationChannelInput),
 		)
 	}
 	first := true
@@ -5101,26 +5024,18 @@ extend type Query {
 
 extend type Mutation {
   """
-  Adds a channel. The secret (the webhook's HMAC key, the Slack incoming webhook's URL, the
-  PagerDuty routing key) is stored encrypted with the cluster's secret key, or given as
+  Adds a channel (no id) or changes one (id): an omitted field stays as it is, an omitted or
+  empty secret keeps the stored one, and routes, when given, replace the channel's routes, in
+  the same transaction. The secret (the webhook's HMAC key, the Slack incoming webhook's URL,
+  the PagerDuty routing key) is stored encrypted with the cluster's secret key, or given as
   env:NAME to read from each instance's environment; without a secret key a literal secret is
-  refused with SECRET_KEY_MISSING. Bad values are refused with INVALID_INPUT naming the field, a
-  taken name with CONFLICT; nothing is stored then. Audited, without the secret.
+  refused with SECRET_KEY_MISSING. Bad values are refused with INVALID_INPUT naming the field
+  (an unknown alarm kind as the schema refuses any unknown enum value), a taken name with
+  CONFLICT, an unknown id with NOT_FOUND; nothing is stored then. Audited, without the secret.
   """
-  createNotificationChannel(input: CreateNotificationChannelInput!): NotificationChannelPayload! @hasRole(role: ADMIN)
-  "Changes a channel; an omitted field (and an omitted or empty secret) stays as it is. Errors as createNotificationChannel's, and NOT_FOUND."
-  updateNotificationChannel(input: UpdateNotificationChannelInput!): NotificationChannelPayload! @hasRole(role: ADMIN)
+  saveNotificationChannel(input: SaveNotificationChannelInput!): SaveNotificationChannelPayload! @hasRole(role: ADMIN)
   "Removes a channel with its routes and its deliveries, sent or not. NOT_FOUND: no such channel."
   deleteNotificationChannel(input: DeleteNotificationChannelInput!): DeleteNotificationChannelPayload! @hasRole(role: ADMIN)
-  """
-  Sends the alarms a route matches to its channel: kinds (none: all), jobs (globs, * and ?;
-  none: all), and a minimum severity (WARNING: all). An unknown kind is refused as the schema
-  refuses any unknown enum value; a bad glob with INVALID_INPUT; a channel that is not with
-  NOT_FOUND. Audited.
-  """
-  createNotificationRoute(input: CreateNotificationRouteInput!): NotificationRoutePayload! @hasRole(role: ADMIN)
-  "Removes a route. NOT_FOUND: no such route."
-  deleteNotificationRoute(input: DeleteNotificationRouteInput!): DeleteNotificationRoutePayload! @hasRole(role: ADMIN)
   "Queues a test notification to a channel, delivered like any other (rate, retries). NOT_FOUND: no such channel."
   sendTestNotification(input: SendTestNotificationInput!): SendTestNotificationPayload! @hasRole(role: OPERATOR)
 }
@@ -5209,43 +5124,35 @@ type NotificationDelivery @goModel(model: "github.com/baton-run/baton/runner/bat
   sentAt: Time
 }
 
-input CreateNotificationChannelInput {
-  "1 to 100 letters, digits, '-', '_' or '.'."
-  name: String!
-  kind: ChannelKind!
+input SaveNotificationChannelInput {
+  "The channel to change; omitted to add one."
+  id: ID
+  "1 to 100 letters, digits, '-', '_' or '.'; required to add."
+  name: String
+  "Required to add; a channel keeps its kind."
+  kind: ChannelKind
   "http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK."
   url: String
-  "The literal secret (stored encrypted) or env:NAME, at most 1024 characters."
-  secret: String!
+  "The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add."
+  secret: String
   "1 to 6000; 30 by default."
   ratePerMinute: Int
   "1 to 1000; 5 by default."
   burst: Int
+  "The channel's routes (at most 50), replacing those it has; omitted keeps them."
+  routes: [NotificationRouteInput!]
 }
 
-input UpdateNotificationChannelInput {
-  id: ID!
-  name: String
-  url: String
-  "A new secret; omitted or empty keeps the stored one."
-  secret: String
-  ratePerMinute: Int
-  burst: Int
-}
-
-input DeleteNotificationChannelInput {
-  id: ID!
-}
-
-input CreateNotificationRouteInput {
-  channelId: ID!
+"Which alarms go to the channel: empty kinds or jobs match all."
+input NotificationRouteInput {
   kinds: [AlertKind!]
+  "Job name globs: * any run of characters, ? one character."
   jobs: [String!]
   "WARNING (all alarms) by default."
   minSeverity: Severity
 }
 
-input DeleteNotificationRouteInput {
+input DeleteNotificationChannelInput {
   id: ID!
 }
 
@@ -5253,23 +5160,13 @@ input SendTestNotificationInput {
   channelId: ID!
 }
 
-type NotificationChannelPayload {
+type SaveNotificationChannelPayload {
   "The channel as the change left it; null when refused."
   channel: NotificationChannel
   userErrors: [UserError!]!
 }
 
 type DeleteNotificationChannelPayload {
-  deletedId: ID
-  userErrors: [UserError!]!
-}
-
-type NotificationRoutePayload {
-  route: NotificationRoute
-  userErrors: [UserError!]!
-}
-
-type DeleteNotificationRoutePayload {
   deletedId: ID
   userErrors: [UserError!]!
 }
@@ -6302,16 +6199,6 @@ func (ec *executionContext) childFields_DeleteNotificationChannelPayload(ctx con
 	return nil, fmt.Errorf("no field named %q was found under type DeleteNotificationChannelPayload", field.Name)
 }
 
-func (ec *executionContext) childFields_DeleteNotificationRoutePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "deletedId":
-		return ec.fieldContext_DeleteNotificationRoutePayload_deletedId(ctx, field)
-	case "userErrors":
-		return ec.fieldContext_DeleteNotificationRoutePayload_userErrors(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type DeleteNotificationRoutePayload", field.Name)
-}
-
 func (ec *executionContext) childFields_Downstream(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -6648,16 +6535,6 @@ func (ec *executionContext) childFields_NotificationChannel(ctx context.Context,
 	return nil, fmt.Errorf("no field named %q was found under type NotificationChannel", field.Name)
 }
 
-func (ec *executionContext) childFields_NotificationChannelPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "channel":
-		return ec.fieldContext_NotificationChannelPayload_channel(ctx, field)
-	case "userErrors":
-		return ec.fieldContext_NotificationChannelPayload_userErrors(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NotificationChannelPayload", field.Name)
-}
-
 func (ec *executionContext) childFields_NotificationDelivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -6704,16 +6581,6 @@ func (ec *executionContext) childFields_NotificationRoute(ctx context.Context, f
 		return ec.fieldContext_NotificationRoute_createdBy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NotificationRoute", field.Name)
-}
-
-func (ec *executionContext) childFields_NotificationRoutePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "route":
-		return ec.fieldContext_NotificationRoutePayload_route(ctx, field)
-	case "userErrors":
-		return ec.fieldContext_NotificationRoutePayload_userErrors(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type NotificationRoutePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7262,6 +7129,16 @@ func (ec *executionContext) childFields_RunTimelineEvent(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type RunTimelineEvent", field.Name)
 }
 
+func (ec *executionContext) childFields_SaveNotificationChannelPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "channel":
+		return ec.fieldContext_SaveNotificationChannelPayload_channel(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_SaveNotificationChannelPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SaveNotificationChannelPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_SendTestNotificationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "delivery":
@@ -7626,54 +7503,12 @@ func (ec *executionContext) field_Mutation_cancelRuns_args(ctx context.Context, 
 	return args, nil
 }
 
-func (ec *executionContext) field_Mutation_createNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.CreateNotificationChannelInput, error) {
-			return ec.unmarshalNCreateNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCreateNotificationChannelInput(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["input"] = arg0
-	return args, nil
-}
-
-func (ec *executionContext) field_Mutation_createNotificationRoute_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.CreateNotificationRouteInput, error) {
-			return ec.unmarshalNCreateNotificationRouteInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCreateNotificationRouteInput(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["input"] = arg0
-	return args, nil
-}
-
 func (ec *executionContext) field_Mutation_deleteNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.DeleteNotificationChannelInput, error) {
 			return ec.unmarshalNDeleteNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationChannelInput(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["input"] = arg0
-	return args, nil
-}
-
-func (ec *executionContext) field_Mutation_deleteNotificationRoute_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.DeleteNotificationRouteInput, error) {
-			return ec.unmarshalNDeleteNotificationRouteInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationRouteInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7822,6 +7657,20 @@ func (ec *executionContext) field_Mutation_resumeJob_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_saveNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SaveNotificationChannelInput, error) {
+			return ec.unmarshalNSaveNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_sendTestNotification_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7926,20 +7775,6 @@ func (ec *executionContext) field_Mutation_updateJobSharding_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.UpdateJobShardingInput, error) {
 			return ec.unmarshalNUpdateJobShardingInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobShardingInput(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["input"] = arg0
-	return args, nil
-}
-
-func (ec *executionContext) field_Mutation_updateNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.UpdateNotificationChannelInput, error) {
-			return ec.unmarshalNUpdateNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateNotificationChannelInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -10011,61 +9846,6 @@ func (ec *executionContext) _DeleteNotificationChannelPayload_userErrors(ctx con
 func (ec *executionContext) fieldContext_DeleteNotificationChannelPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "DeleteNotificationChannelPayload",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_UserError(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _DeleteNotificationRoutePayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNotificationRoutePayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteNotificationRoutePayload_deletedId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DeletedID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOID2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_DeleteNotificationRoutePayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeleteNotificationRoutePayload", field, false, false, "ID")
-}
-
-func (ec *executionContext) _DeleteNotificationRoutePayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNotificationRoutePayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteNotificationRoutePayload_userErrors(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UserErrors, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
-			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_DeleteNotificationRoutePayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "DeleteNotificationRoutePayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -13689,17 +13469,17 @@ func (ec *executionContext) fieldContext_Mutation_reconcileEntries(ctx context.C
 	return fc, nil
 }
 
-func (ec *executionContext) _Mutation_createNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Mutation_saveNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_createNotificationChannel(ctx, field)
+			return ec.fieldContext_Mutation_saveNotificationChannel(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateNotificationChannel(ctx, fc.Args["input"].(model.CreateNotificationChannelInput))
+			return ec.Resolvers.Mutation().SaveNotificationChannel(ctx, fc.Args["input"].(model.SaveNotificationChannelInput))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -13707,11 +13487,11 @@ func (ec *executionContext) _Mutation_createNotificationChannel(ctx context.Cont
 			directive1 := func(ctx context.Context) (any, error) {
 				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "ADMIN")
 				if err != nil {
-					var zeroVal *model.NotificationChannelPayload
+					var zeroVal *model.SaveNotificationChannelPayload
 					return zeroVal, err
 				}
 				if ec.Directives.HasRole == nil {
-					var zeroVal *model.NotificationChannelPayload
+					var zeroVal *model.SaveNotificationChannelPayload
 					return zeroVal, errors.New("directive hasRole is not implemented")
 				}
 				return ec.Directives.HasRole(ctx, nil, directive0, role)
@@ -13720,21 +13500,21 @@ func (ec *executionContext) _Mutation_createNotificationChannel(ctx context.Cont
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *model.NotificationChannelPayload) graphql.Marshaler {
-			return ec.marshalNNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationChannelPayload(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SaveNotificationChannelPayload) graphql.Marshaler {
+			return ec.marshalNSaveNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelPayload(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Mutation_createNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Mutation_saveNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Mutation",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NotificationChannelPayload(ctx, field)
+			return ec.childFields_SaveNotificationChannelPayload(ctx, field)
 		},
 	}
 	defer func() {
@@ -13744,69 +13524,7 @@ func (ec *executionContext) fieldContext_Mutation_createNotificationChannel(ctx 
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_createNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
-		ec.Error(ctx, err)
-		return fc, err
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _Mutation_updateNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_updateNotificationChannel(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateNotificationChannel(ctx, fc.Args["input"].(model.UpdateNotificationChannelInput))
-		},
-		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
-			directive0 := next
-
-			directive1 := func(ctx context.Context) (any, error) {
-				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "ADMIN")
-				if err != nil {
-					var zeroVal *model.NotificationChannelPayload
-					return zeroVal, err
-				}
-				if ec.Directives.HasRole == nil {
-					var zeroVal *model.NotificationChannelPayload
-					return zeroVal, errors.New("directive hasRole is not implemented")
-				}
-				return ec.Directives.HasRole(ctx, nil, directive0, role)
-			}
-
-			next = directive1
-			return next
-		},
-		func(ctx context.Context, selections ast.SelectionSet, v *model.NotificationChannelPayload) graphql.Marshaler {
-			return ec.marshalNNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationChannelPayload(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Mutation_updateNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "Mutation",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NotificationChannelPayload(ctx, field)
-		},
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = ec.Recover(ctx, r)
-			ec.Error(ctx, err)
-		}
-	}()
-	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_updateNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Mutation_saveNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -13869,130 +13587,6 @@ func (ec *executionContext) fieldContext_Mutation_deleteNotificationChannel(ctx 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deleteNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
-		ec.Error(ctx, err)
-		return fc, err
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _Mutation_createNotificationRoute(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_createNotificationRoute(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateNotificationRoute(ctx, fc.Args["input"].(model.CreateNotificationRouteInput))
-		},
-		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
-			directive0 := next
-
-			directive1 := func(ctx context.Context) (any, error) {
-				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "ADMIN")
-				if err != nil {
-					var zeroVal *model.NotificationRoutePayload
-					return zeroVal, err
-				}
-				if ec.Directives.HasRole == nil {
-					var zeroVal *model.NotificationRoutePayload
-					return zeroVal, errors.New("directive hasRole is not implemented")
-				}
-				return ec.Directives.HasRole(ctx, nil, directive0, role)
-			}
-
-			next = directive1
-			return next
-		},
-		func(ctx context.Context, selections ast.SelectionSet, v *model.NotificationRoutePayload) graphql.Marshaler {
-			return ec.marshalNNotificationRoutePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRoutePayload(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Mutation_createNotificationRoute(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "Mutation",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NotificationRoutePayload(ctx, field)
-		},
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = ec.Recover(ctx, r)
-			ec.Error(ctx, err)
-		}
-	}()
-	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_createNotificationRoute_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
-		ec.Error(ctx, err)
-		return fc, err
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _Mutation_deleteNotificationRoute(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_deleteNotificationRoute(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteNotificationRoute(ctx, fc.Args["input"].(model.DeleteNotificationRouteInput))
-		},
-		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
-			directive0 := next
-
-			directive1 := func(ctx context.Context) (any, error) {
-				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "ADMIN")
-				if err != nil {
-					var zeroVal *model.DeleteNotificationRoutePayload
-					return zeroVal, err
-				}
-				if ec.Directives.HasRole == nil {
-					var zeroVal *model.DeleteNotificationRoutePayload
-					return zeroVal, errors.New("directive hasRole is not implemented")
-				}
-				return ec.Directives.HasRole(ctx, nil, directive0, role)
-			}
-
-			next = directive1
-			return next
-		},
-		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteNotificationRoutePayload) graphql.Marshaler {
-			return ec.marshalNDeleteNotificationRoutePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationRoutePayload(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Mutation_deleteNotificationRoute(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "Mutation",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_DeleteNotificationRoutePayload(ctx, field)
-		},
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = ec.Recover(ctx, r)
-			ec.Error(ctx, err)
-		}
-	}()
-	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_deleteNotificationRoute_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14780,70 +14374,6 @@ func (ec *executionContext) fieldContext_NotificationChannel_updatedBy(_ context
 	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "String")
 }
 
-func (ec *executionContext) _NotificationChannelPayload_channel(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannelPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationChannelPayload_channel(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Channel, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.NotificationChannel) graphql.Marshaler {
-			return ec.marshalONotificationChannel2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannel(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_NotificationChannelPayload_channel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "NotificationChannelPayload",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NotificationChannel(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _NotificationChannelPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.NotificationChannelPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationChannelPayload_userErrors(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UserErrors, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
-			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_NotificationChannelPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "NotificationChannelPayload",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_UserError(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
 func (ec *executionContext) _NotificationDelivery_id(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15256,70 +14786,6 @@ func (ec *executionContext) _NotificationRoute_createdBy(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_NotificationRoute_createdBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NotificationRoute", field, false, false, "String")
-}
-
-func (ec *executionContext) _NotificationRoutePayload_route(ctx context.Context, field graphql.CollectedField, obj *model.NotificationRoutePayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationRoutePayload_route(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Route, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *batontype.NotificationRoute) graphql.Marshaler {
-			return ec.marshalONotificationRoute2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRoute(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_NotificationRoutePayload_route(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "NotificationRoutePayload",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NotificationRoute(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _NotificationRoutePayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.NotificationRoutePayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationRoutePayload_userErrors(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UserErrors, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
-			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_NotificationRoutePayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "NotificationRoutePayload",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_UserError(ctx, field)
-		},
-	}
-	return fc, nil
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
@@ -21137,6 +20603,70 @@ func (ec *executionContext) fieldContext_RunTimelineEvent_actor(_ context.Contex
 	return graphql.NewScalarFieldContext("RunTimelineEvent", field, false, false, "String")
 }
 
+func (ec *executionContext) _SaveNotificationChannelPayload_channel(ctx context.Context, field graphql.CollectedField, obj *model.SaveNotificationChannelPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveNotificationChannelPayload_channel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.NotificationChannel) graphql.Marshaler {
+			return ec.marshalONotificationChannel2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannel(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SaveNotificationChannelPayload_channel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SaveNotificationChannelPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationChannel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SaveNotificationChannelPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.SaveNotificationChannelPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveNotificationChannelPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SaveNotificationChannelPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SaveNotificationChannelPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SendTestNotificationPayload_delivery(ctx context.Context, field graphql.CollectedField, obj *model.SendTestNotificationPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23442,146 +22972,6 @@ func UnmarshalCancelRunsInput(ctx context.Context, raw any) (model.CancelRunsInp
 	return out, err
 }
 
-func (ec *executionContext) unmarshalInputCreateNotificationChannelInput(ctx context.Context, obj any) (model.CreateNotificationChannelInput, error) {
-	var it model.CreateNotificationChannelInput
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	fieldsInOrder := [...]string{"name", "kind", "url", "secret", "ratePerMinute", "burst"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "name":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
-			data, err := ec.unmarshalNString2string(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Name = data
-		case "kind":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
-			data, err := ec.unmarshalNChannelKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Kind = data
-		case "url":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.URL = data
-		case "secret":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
-			data, err := ec.unmarshalNString2string(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Secret = data
-		case "ratePerMinute":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ratePerMinute"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.RatePerMinute = data
-		case "burst":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("burst"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Burst = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalCreateNotificationChannelInput unmarshals raw into the CreateNotificationChannelInput input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalCreateNotificationChannelInput(ctx context.Context, raw any) (model.CreateNotificationChannelInput, error) {
-	var out model.CreateNotificationChannelInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateNotificationChannelInput", raw, &out)
-	return out, err
-}
-
-func (ec *executionContext) unmarshalInputCreateNotificationRouteInput(ctx context.Context, obj any) (model.CreateNotificationRouteInput, error) {
-	var it model.CreateNotificationRouteInput
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	fieldsInOrder := [...]string{"channelId", "kinds", "jobs", "minSeverity"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "channelId":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("channelId"))
-			data, err := ec.unmarshalNID2string(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.ChannelID = data
-		case "kinds":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kinds"))
-			data, err := ec.unmarshalOAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Kinds = data
-		case "jobs":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobs"))
-			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Jobs = data
-		case "minSeverity":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minSeverity"))
-			data, err := ec.unmarshalOSeverity2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.MinSeverity = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalCreateNotificationRouteInput unmarshals raw into the CreateNotificationRouteInput input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalCreateNotificationRouteInput(ctx context.Context, raw any) (model.CreateNotificationRouteInput, error) {
-	var out model.CreateNotificationRouteInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateNotificationRouteInput", raw, &out)
-	return out, err
-}
-
 func (ec *executionContext) unmarshalInputDeleteNotificationChannelInput(ctx context.Context, obj any) (model.DeleteNotificationChannelInput, error) {
 	var it model.DeleteNotificationChannelInput
 	if obj == nil {
@@ -23624,48 +23014,6 @@ func UnmarshalDeleteNotificationChannelInput(ctx context.Context, raw any) (mode
 	return out, err
 }
 
-func (ec *executionContext) unmarshalInputDeleteNotificationRouteInput(ctx context.Context, obj any) (model.DeleteNotificationRouteInput, error) {
-	var it model.DeleteNotificationRouteInput
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	fieldsInOrder := [...]string{"id"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "id":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
-			data, err := ec.unmarshalNID2string(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.ID = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalDeleteNotificationRouteInput unmarshals raw into the DeleteNotificationRouteInput input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalDeleteNotificationRouteInput(ctx context.Context, raw any) (model.DeleteNotificationRouteInput, error) {
-	var out model.DeleteNotificationRouteInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteNotificationRouteInput", raw, &out)
-	return out, err
-}
-
 func (ec *executionContext) unmarshalInputExecuteReplayInput(ctx context.Context, obj any) (model.ExecuteReplayInput, error) {
 	var it model.ExecuteReplayInput
 	if obj == nil {
@@ -23705,6 +23053,62 @@ func (ec *executionContext) unmarshalInputExecuteReplayInput(ctx context.Context
 func UnmarshalExecuteReplayInput(ctx context.Context, raw any) (model.ExecuteReplayInput, error) {
 	var out model.ExecuteReplayInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExecuteReplayInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputNotificationRouteInput(ctx context.Context, obj any) (model.NotificationRouteInput, error) {
+	var it model.NotificationRouteInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"kinds", "jobs", "minSeverity"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kinds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kinds"))
+			data, err := ec.unmarshalOAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kinds = data
+		case "jobs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobs"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Jobs = data
+		case "minSeverity":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minSeverity"))
+			data, err := ec.unmarshalOSeverity2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinSeverity = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalNotificationRouteInput unmarshals raw into the NotificationRouteInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNotificationRouteInput(ctx context.Context, raw any) (model.NotificationRouteInput, error) {
+	var out model.NotificationRouteInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NotificationRouteInput", raw, &out)
 	return out, err
 }
 
@@ -24268,6 +23672,97 @@ func UnmarshalRunsFilter(ctx context.Context, raw any) (model.RunsFilter, error)
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSaveNotificationChannelInput(ctx context.Context, obj any) (model.SaveNotificationChannelInput, error) {
+	var it model.SaveNotificationChannelInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "name", "kind", "url", "secret", "ratePerMinute", "burst", "routes"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOChannelKind2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
+		case "ratePerMinute":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ratePerMinute"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RatePerMinute = data
+		case "burst":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("burst"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Burst = data
+		case "routes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("routes"))
+			data, err := ec.unmarshalONotificationRouteInput2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Routes = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSaveNotificationChannelInput unmarshals raw into the SaveNotificationChannelInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSaveNotificationChannelInput(ctx context.Context, raw any) (model.SaveNotificationChannelInput, error) {
+	var out model.SaveNotificationChannelInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SaveNotificationChannelInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputSendTestNotificationInput(ctx context.Context, obj any) (model.SendTestNotificationInput, error) {
 	var it model.SendTestNotificationInput
 	if obj == nil {
@@ -24745,83 +24240,6 @@ func (ec *executionContext) unmarshalInputUpdateJobShardingInput(ctx context.Con
 func UnmarshalUpdateJobShardingInput(ctx context.Context, raw any) (model.UpdateJobShardingInput, error) {
 	var out model.UpdateJobShardingInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateJobShardingInput", raw, &out)
-	return out, err
-}
-
-func (ec *executionContext) unmarshalInputUpdateNotificationChannelInput(ctx context.Context, obj any) (model.UpdateNotificationChannelInput, error) {
-	var it model.UpdateNotificationChannelInput
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	fieldsInOrder := [...]string{"id", "name", "url", "secret", "ratePerMinute", "burst"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "id":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
-			data, err := ec.unmarshalNID2string(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.ID = data
-		case "name":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Name = data
-		case "url":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.URL = data
-		case "secret":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Secret = data
-		case "ratePerMinute":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ratePerMinute"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.RatePerMinute = data
-		case "burst":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("burst"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Burst = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalUpdateNotificationChannelInput unmarshals raw into the UpdateNotificationChannelInput input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalUpdateNotificationChannelInput(ctx context.Context, raw any) (model.UpdateNotificationChannelInput, error) {
-	var out model.UpdateNotificationChannelInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateNotificationChannelInput", raw, &out)
 	return out, err
 }
 
@@ -25511,44 +24929,6 @@ func (ec *executionContext) _DeleteNotificationChannelPayload(ctx context.Contex
 			}
 		case "userErrors":
 			out.Values[i] = ec._DeleteNotificationChannelPayload_userErrors(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var deleteNotificationRoutePayloadImplementors = []string{"DeleteNotificationRoutePayload"}
-
-func (ec *executionContext) _DeleteNotificationRoutePayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteNotificationRoutePayload) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, deleteNotificationRoutePayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("DeleteNotificationRoutePayload")
-		case "deletedId":
-			out.Values[i] = ec._DeleteNotificationRoutePayload_deletedId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "userErrors":
-			out.Values[i] = ec._DeleteNotificationRoutePayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -26666,16 +26046,9 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
-		case "createNotificationChannel":
+		case "saveNotificationChannel":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_createNotificationChannel(ctx, field)
-			})
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updateNotificationChannel":
-			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_updateNotificationChannel(ctx, field)
+				return ec._Mutation_saveNotificationChannel(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -26683,20 +26056,6 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteNotificationChannel":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteNotificationChannel(ctx, field)
-			})
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "createNotificationRoute":
-			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_createNotificationRoute(ctx, field)
-			})
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "deleteNotificationRoute":
-			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_deleteNotificationRoute(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -26866,44 +26225,6 @@ func (ec *executionContext) _NotificationChannel(ctx context.Context, sel ast.Se
 	return out
 }
 
-var notificationChannelPayloadImplementors = []string{"NotificationChannelPayload"}
-
-func (ec *executionContext) _NotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, obj *model.NotificationChannelPayload) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, notificationChannelPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("NotificationChannelPayload")
-		case "channel":
-			out.Values[i] = ec._NotificationChannelPayload_channel(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "userErrors":
-			out.Values[i] = ec._NotificationChannelPayload_userErrors(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
 var notificationDeliveryImplementors = []string{"NotificationDelivery"}
 
 func (ec *executionContext) _NotificationDelivery(ctx context.Context, sel ast.SelectionSet, obj *batontype.Delivery) graphql.Marshaler {
@@ -27040,44 +26361,6 @@ func (ec *executionContext) _NotificationRoute(ctx context.Context, sel ast.Sele
 			out.Values[i] = ec._NotificationRoute_createdBy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var notificationRoutePayloadImplementors = []string{"NotificationRoutePayload"}
-
-func (ec *executionContext) _NotificationRoutePayload(ctx context.Context, sel ast.SelectionSet, obj *model.NotificationRoutePayload) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, notificationRoutePayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("NotificationRoutePayload")
-		case "route":
-			out.Values[i] = ec._NotificationRoutePayload_route(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "userErrors":
-			out.Values[i] = ec._NotificationRoutePayload_userErrors(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -29038,6 +28321,44 @@ func (ec *executionContext) _RunTimelineEvent(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var saveNotificationChannelPayloadImplementors = []string{"SaveNotificationChannelPayload"}
+
+func (ec *executionContext) _SaveNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SaveNotificationChannelPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, saveNotificationChannelPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SaveNotificationChannelPayload")
+		case "channel":
+			out.Values[i] = ec._SaveNotificationChannelPayload_channel(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._SaveNotificationChannelPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var sendTestNotificationPayloadImplementors = []string{"SendTestNotificationPayload"}
 
 func (ec *executionContext) _SendTestNotificationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SendTestNotificationPayload) graphql.Marshaler {
@@ -30110,16 +29431,6 @@ func (ec *executionContext) marshalNChannelKind2githubᚗcomᚋbatonᚑrunᚋbat
 	return res
 }
 
-func (ec *executionContext) unmarshalNCreateNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCreateNotificationChannelInput(ctx context.Context, v any) (model.CreateNotificationChannelInput, error) {
-	res, err := ec.unmarshalInputCreateNotificationChannelInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) unmarshalNCreateNotificationRouteInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCreateNotificationRouteInput(ctx context.Context, v any) (model.CreateNotificationRouteInput, error) {
-	res, err := ec.unmarshalInputCreateNotificationRouteInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
 func (ec *executionContext) marshalNCronPreview2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCronPreview(ctx context.Context, sel ast.SelectionSet, v *model.CronPreview) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CronPreview!")
@@ -30139,19 +29450,6 @@ func (ec *executionContext) marshalNDeleteNotificationChannelPayload2ᚖgithub�
 		return graphql.Null
 	}
 	return ec._DeleteNotificationChannelPayload(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNDeleteNotificationRouteInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationRouteInput(ctx context.Context, v any) (model.DeleteNotificationRouteInput, error) {
-	res, err := ec.unmarshalInputDeleteNotificationRouteInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNDeleteNotificationRoutePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationRoutePayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteNotificationRoutePayload) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "DeleteNotificationRoutePayload!")
-		return graphql.Null
-	}
-	return ec._DeleteNotificationRoutePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNDeliveryStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx context.Context, v any) (batontype.DeliveryStatus, error) {
@@ -30589,14 +29887,6 @@ func (ec *executionContext) marshalNNotificationChannel2ᚖgithubᚗcomᚋbaton�
 	return ec._NotificationChannel(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, v *model.NotificationChannelPayload) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "NotificationChannelPayload!")
-		return graphql.Null
-	}
-	return ec._NotificationChannelPayload(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNNotificationDelivery2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.Delivery) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -30660,12 +29950,9 @@ func (ec *executionContext) marshalNNotificationRoute2ᚖgithubᚗcomᚋbatonᚑ
 	return ec._NotificationRoute(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNNotificationRoutePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRoutePayload(ctx context.Context, sel ast.SelectionSet, v *model.NotificationRoutePayload) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "NotificationRoutePayload!")
-		return graphql.Null
-	}
-	return ec._NotificationRoutePayload(ctx, sel, v)
+func (ec *executionContext) unmarshalNNotificationRouteInput2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInput(ctx context.Context, v any) (*model.NotificationRouteInput, error) {
+	res, err := ec.unmarshalInputNotificationRouteInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -31212,6 +30499,19 @@ func (ec *executionContext) marshalNRunTrigger2githubᚗcomᚋbatonᚑrunᚋbato
 	return res
 }
 
+func (ec *executionContext) unmarshalNSaveNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelInput(ctx context.Context, v any) (model.SaveNotificationChannelInput, error) {
+	res, err := ec.unmarshalInputSaveNotificationChannelInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSaveNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, v *model.SaveNotificationChannelPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SaveNotificationChannelPayload!")
+		return graphql.Null
+	}
+	return ec._SaveNotificationChannelPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSendTestNotificationInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSendTestNotificationInput(ctx context.Context, v any) (model.SendTestNotificationInput, error) {
 	res, err := ec.unmarshalInputSendTestNotificationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -31407,11 +30707,6 @@ func (ec *executionContext) unmarshalNUpdateJobScheduleInput2githubᚗcomᚋbato
 
 func (ec *executionContext) unmarshalNUpdateJobShardingInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateJobShardingInput(ctx context.Context, v any) (model.UpdateJobShardingInput, error) {
 	res, err := ec.unmarshalInputUpdateJobShardingInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) unmarshalNUpdateNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUpdateNotificationChannelInput(ctx context.Context, v any) (model.UpdateNotificationChannelInput, error) {
-	res, err := ec.unmarshalInputUpdateNotificationChannelInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -31716,6 +31011,25 @@ func (ec *executionContext) marshalOCancelRunsPayload2ᚖgithubᚗcomᚋbatonᚑ
 	return ec._CancelRunsPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOChannelKind2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx context.Context, v any) (*batontype.ChannelKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.ChannelKind(tmp)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOChannelKind2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx context.Context, sel ast.SelectionSet, v *batontype.ChannelKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(string(*v))
+	return res
+}
+
 func (ec *executionContext) unmarshalODeliveryStatus2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx context.Context, v any) (*batontype.DeliveryStatus, error) {
 	if v == nil {
 		return nil, nil
@@ -31981,11 +31295,21 @@ func (ec *executionContext) marshalONotificationDelivery2ᚖgithubᚗcomᚋbaton
 	return ec._NotificationDelivery(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalONotificationRoute2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRoute(ctx context.Context, sel ast.SelectionSet, v *batontype.NotificationRoute) graphql.Marshaler {
+func (ec *executionContext) unmarshalONotificationRouteInput2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInputᚄ(ctx context.Context, v any) ([]*model.NotificationRouteInput, error) {
 	if v == nil {
-		return graphql.Null
+		return nil, nil
 	}
-	return ec._NotificationRoute(ctx, sel, v)
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.NotificationRouteInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNNotificationRouteInput2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOPauseJobPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐPauseJobPayload(ctx context.Context, sel ast.SelectionSet, v *model.PauseJobPayload) graphql.Marshaler {

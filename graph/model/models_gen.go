@@ -75,28 +75,6 @@ type CancelRunsPayload struct {
 	UserErrors []*UserError           `json:"userErrors"`
 }
 
-type CreateNotificationChannelInput struct {
-	// 1 to 100 letters, digits, '-', '_' or '.'.
-	Name string                `json:"name"`
-	Kind batontype.ChannelKind `json:"kind"`
-	// http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK.
-	URL *string `json:"url,omitempty"`
-	// The literal secret (stored encrypted) or env:NAME, at most 1024 characters.
-	Secret string `json:"secret"`
-	// 1 to 6000; 30 by default.
-	RatePerMinute *int `json:"ratePerMinute,omitempty"`
-	// 1 to 1000; 5 by default.
-	Burst *int `json:"burst,omitempty"`
-}
-
-type CreateNotificationRouteInput struct {
-	ChannelID string                `json:"channelId"`
-	Kinds     []batontype.AlertKind `json:"kinds,omitempty"`
-	Jobs      []string              `json:"jobs,omitempty"`
-	// WARNING (all alarms) by default.
-	MinSeverity *batontype.Severity `json:"minSeverity,omitempty"`
-}
-
 type CronPreview struct {
 	Valid         bool         `json:"valid"`
 	NextFireTimes []*time.Time `json:"nextFireTimes"`
@@ -108,15 +86,6 @@ type DeleteNotificationChannelInput struct {
 }
 
 type DeleteNotificationChannelPayload struct {
-	DeletedID  *string      `json:"deletedId,omitempty"`
-	UserErrors []*UserError `json:"userErrors"`
-}
-
-type DeleteNotificationRouteInput struct {
-	ID string `json:"id"`
-}
-
-type DeleteNotificationRoutePayload struct {
 	DeletedID  *string      `json:"deletedId,omitempty"`
 	UserErrors []*UserError `json:"userErrors"`
 }
@@ -234,15 +203,13 @@ type LedgerEntryEdge struct {
 type Mutation struct {
 }
 
-type NotificationChannelPayload struct {
-	// The channel as the change left it; null when refused.
-	Channel    *batontype.NotificationChannel `json:"channel,omitempty"`
-	UserErrors []*UserError                   `json:"userErrors"`
-}
-
-type NotificationRoutePayload struct {
-	Route      *batontype.NotificationRoute `json:"route,omitempty"`
-	UserErrors []*UserError                 `json:"userErrors"`
+// Which alarms go to the channel: empty kinds or jobs match all.
+type NotificationRouteInput struct {
+	Kinds []batontype.AlertKind `json:"kinds,omitempty"`
+	// Job name globs: * any run of characters, ? one character.
+	Jobs []string `json:"jobs,omitempty"`
+	// WARNING (all alarms) by default.
+	MinSeverity *batontype.Severity `json:"minSeverity,omitempty"`
 }
 
 // Where a page of a connection lies.
@@ -469,6 +436,31 @@ type RunsFilter struct {
 	Number *int `json:"number,omitempty"`
 }
 
+type SaveNotificationChannelInput struct {
+	// The channel to change; omitted to add one.
+	ID *string `json:"id,omitempty"`
+	// 1 to 100 letters, digits, '-', '_' or '.'; required to add.
+	Name *string `json:"name,omitempty"`
+	// Required to add; a channel keeps its kind.
+	Kind *batontype.ChannelKind `json:"kind,omitempty"`
+	// http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK.
+	URL *string `json:"url,omitempty"`
+	// The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add.
+	Secret *string `json:"secret,omitempty"`
+	// 1 to 6000; 30 by default.
+	RatePerMinute *int `json:"ratePerMinute,omitempty"`
+	// 1 to 1000; 5 by default.
+	Burst *int `json:"burst,omitempty"`
+	// The channel's routes (at most 50), replacing those it has; omitted keeps them.
+	Routes []*NotificationRouteInput `json:"routes,omitempty"`
+}
+
+type SaveNotificationChannelPayload struct {
+	// The channel as the change left it; null when refused.
+	Channel    *batontype.NotificationChannel `json:"channel,omitempty"`
+	UserErrors []*UserError                   `json:"userErrors"`
+}
+
 type SendTestNotificationInput struct {
 	ChannelID string `json:"channelId"`
 }
@@ -585,16 +577,6 @@ type UpdateJobShardingInput struct {
 type UpdateJobShardingPayload struct {
 	Job        *batontype.JobSettings `json:"job,omitempty"`
 	UserErrors []*UserError           `json:"userErrors"`
-}
-
-type UpdateNotificationChannelInput struct {
-	ID   string  `json:"id"`
-	Name *string `json:"name,omitempty"`
-	URL  *string `json:"url,omitempty"`
-	// A new secret; omitted or empty keeps the stored one.
-	Secret        *string `json:"secret,omitempty"`
-	RatePerMinute *int    `json:"ratePerMinute,omitempty"`
-	Burst         *int    `json:"burst,omitempty"`
 }
 
 // An expected refusal of a mutation's input.

@@ -66,7 +66,13 @@ type ChannelInput struct {
 	Secret        *string
 	RatePerMinute *int
 	Burst         *int
+	// Routes, when not nil, replace the channel's routes (their ChannelID is the channel's),
+	// in the same transaction as the channel.
+	Routes *[]NotificationRoute
 }
+
+// MaxChannelRoutes bounds the routes of one channel.
+const MaxChannelRoutes = 50
 
 // Severity orders alarms; a route takes those of its minimum severity and above.
 type Severity string

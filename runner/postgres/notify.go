@@ -34,17 +34,60 @@ func (s notifyStore) NotificationChannels(ctx context.Context) ([]store.StoredCh
 	return collect(rows, err, "read notification channels", scanChannel)
 }
 
-func (s notifyStore) CreateChannel(ctx context.Context, c store.StoredChannel, actor string) (store.StoredChannel, error) {
-	out, err := scanChannel(s.pool.QueryRow(ctx, `INSERT INTO notification_channels (name, kind, url, secret, rate_per_minute, burst, tokens, updated_by)
-		VALUES ($1, $2, $3, $4, $5::int, $6::int, $6::int, $7) RETURNING `+channelColumns,
-		c.Name, string(c.Kind), c.URL, c.Secret, c.RatePerMinute, c.Burst, actor))
+func (s notifyStore) CreateChannel(ctx context.Context, c store.StoredChannel, routes []bt.NotificationRoute, actor string) (store.StoredChannel, error) {
+	var out store.StoredChannel
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanChannel(tx.QueryRow(ctx, `INSERT INTO notification_channels (name, kind, url, secret, rate_per_minute, burst, tokens, updated_by)
+			VALUES ($1, $2, $3, $4, $5::int, $6::int, $6::int, $7) RETURNING `+channelColumns,
+			c.Name, string(c.Kind), c.URL, c.Secret, c.RatePerMinute, c.Burst, actor))
+		if err != nil {
+			return err
+		}
+		return replaceRoutes(ctx, tx, out.ID, routes, actor)
+	})
 	if isUniqueViolation(err) {
 		return out, bt.Errorf(bt.CodeConflict, "a channel named %q exists already", c.Name)
 	}
 	return out, err
 }
 
-func (s notifyStore) UpdateChannel(ctx context.Context, id int64, actor string, change func(*store.StoredChannel) error) (store.StoredChannel, error) {
+// replaceRoutes makes routes channel id's only routes. A route the channel has already keeps
+// its id; the others are removed or added.
+func replaceRoutes(ctx context.Context, tx pgx.Tx, id int64, routes []bt.NotificationRoute, actor string) error {
+	rows, err := tx.Query(ctx, `SELECT `+routeColumns+` FROM notification_routes WHERE channel_id = $1`, id)
+	have, err := collect(rows, err, "read channel routes", scanRoute)
+	if err != nil {
+		return err
+	}
+	var drop []int64
+	for _, h := range have {
+		i := slices.IndexFunc(routes, func(r bt.NotificationRoute) bool { return sameRoute(r, h) })
+		if i < 0 {
+			drop = append(drop, h.ID)
+		} else {
+			routes = slices.Delete(slices.Clone(routes), i, i+1)
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM notification_routes WHERE id = ANY($1)`, drop); err != nil {
+		return fmt.Errorf("replace channel %d's routes: %w", id, err)
+	}
+	for _, r := range routes {
+		r.ChannelID, r.CreatedBy = id, actor
+		if _, err := insertRoute(ctx, tx, r); err != nil {
+			return fmt.Errorf("replace channel %d's routes: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// sameRoute reports whether a and b choose the same alarms.
+func sameRoute(a, b bt.NotificationRoute) bool {
+	return slices.Equal(a.Kinds, b.Kinds) && slices.Equal(a.Jobs, b.Jobs) && a.MinSeverity == b.MinSeverity
+}
+
+func (s notifyStore) UpdateChannel(ctx context.Context, id int64, actor string, change func(*store.StoredChannel) error,
+	routes *[]bt.NotificationRoute) (store.StoredChannel, error) {
 	var out store.StoredChannel
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		c, err := scanChannel(tx.QueryRow(ctx, `SELECT `+channelColumns+` FROM notification_channels WHERE id = $1 FOR UPDATE`, id))
@@ -60,7 +103,10 @@ func (s notifyStore) UpdateChannel(ctx context.Context, id int64, actor string, 
 		out, err = scanChannel(tx.QueryRow(ctx, `UPDATE notification_channels SET name = $2, url = $3, secret = $4,
 				rate_per_minute = $5::int, burst = $6::int, tokens = least(tokens, $6::int), updated_at = statement_timestamp(), updated_by = $7
 			WHERE id = $1 RETURNING `+channelColumns, id, c.Name, c.URL, c.Secret, c.RatePerMinute, c.Burst, actor))
-		return err
+		if err != nil || routes == nil {
+			return err
+		}
+		return replaceRoutes(ctx, tx, id, *routes, actor)
 	})
 	if isUniqueViolation(err) {
 		return out, bt.Errorf(bt.CodeConflict, "a channel named %q exists already", out.Name)
@@ -96,6 +142,17 @@ func (s notifyStore) NotificationRoutes(ctx context.Context, channelID int64) ([
 }
 
 func (s notifyStore) CreateRoute(ctx context.Context, r bt.NotificationRoute) (bt.NotificationRoute, error) {
+	out, err := insertRoute(ctx, s.pool, r)
+	if violatedConstraint(err) == "notification_routes_channel_id_fkey" {
+		return out, bt.ErrNotFound
+	}
+	return out, err
+}
+
+// insertRoute records r.
+func insertRoute(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, r bt.NotificationRoute) (bt.NotificationRoute, error) {
 	kinds := make([]string, len(r.Kinds))
 	for i, k := range r.Kinds {
 		kinds[i] = string(k)
@@ -104,12 +161,8 @@ func (s notifyStore) CreateRoute(ctx context.Context, r bt.NotificationRoute) (b
 	if jobs == nil {
 		jobs = []string{}
 	}
-	out, err := scanRoute(s.pool.QueryRow(ctx, `INSERT INTO notification_routes (channel_id, kinds, jobs, min_severity, created_by)
+	return scanRoute(q.QueryRow(ctx, `INSERT INTO notification_routes (channel_id, kinds, jobs, min_severity, created_by)
 		VALUES ($1, $2, $3, $4, $5) RETURNING `+routeColumns, r.ChannelID, kinds, jobs, string(r.MinSeverity), r.CreatedBy))
-	if violatedConstraint(err) == "notification_routes_channel_id_fkey" {
-		return out, bt.ErrNotFound
-	}
-	return out, err
 }
 
 func (s notifyStore) DeleteRoute(ctx context.Context, id int64) error {

@@ -14,13 +14,14 @@ import (
 type Notifications interface {
 	// NotificationChannels returns every channel by name, with its stored secret.
 	NotificationChannels(ctx context.Context) ([]StoredChannel, error)
-	// CreateChannel records c (its ID, times and token bucket are the store's) and returns it.
-	// bt.ErrConflict: a channel of that name exists.
-	CreateChannel(ctx context.Context, c StoredChannel, actor string) (StoredChannel, error)
-	// UpdateChannel sets channel id to what change makes of it, under the row's lock; change
+	// CreateChannel records c (its ID, times and token bucket are the store's) with routes, in
+	// one transaction, and returns it. CONFLICT: a channel of that name exists.
+	CreateChannel(ctx context.Context, c StoredChannel, routes []bt.NotificationRoute, actor string) (StoredChannel, error)
+	// UpdateChannel sets channel id to what change makes of it, under the row's lock, and
+	// replaces its routes with *routes when routes is not nil, in one transaction; change
 	// returns an error to refuse, and nothing changes. bt.ErrNotFound: no such channel;
-	// bt.ErrConflict: the new name is another channel's.
-	UpdateChannel(ctx context.Context, id int64, actor string, change func(*StoredChannel) error) (StoredChannel, error)
+	// CONFLICT: the new name is another channel's.
+	UpdateChannel(ctx context.Context, id int64, actor string, change func(*StoredChannel) error, routes *[]bt.NotificationRoute) (StoredChannel, error)
 	// DeleteChannel removes channel id with its routes and deliveries. bt.ErrNotFound: no
 	// such channel.
 	DeleteChannel(ctx context.Context, id int64) error
