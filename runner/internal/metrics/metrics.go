@@ -3,6 +3,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	bt "github.com/baton-run/baton/runner/batontype"
 )
 
 // Metrics are the runner's Prometheus series. Labels never carry run ids or user strings
@@ -83,6 +85,13 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 			Name: "baton_scheduler_lateness_seconds", Help: "How late scheduled fires started, by the database clock.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
+	}
+	// Every channel kind and result from the start, so a rule's rate or increase sees the
+	// first failure.
+	for _, k := range []bt.ChannelKind{bt.ChannelWebhook, bt.ChannelSlack, bt.ChannelPagerDuty} {
+		for _, result := range []string{"sent", "retry", "failed"} {
+			m.NotificationsSent.WithLabelValues(string(k), result)
+		}
 	}
 	// A write that relied on the runner's knowledge of a ledger row (new, or in a known state)
 	// and was redone as an upsert: harmless, but anything above 0 is a bug worth reporting.
