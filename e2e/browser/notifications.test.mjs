@@ -94,6 +94,7 @@ test('the page fits a 390 px phone, and a viewer cannot change channels', async 
   await page.goto('/admin/notifications');
   await page.getByTestId('channel-card').first().waitFor();
   assert.equal(await page.getByTestId('add-channel').count(), 0);
+  assert.equal(await page.getByTestId('channel-test').count(), 0);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone`);
   await shot(page, 'notify-03-viewer-390');

@@ -78,5 +78,6 @@ describe('NotificationsPage', () => {
     expect(screen.queryByTestId('add-channel')).toBeNull();
     expect(screen.queryByTestId('route-add')).toBeNull();
     expect(screen.queryByTestId('channel-delete')).toBeNull();
+    expect(screen.queryByTestId('channel-test')).toBeNull();
   });
 });

@@ -112,6 +112,7 @@ function AddRoute({ channel, onSaved }: { channel: NotificationChannelFieldsFrag
 
 function ChannelCard({ channel: c, onChanged }: { channel: NotificationChannelFieldsFragment; onChanged: () => void }) {
   const admin = useCan('ADMIN');
+  const operator = useCan('OPERATOR');
   const [, save] = useMutation(SaveNotificationChannelMutation);
   const [, remove] = useMutation(DeleteNotificationChannelMutation);
   const [, test] = useMutation(SendTestNotificationMutation);
@@ -130,9 +131,11 @@ function ChannelCard({ channel: c, onChanged }: { channel: NotificationChannelFi
             </Text>
           </Group>
           <Group gap="xs">
-            <Button size="xs" variant="light" data-testid="channel-test" onClick={async () => report(await test({ input: { channelId: c.id } }), (d) => d.sendTestNotification, `Test notification queued for ${c.name}`)}>
-              Send test notification
-            </Button>
+            {operator && (
+              <Button size="xs" variant="light" data-testid="channel-test" onClick={async () => report(await test({ input: { channelId: c.id } }), (d) => d.sendTestNotification, `Test notification queued for ${c.name}`) && onChanged()}>
+                Send test notification
+              </Button>
+            )}
             {admin && (
               <Button size="xs" color="red" variant="subtle" data-testid="channel-delete" onClick={async () => report(await remove({ input: { id: c.id } }), (d) => d.deleteNotificationChannel, `Channel ${c.name} removed`) && onChanged()}>
                 Remove
@@ -179,7 +182,7 @@ export function NotificationsPage() {
       {channels.map((c) => (
         <ChannelCard key={c.id} channel={c} onChanged={again} />
       ))}
-      {data && data.notificationDeliveries.length > 0 && (
+      {data && (
         <Card withBorder>
           <Group justify="space-between">
             <Title order={4}>Latest deliveries</Title>
@@ -187,36 +190,43 @@ export function NotificationsPage() {
               Refresh
             </Button>
           </Group>
-          <Table data-testid="deliveries">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>Created</Table.Th>
-                <Table.Th>Channel</Table.Th>
-                <Table.Th>Kind</Table.Th>
-                <Table.Th>Alarm</Table.Th>
-                <Table.Th>Status</Table.Th>
-                <Table.Th>Attempts</Table.Th>
-                <Table.Th>Last error</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {data.notificationDeliveries.map((d) => (
-                <Table.Tr key={d.id} data-testid="delivery" data-status={d.status}>
-                  <Table.Td>{new Date(d.createdAt).toLocaleString()}</Table.Td>
-                  <Table.Td>{names.get(d.channelId) ?? '—'}</Table.Td>
-                  <Table.Td>{d.kind}</Table.Td>
-                  <Table.Td>
-                    <Code>{d.alertKey}</Code>
-                  </Table.Td>
-                  <Table.Td>
-                    <Badge color={d.status === 'SENT' ? 'green' : d.status === 'FAILED' ? 'red' : 'orange'}>{d.status}</Badge>
-                  </Table.Td>
-                  <Table.Td>{d.attempts}</Table.Td>
-                  <Table.Td>{d.lastError ?? ''}</Table.Td>
+          {data.notificationDeliveries.length === 0 && (
+            <Text size="sm" c="dimmed">
+              No delivery yet.
+            </Text>
+          )}
+          <Table.ScrollContainer minWidth={760}>
+            <Table data-testid="deliveries">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Created</Table.Th>
+                  <Table.Th>Channel</Table.Th>
+                  <Table.Th>Kind</Table.Th>
+                  <Table.Th>Alarm</Table.Th>
+                  <Table.Th>Status</Table.Th>
+                  <Table.Th>Attempts</Table.Th>
+                  <Table.Th>Last error</Table.Th>
                 </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+              </Table.Thead>
+              <Table.Tbody>
+                {data.notificationDeliveries.map((d) => (
+                  <Table.Tr key={d.id} data-testid="delivery" data-status={d.status}>
+                    <Table.Td>{new Date(d.createdAt).toLocaleString()}</Table.Td>
+                    <Table.Td>{names.get(d.channelId) ?? '—'}</Table.Td>
+                    <Table.Td>{d.kind}</Table.Td>
+                    <Table.Td>
+                      <Code>{d.alertKey}</Code>
+                    </Table.Td>
+                    <Table.Td>
+                      <Badge color={d.status === 'SENT' ? 'green' : d.status === 'FAILED' ? 'red' : 'orange'}>{d.status}</Badge>
+                    </Table.Td>
+                    <Table.Td>{d.attempts}</Table.Td>
+                    <Table.Td>{d.lastError ?? ''}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
         </Card>
       )}
     </Stack>
