@@ -114,6 +114,9 @@ type Config struct {
 	// reconcile request; 0 means DefaultReconcileTimeout. Three quarters of the job's lease
 	// bound it too, whichever is shorter, so the outcome is written while the lease holds.
 	ReconcileTimeout time.Duration
+	// Notify configures the delivery of alarm notifications to webhooks, Slack and PagerDuty
+	// (docs/adr/0021-alert-notifications.md); its zero value queues deliveries and sends none.
+	Notify NotifyConfig
 }
 
 // EventSink receives every change of a run: start, progress, status, finish.
@@ -154,6 +157,7 @@ type Runner struct {
 	reconciles *replay.Reconciles
 	ds         *downstreams
 	shards     *shardWork
+	notify     *notifier
 	// tracer makes the runs' spans; nil when Config.TracerProvider is (tracing off).
 	tracer trace.Tracer
 }
@@ -192,6 +196,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.PoolSize > 0 {
 		r.ds.jobsFunc, r.ds.pendingFunc = r.reg.names, r.shards.wakeUp
+	}
+	if r.notify, err = newNotifier(r); err != nil {
+		return nil, err
 	}
 	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
 	r.recoverer.RunEndedFunc = r.shards.recovered
@@ -371,8 +378,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.ds.serve(ctx) }()
+	go func() { defer wg.Done(); r.notify.serve(ctx) }()
 	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts, shards and reconciles to the others
 		wg.Add(3)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,6 +88,10 @@ type Config struct {
 	// statistics and audit rows (see runner.Retention); zero periods mean the defaults,
 	// negative ones keep the rows forever.
 	Retention runner.Retention
+	// SecretKey encrypts the notification channels' secrets at rest (AES-256-GCM): 32 bytes
+	// as base64 or 64 hex digits, the same on every instance. "" stores no literal secret:
+	// channels then take only env:NAME references (docs/deployment.md).
+	SecretKey string
 
 	// The fields below are for a program embedding Baton; they are no settings of `baton
 	// serve`.
@@ -194,6 +200,8 @@ var settings = []Setting{
 		func(c *Config) *[]string { return &c.AllowedOrigins }, newListValue),
 	setting("db-max-conns", "int", 0, "PostgreSQL pool size; 0 means 2 × pool-size + 8",
 		func(c *Config) *int { return &c.DBMaxConns }, newIntValue),
+	stringSetting("secret-key", "", "", "key encrypting notification channel secrets at rest: 32 bytes as base64 or 64 hex digits, the same on every instance; empty refuses literal secrets (env:NAME references still work)",
+		func(c *Config) *string { return &c.SecretKey }),
 	daysSetting("retention-runs-days", runner.DefaultRunRetention, "days ended runs are kept; 0 keeps them forever",
 		func(c *Config) *time.Duration { return &c.Retention.Runs }),
 	daysSetting("retention-run-errors-days", runner.DefaultRunErrorRetention, "days run error rows are kept; 0 keeps them forever",
@@ -250,6 +258,23 @@ func (o *Config) setDefaults() {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+}
+
+// secretKey decodes SecretKey: nil for none, else 32 bytes from base64 or hex.
+func (o *Config) secretKey() ([]byte, error) {
+	text := strings.TrimSpace(o.SecretKey)
+	if text == "" {
+		return nil, nil
+	}
+	if b, err := hex.DecodeString(text); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(text); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("secret-key must be 32 bytes as base64 or 64 hex digits (openssl rand -base64 32)")
 }
 
 // defaultInstance names this process when Instance is empty.

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"reflect"
@@ -175,5 +176,23 @@ func TestNewLoggerFormats(t *testing.T) {
 	}
 	if _, err := (Config{LogFormat: "yaml"}).NewLogger(io.Discard); err == nil || !strings.Contains(err.Error(), "log-format") {
 		t.Errorf("log-format yaml: %v, want an error naming log-format", err)
+	}
+}
+
+// The secret key reads as 32 bytes of hex or base64, and anything else is refused.
+func TestSecretKeyDecodes(t *testing.T) {
+	t.Parallel()
+	hexKey := strings.Repeat("ab", 32)
+	b64Key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	for _, tc := range []struct {
+		text string
+		n    int
+		ok   bool
+	}{{"", 0, true}, {hexKey, 32, true}, {b64Key, 32, true}, {"short", 0, false}, {strings.Repeat("ab", 16), 0, false}} {
+		c := Config{SecretKey: tc.text}
+		key, err := c.secretKey()
+		if (err == nil) != tc.ok || len(key) != tc.n {
+			t.Errorf("secret key %q: %d bytes, %v; want %d bytes, ok %v", tc.text, len(key), err, tc.n, tc.ok)
+		}
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/migrations"
+	"github.com/baton-run/baton/notify"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server/httpapi"
@@ -225,11 +226,16 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 	if poolSize == 0 {
 		poolSize = -1
 	}
+	key, err := o.secretKey()
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := runner.New(runner.Config{
 		DB: dbs.main, ListenDB: dbs.listen, Redis: rdb, Env: o.Env, Instance: o.Instance, PoolSize: poolSize, Scheduler: o.Scheduler,
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention, TracerProvider: tp,
+		Notify: runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: key},
 	})
 	if err != nil {
 		return nil, nil, err

@@ -48,6 +48,8 @@ commands:
                         the cluster-wide maintenance pause
   downstreams list | show NAME | set NAME [--rate R] ... | pause NAME | resume NAME
                         the cluster-wide limits on calls to outside systems
+  notify channels list|add|set|remove|test | routes list|add|remove | deliveries
+                        where alarms are delivered: webhooks, Slack, PagerDuty
   version               print the version
 
 'baton COMMAND --help' tells more. Read commands take --output json: stable JSON on
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return maintenanceCommand(ctx, args[1:], stdout, stderr)
 	case "downstreams":
 		return downstreamsCommand(ctx, args[1:], stdout, stderr)
+	case "notify":
+		return notifyCommand(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 		return nil

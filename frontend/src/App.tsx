@@ -10,6 +10,7 @@ import { AlertsPage } from './pages/AlertsPage';
 import { AmbiguousPage } from './pages/AmbiguousPage';
 import { AuditPage } from './pages/AuditPage';
 import { DownstreamsPage } from './pages/DownstreamsPage';
+import { NotificationsPage } from './pages/NotificationsPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
@@ -58,6 +59,7 @@ export function AppRoutes() {
         <Route path="/admin/ambiguous" element={<AmbiguousPage />} />
         <Route path="/admin/alerts" element={<AlertsPage />} />
         <Route path="/admin/downstreams" element={<DownstreamsPage />} />
+        <Route path="/admin/notifications" element={<NotificationsPage />} />
         <Route path="/admin/audit" element={<AuditPage />} />
         <Route path="/admin/playground" element={<Navigate to="/playground" replace />} />
         <Route

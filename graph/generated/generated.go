@@ -39,6 +39,9 @@ type ResolverRoot interface {
 	Job() JobResolver
 	LedgerEntry() LedgerEntryResolver
 	Mutation() MutationResolver
+	NotificationChannel() NotificationChannelResolver
+	NotificationDelivery() NotificationDeliveryResolver
+	NotificationRoute() NotificationRouteResolver
 	Query() QueryResolver
 	ReconcileRequest() ReconcileRequestResolver
 	ReplayPreflight() ReplayPreflightResolver
@@ -142,6 +145,11 @@ type ComplexityRoot struct {
 		NextFireTimes func(childComplexity int) int
 		UserErrors    func(childComplexity int) int
 		Valid         func(childComplexity int) int
+	}
+
+	DeleteNotificationChannelPayload struct {
+		DeletedID  func(childComplexity int) int
+		UserErrors func(childComplexity int) int
 	}
 
 	Downstream struct {
@@ -298,27 +306,69 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AcknowledgeAlert     func(childComplexity int, input model.AcknowledgeAlertInput) int
-		ApproveReplay        func(childComplexity int, input model.ApproveReplayInput) int
-		CancelRun            func(childComplexity int, input model.CancelRunInput) int
-		CancelRuns           func(childComplexity int, input model.CancelRunsInput) int
-		ExecuteReplay        func(childComplexity int, input model.ExecuteReplayInput) int
-		PauseJob             func(childComplexity int, input model.PauseJobInput) int
-		ReconcileEntries     func(childComplexity int, input model.ReconcileEntriesInput) int
-		ReconcileEntry       func(childComplexity int, input model.ReconcileEntryInput) int
-		RejectReplay         func(childComplexity int, input model.RejectReplayInput) int
-		RequestReplay        func(childComplexity int, input model.RequestReplayInput) int
-		RequestRestart       func(childComplexity int, input model.RequestRestartInput) int
-		ResolveAmbiguous     func(childComplexity int, input model.ResolveAmbiguousInput) int
-		ResolveAmbiguousMany func(childComplexity int, input model.ResolveAmbiguousManyInput) int
-		ResumeJob            func(childComplexity int, input model.ResumeJobInput) int
-		SetMaintenance       func(childComplexity int, input model.SetMaintenanceInput) int
-		SilenceAlert         func(childComplexity int, input model.SilenceAlertInput) int
-		StartJob             func(childComplexity int, input model.StartJobInput) int
-		UpdateDownstream     func(childComplexity int, input model.UpdateDownstreamInput) int
-		UpdateJobAutoResume  func(childComplexity int, input model.UpdateJobAutoResumeInput) int
-		UpdateJobSchedule    func(childComplexity int, input model.UpdateJobScheduleInput) int
-		UpdateJobSharding    func(childComplexity int, input model.UpdateJobShardingInput) int
+		AcknowledgeAlert          func(childComplexity int, input model.AcknowledgeAlertInput) int
+		ApproveReplay             func(childComplexity int, input model.ApproveReplayInput) int
+		CancelRun                 func(childComplexity int, input model.CancelRunInput) int
+		CancelRuns                func(childComplexity int, input model.CancelRunsInput) int
+		DeleteNotificationChannel func(childComplexity int, input model.DeleteNotificationChannelInput) int
+		ExecuteReplay             func(childComplexity int, input model.ExecuteReplayInput) int
+		PauseJob                  func(childComplexity int, input model.PauseJobInput) int
+		ReconcileEntries          func(childComplexity int, input model.ReconcileEntriesInput) int
+		ReconcileEntry            func(childComplexity int, input model.ReconcileEntryInput) int
+		RejectReplay              func(childComplexity int, input model.RejectReplayInput) int
+		RequestReplay             func(childComplexity int, input model.RequestReplayInput) int
+		RequestRestart            func(childComplexity int, input model.RequestRestartInput) int
+		ResolveAmbiguous          func(childComplexity int, input model.ResolveAmbiguousInput) int
+		ResolveAmbiguousMany      func(childComplexity int, input model.ResolveAmbiguousManyInput) int
+		ResumeJob                 func(childComplexity int, input model.ResumeJobInput) int
+		SaveNotificationChannel   func(childComplexity int, input model.SaveNotificationChannelInput) int
+		SendTestNotification      func(childComplexity int, input model.SendTestNotificationInput) int
+		SetMaintenance            func(childComplexity int, input model.SetMaintenanceInput) int
+		SilenceAlert              func(childComplexity int, input model.SilenceAlertInput) int
+		StartJob                  func(childComplexity int, input model.StartJobInput) int
+		UpdateDownstream          func(childComplexity int, input model.UpdateDownstreamInput) int
+		UpdateJobAutoResume       func(childComplexity int, input model.UpdateJobAutoResumeInput) int
+		UpdateJobSchedule         func(childComplexity int, input model.UpdateJobScheduleInput) int
+		UpdateJobSharding         func(childComplexity int, input model.UpdateJobShardingInput) int
+	}
+
+	NotificationChannel struct {
+		Burst         func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Name          func(childComplexity int) int
+		RatePerMinute func(childComplexity int) int
+		Routes        func(childComplexity int) int
+		SecretHint    func(childComplexity int) int
+		SecretSet     func(childComplexity int) int
+		URL           func(childComplexity int) int
+		UpdatedAt     func(childComplexity int) int
+		UpdatedBy     func(childComplexity int) int
+	}
+
+	NotificationDelivery struct {
+		AlertKey      func(childComplexity int) int
+		Attempts      func(childComplexity int) int
+		ChannelID     func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		LastError     func(childComplexity int) int
+		Message       func(childComplexity int) int
+		NextAttemptAt func(childComplexity int) int
+		SentAt        func(childComplexity int) int
+		Status        func(childComplexity int) int
+	}
+
+	NotificationRoute struct {
+		ChannelID   func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		CreatedBy   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Jobs        func(childComplexity int) int
+		Kinds       func(childComplexity int) int
+		MinSeverity func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -342,24 +392,27 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AlertHistory     func(childComplexity int, jobName *string, first *int, after *string) int
-		Alerts           func(childComplexity int, includeSilenced *bool) int
-		AuditLog         func(childComplexity int, filter *batontype.AuditFilter, first *int, after *string) int
-		CronPreview      func(childComplexity int, cron string, timezone *string, n *int) int
-		Downstream       func(childComplexity int, name string) int
-		Downstreams      func(childComplexity int) int
-		Job              func(childComplexity int, name string) int
-		Jobs             func(childComplexity int, first *int, after *string) int
-		Ledger           func(childComplexity int, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) int
-		Maintenance      func(childComplexity int) int
-		Me               func(childComplexity int) int
-		Node             func(childComplexity int, id string) int
-		ReplayPreflight  func(childComplexity int, runID string, scope batontype.ReplayScope, targetKeys []string) int
-		ReplayRequests   func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
-		RestartPreflight func(childComplexity int, name string) int
-		Run              func(childComplexity int, id string) int
-		Runs             func(childComplexity int, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) int
-		Target           func(childComplexity int, jobName string, targetKey string) int
+		AlertHistory           func(childComplexity int, jobName *string, first *int, after *string) int
+		Alerts                 func(childComplexity int, includeSilenced *bool) int
+		AuditLog               func(childComplexity int, filter *batontype.AuditFilter, first *int, after *string) int
+		CronPreview            func(childComplexity int, cron string, timezone *string, n *int) int
+		Downstream             func(childComplexity int, name string) int
+		Downstreams            func(childComplexity int) int
+		Job                    func(childComplexity int, name string) int
+		Jobs                   func(childComplexity int, first *int, after *string) int
+		Ledger                 func(childComplexity int, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) int
+		Maintenance            func(childComplexity int) int
+		Me                     func(childComplexity int) int
+		Node                   func(childComplexity int, id string) int
+		NotificationChannels   func(childComplexity int) int
+		NotificationDeliveries func(childComplexity int, channelID *string, status *batontype.DeliveryStatus, first *int) int
+		NotificationRoutes     func(childComplexity int, channelID *string) int
+		ReplayPreflight        func(childComplexity int, runID string, scope batontype.ReplayScope, targetKeys []string) int
+		ReplayRequests         func(childComplexity int, status []batontype.ReplayStatus, first *int, after *string) int
+		RestartPreflight       func(childComplexity int, name string) int
+		Run                    func(childComplexity int, id string) int
+		Runs                   func(childComplexity int, jobName *string, status []batontype.RunStatus, filter *model.RunsFilter, first *int, after *string) int
+		Target                 func(childComplexity int, jobName string, targetKey string) int
 	}
 
 	ReconcileEntriesPayload struct {
@@ -614,6 +667,16 @@ type ComplexityRoot struct {
 		Shard  func(childComplexity int) int
 	}
 
+	SaveNotificationChannelPayload struct {
+		Channel    func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
+	SendTestNotificationPayload struct {
+		Delivery   func(childComplexity int) int
+		UserErrors func(childComplexity int) int
+	}
+
 	SetMaintenancePayload struct {
 		Maintenance func(childComplexity int) int
 		ResumedRuns func(childComplexity int) int
@@ -752,6 +815,9 @@ type MutationResolver interface {
 	ReconcileEntry(ctx context.Context, input model.ReconcileEntryInput) (*model.ReconcileEntryPayload, error)
 	ResolveAmbiguousMany(ctx context.Context, input model.ResolveAmbiguousManyInput) (*model.ResolveAmbiguousManyPayload, error)
 	ReconcileEntries(ctx context.Context, input model.ReconcileEntriesInput) (*model.ReconcileEntriesPayload, error)
+	SaveNotificationChannel(ctx context.Context, input model.SaveNotificationChannelInput) (*model.SaveNotificationChannelPayload, error)
+	DeleteNotificationChannel(ctx context.Context, input model.DeleteNotificationChannelInput) (*model.DeleteNotificationChannelPayload, error)
+	SendTestNotification(ctx context.Context, input model.SendTestNotificationInput) (*model.SendTestNotificationPayload, error)
 	RequestReplay(ctx context.Context, input model.RequestReplayInput) (*model.RequestReplayPayload, error)
 	RequestRestart(ctx context.Context, input model.RequestRestartInput) (*model.RequestRestartPayload, error)
 	ApproveReplay(ctx context.Context, input model.ApproveReplayInput) (*model.ApproveReplayPayload, error)
@@ -759,6 +825,30 @@ type MutationResolver interface {
 	RejectReplay(ctx context.Context, input model.RejectReplayInput) (*model.RejectReplayPayload, error)
 	CancelRun(ctx context.Context, input model.CancelRunInput) (*model.CancelRunPayload, error)
 	CancelRuns(ctx context.Context, input model.CancelRunsInput) (*model.CancelRunsPayload, error)
+}
+type NotificationChannelResolver interface {
+	ID(ctx context.Context, obj *batontype.NotificationChannel) (string, error)
+
+	URL(ctx context.Context, obj *batontype.NotificationChannel) (*string, error)
+
+	SecretHint(ctx context.Context, obj *batontype.NotificationChannel) (*string, error)
+
+	Routes(ctx context.Context, obj *batontype.NotificationChannel) ([]*batontype.NotificationRoute, error)
+}
+type NotificationDeliveryResolver interface {
+	ID(ctx context.Context, obj *batontype.Delivery) (string, error)
+	ChannelID(ctx context.Context, obj *batontype.Delivery) (string, error)
+
+	AlertKey(ctx context.Context, obj *batontype.Delivery) (string, error)
+	Message(ctx context.Context, obj *batontype.Delivery) (string, error)
+
+	LastError(ctx context.Context, obj *batontype.Delivery) (*string, error)
+}
+type NotificationRouteResolver interface {
+	ID(ctx context.Context, obj *batontype.NotificationRoute) (string, error)
+	ChannelID(ctx context.Context, obj *batontype.NotificationRoute) (string, error)
+
+	Jobs(ctx context.Context, obj *batontype.NotificationRoute) ([]string, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -773,6 +863,9 @@ type QueryResolver interface {
 	Job(ctx context.Context, name string) (*batontype.JobSettings, error)
 	CronPreview(ctx context.Context, cron string, timezone *string, n *int) (*model.CronPreview, error)
 	Ledger(ctx context.Context, jobName string, state []batontype.LedgerState, runID *string, generation *int, targetPrefix *string, first *int, after *string) (*model.LedgerEntryConnection, error)
+	NotificationChannels(ctx context.Context) ([]*batontype.NotificationChannel, error)
+	NotificationRoutes(ctx context.Context, channelID *string) ([]*batontype.NotificationRoute, error)
+	NotificationDeliveries(ctx context.Context, channelID *string, status *batontype.DeliveryStatus, first *int) ([]*batontype.Delivery, error)
 	ReplayPreflight(ctx context.Context, runID string, scope batontype.ReplayScope, targetKeys []string) (*batontype.Preflight, error)
 	RestartPreflight(ctx context.Context, name string) (*batontype.Preflight, error)
 	ReplayRequests(ctx context.Context, status []batontype.ReplayStatus, first *int, after *string) (*model.ReplayRequestConnection, error)
@@ -1197,6 +1290,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CronPreview.Valid(childComplexity), true
+
+	case "DeleteNotificationChannelPayload.deletedId":
+		if e.ComplexityRoot.DeleteNotificationChannelPayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNotificationChannelPayload.DeletedID(childComplexity), true
+	case "DeleteNotificationChannelPayload.userErrors":
+		if e.ComplexityRoot.DeleteNotificationChannelPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNotificationChannelPayload.UserErrors(childComplexity), true
 
 	case "Downstream.defaults":
 		if e.ComplexityRoot.Downstream.Defaults == nil {
@@ -1920,6 +2026,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelRuns(childComplexity, args["input"].(model.CancelRunsInput)), true
+	case "Mutation.deleteNotificationChannel":
+		if e.ComplexityRoot.Mutation.DeleteNotificationChannel == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteNotificationChannel_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteNotificationChannel(childComplexity, args["input"].(model.DeleteNotificationChannelInput)), true
 	case "Mutation.executeReplay":
 		if e.ComplexityRoot.Mutation.ExecuteReplay == nil {
 			break
@@ -2030,6 +2147,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResumeJob(childComplexity, args["input"].(model.ResumeJobInput)), true
+	case "Mutation.saveNotificationChannel":
+		if e.ComplexityRoot.Mutation.SaveNotificationChannel == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_saveNotificationChannel_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SaveNotificationChannel(childComplexity, args["input"].(model.SaveNotificationChannelInput)), true
+	case "Mutation.sendTestNotification":
+		if e.ComplexityRoot.Mutation.SendTestNotification == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendTestNotification_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendTestNotification(childComplexity, args["input"].(model.SendTestNotificationInput)), true
 	case "Mutation.setMaintenance":
 		if e.ComplexityRoot.Mutation.SetMaintenance == nil {
 			break
@@ -2107,6 +2246,189 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateJobSharding(childComplexity, args["input"].(model.UpdateJobShardingInput)), true
+
+	case "NotificationChannel.burst":
+		if e.ComplexityRoot.NotificationChannel.Burst == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Burst(childComplexity), true
+	case "NotificationChannel.createdAt":
+		if e.ComplexityRoot.NotificationChannel.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.CreatedAt(childComplexity), true
+	case "NotificationChannel.id":
+		if e.ComplexityRoot.NotificationChannel.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.ID(childComplexity), true
+	case "NotificationChannel.kind":
+		if e.ComplexityRoot.NotificationChannel.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Kind(childComplexity), true
+	case "NotificationChannel.name":
+		if e.ComplexityRoot.NotificationChannel.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Name(childComplexity), true
+	case "NotificationChannel.ratePerMinute":
+		if e.ComplexityRoot.NotificationChannel.RatePerMinute == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.RatePerMinute(childComplexity), true
+	case "NotificationChannel.routes":
+		if e.ComplexityRoot.NotificationChannel.Routes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.Routes(childComplexity), true
+	case "NotificationChannel.secretHint":
+		if e.ComplexityRoot.NotificationChannel.SecretHint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.SecretHint(childComplexity), true
+	case "NotificationChannel.secretSet":
+		if e.ComplexityRoot.NotificationChannel.SecretSet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.SecretSet(childComplexity), true
+	case "NotificationChannel.url":
+		if e.ComplexityRoot.NotificationChannel.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.URL(childComplexity), true
+	case "NotificationChannel.updatedAt":
+		if e.ComplexityRoot.NotificationChannel.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.UpdatedAt(childComplexity), true
+	case "NotificationChannel.updatedBy":
+		if e.ComplexityRoot.NotificationChannel.UpdatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationChannel.UpdatedBy(childComplexity), true
+
+	case "NotificationDelivery.alertKey":
+		if e.ComplexityRoot.NotificationDelivery.AlertKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.AlertKey(childComplexity), true
+	case "NotificationDelivery.attempts":
+		if e.ComplexityRoot.NotificationDelivery.Attempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.Attempts(childComplexity), true
+	case "NotificationDelivery.channelId":
+		if e.ComplexityRoot.NotificationDelivery.ChannelID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.ChannelID(childComplexity), true
+	case "NotificationDelivery.createdAt":
+		if e.ComplexityRoot.NotificationDelivery.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.CreatedAt(childComplexity), true
+	case "NotificationDelivery.id":
+		if e.ComplexityRoot.NotificationDelivery.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.ID(childComplexity), true
+	case "NotificationDelivery.kind":
+		if e.ComplexityRoot.NotificationDelivery.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.Kind(childComplexity), true
+	case "NotificationDelivery.lastError":
+		if e.ComplexityRoot.NotificationDelivery.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.LastError(childComplexity), true
+	case "NotificationDelivery.message":
+		if e.ComplexityRoot.NotificationDelivery.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.Message(childComplexity), true
+	case "NotificationDelivery.nextAttemptAt":
+		if e.ComplexityRoot.NotificationDelivery.NextAttemptAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.NextAttemptAt(childComplexity), true
+	case "NotificationDelivery.sentAt":
+		if e.ComplexityRoot.NotificationDelivery.SentAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.SentAt(childComplexity), true
+	case "NotificationDelivery.status":
+		if e.ComplexityRoot.NotificationDelivery.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationDelivery.Status(childComplexity), true
+
+	case "NotificationRoute.channelId":
+		if e.ComplexityRoot.NotificationRoute.ChannelID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.ChannelID(childComplexity), true
+	case "NotificationRoute.createdAt":
+		if e.ComplexityRoot.NotificationRoute.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.CreatedAt(childComplexity), true
+	case "NotificationRoute.createdBy":
+		if e.ComplexityRoot.NotificationRoute.CreatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.CreatedBy(childComplexity), true
+	case "NotificationRoute.id":
+		if e.ComplexityRoot.NotificationRoute.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.ID(childComplexity), true
+	case "NotificationRoute.jobs":
+		if e.ComplexityRoot.NotificationRoute.Jobs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.Jobs(childComplexity), true
+	case "NotificationRoute.kinds":
+		if e.ComplexityRoot.NotificationRoute.Kinds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.Kinds(childComplexity), true
+	case "NotificationRoute.minSeverity":
+		if e.ComplexityRoot.NotificationRoute.MinSeverity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationRoute.MinSeverity(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -2295,6 +2617,34 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.notificationChannels":
+		if e.ComplexityRoot.Query.NotificationChannels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.NotificationChannels(childComplexity), true
+	case "Query.notificationDeliveries":
+		if e.ComplexityRoot.Query.NotificationDeliveries == nil {
+			break
+		}
+
+		args, err := ec.field_Query_notificationDeliveries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.NotificationDeliveries(childComplexity, args["channelId"].(*string), args["status"].(*batontype.DeliveryStatus), args["first"].(*int)), true
+	case "Query.notificationRoutes":
+		if e.ComplexityRoot.Query.NotificationRoutes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_notificationRoutes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.NotificationRoutes(childComplexity, args["channelId"].(*string)), true
 	case "Query.replayPreflight":
 		if e.ComplexityRoot.Query.ReplayPreflight == nil {
 			break
@@ -3454,6 +3804,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RunTimelineEvent.Shard(childComplexity), true
 
+	case "SaveNotificationChannelPayload.channel":
+		if e.ComplexityRoot.SaveNotificationChannelPayload.Channel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveNotificationChannelPayload.Channel(childComplexity), true
+	case "SaveNotificationChannelPayload.userErrors":
+		if e.ComplexityRoot.SaveNotificationChannelPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveNotificationChannelPayload.UserErrors(childComplexity), true
+
+	case "SendTestNotificationPayload.delivery":
+		if e.ComplexityRoot.SendTestNotificationPayload.Delivery == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendTestNotificationPayload.Delivery(childComplexity), true
+	case "SendTestNotificationPayload.userErrors":
+		if e.ComplexityRoot.SendTestNotificationPayload.UserErrors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendTestNotificationPayload.UserErrors(childComplexity), true
+
 	case "SetMaintenancePayload.maintenance":
 		if e.ComplexityRoot.SetMaintenancePayload.Maintenance == nil {
 			break
@@ -3678,7 +4054,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AuditFilter", ec.unmarshalInputAuditFilter),
 			graphql.NewInputUnmarshaler("CancelRunInput", ec.unmarshalInputCancelRunInput),
 			graphql.NewInputUnmarshaler("CancelRunsInput", ec.unmarshalInputCancelRunsInput),
+			graphql.NewInputUnmarshaler("DeleteNotificationChannelInput", ec.unmarshalInputDeleteNotificationChannelInput),
 			graphql.NewInputUnmarshaler("ExecuteReplayInput", ec.unmarshalInputExecuteReplayInput),
+			graphql.NewInputUnmarshaler("NotificationRouteInput", ec.unmarshalInputNotificationRouteInput),
 			graphql.NewInputUnmarshaler("PauseJobInput", ec.unmarshalInputPauseJobInput),
 			graphql.NewInputUnmarshaler("ReconcileEntriesInput", ec.unmarshalInputReconcileEntriesInput),
 			graphql.NewInputUnmarshaler("ReconcileEntryInput", ec.unmarshalInputReconcileEntryInput),
@@ -3689,6 +4067,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ResolveAmbiguousManyInput", ec.unmarshalInputResolveAmbiguousManyInput),
 			graphql.NewInputUnmarshaler("ResumeJobInput", ec.unmarshalInputResumeJobInput),
 			graphql.NewInputUnmarshaler("RunsFilter", ec.unmarshalInputRunsFilter),
+			graphql.NewInputUnmarshaler("SaveNotificationChannelInput", ec.unmarshalInputSaveNotificationChannelInput),
+			graphql.NewInputUnmarshaler("SendTestNotificationInput", ec.unmarshalInputSendTestNotificationInput),
 			graphql.NewInputUnmarshaler("SetMaintenanceInput", ec.unmarshalInputSetMaintenanceInput),
 			graphql.NewInputUnmarshaler("SilenceAlertInput", ec.unmarshalInputSilenceAlertInput),
 			graphql.NewInputUnmarshaler("StartJobInput", ec.unmarshalInputStartJobInput),
@@ -4627,6 +5007,179 @@ enum ReconcileStatus {
   DONE
   "The entry stays AMBIGUOUS_EFFECT (message says why): try again, or resolve it by hand."
   FAILED
+}
+`, BuiltIn: false},
+	{Name: "../notify.graphqls", Input: `# Alarm notifications: the channels alarms are delivered to (a signed webhook, Slack, PagerDuty),
+# the routes choosing which alarms go where, and the outbox of deliveries
+# (docs/adr/0021-alert-notifications.md). Secrets are written, never read back.
+
+extend type Query {
+  "The channels alarms are delivered to, by name. A channel's secret is never shown: only whether it is set and a hint."
+  notificationChannels: [NotificationChannel!]!
+  "The routes choosing which alarms go to which channel, by id; channelId narrows them to one channel's."
+  notificationRoutes(channelId: ID): [NotificationRoute!]!
+  "The outbox's deliveries, newest first (at most 100); channelId and status narrow them."
+  notificationDeliveries(channelId: ID, status: DeliveryStatus, first: Int): [NotificationDelivery!]!
+}
+
+extend type Mutation {
+  """
+  Adds a channel (no id) or changes one (id): an omitted field stays as it is, an omitted or
+  empty secret keeps the stored one, and routes, when given, replace the channel's routes, in
+  the same transaction. The secret (the webhook's HMAC key, the Slack incoming webhook's URL,
+  the PagerDuty routing key) is stored encrypted with the cluster's secret key, or given as
+  env:NAME to read from each instance's environment; without a secret key a literal secret is
+  refused with SECRET_KEY_MISSING. Bad values are refused with INVALID_INPUT naming the field
+  (an unknown alarm kind as the schema refuses any unknown enum value), a taken name with
+  CONFLICT, an unknown id with NOT_FOUND; nothing is stored then. Audited, without the secret.
+  """
+  saveNotificationChannel(input: SaveNotificationChannelInput!): SaveNotificationChannelPayload! @hasRole(role: ADMIN)
+  "Removes a channel with its routes and its deliveries, sent or not. NOT_FOUND: no such channel."
+  deleteNotificationChannel(input: DeleteNotificationChannelInput!): DeleteNotificationChannelPayload! @hasRole(role: ADMIN)
+  "Queues a test notification to a channel, delivered like any other (rate, retries). NOT_FOUND: no such channel."
+  sendTestNotification(input: SendTestNotificationInput!): SendTestNotificationPayload! @hasRole(role: OPERATOR)
+}
+
+"A receiver of alarm notifications."
+type NotificationChannel @goModel(model: "github.com/baton-run/baton/runner/batontype.NotificationChannel") {
+  id: ID! @goField(forceResolver: true)
+  name: String!
+  kind: ChannelKind!
+  "The URL posted to; null for SLACK, whose URL is its secret."
+  url: String @goField(forceResolver: true)
+  "Whether the channel has its secret."
+  secretSet: Boolean!
+  "Which secret it is, without giving it away: env:NAME, or the last characters of a stored one."
+  secretHint: String @goField(forceResolver: true)
+  "Deliveries a minute at most, and at once (the token bucket's size)."
+  ratePerMinute: Int!
+  burst: Int!
+  "The routes to this channel."
+  routes: [NotificationRoute!]! @goField(forceResolver: true)
+  createdAt: Time!
+  updatedAt: Time!
+  "The token name that last changed it."
+  updatedBy: String!
+}
+
+"The kind of receiver a channel posts to."
+enum ChannelKind {
+  "JSON signed with HMAC-SHA256 over timestamp and body (X-Baton-Timestamp, X-Baton-Signature: v1=<hex>)."
+  WEBHOOK
+  "A Slack-compatible incoming webhook: {text, blocks}."
+  SLACK
+  "PagerDuty Events v2: trigger and resolve, dedup_key the alarm's id."
+  PAGERDUTY
+}
+
+"An alarm's severity; a route takes its minimum and above."
+enum Severity {
+  WARNING
+  CRITICAL
+}
+
+"Which alarms go to a channel. Empty kinds or jobs match all."
+type NotificationRoute @goModel(model: "github.com/baton-run/baton/runner/batontype.NotificationRoute") {
+  id: ID! @goField(forceResolver: true)
+  channelId: ID! @goField(forceResolver: true)
+  kinds: [AlertKind!]!
+  "Job name globs: * any run of characters, ? one character."
+  jobs: [String!]! @goField(forceResolver: true)
+  minSeverity: Severity!
+  createdAt: Time!
+  createdBy: String!
+}
+
+"What a delivery tells its channel."
+enum NotificationKind {
+  TRIGGER
+  RESOLVE
+  TEST
+}
+
+"Where a delivery stands."
+enum DeliveryStatus {
+  PENDING
+  SENT
+  "Given up after the last attempt; lastError says why."
+  FAILED
+}
+
+"One delivery of the outbox: an alarm's trigger or resolve, or a test, to one channel."
+type NotificationDelivery @goModel(model: "github.com/baton-run/baton/runner/batontype.Delivery") {
+  id: ID! @goField(forceResolver: true)
+  channelId: ID! @goField(forceResolver: true)
+  kind: NotificationKind!
+  "The alarm's id."
+  alertKey: String! @goField(forceResolver: true)
+  "The alarm's message as it was queued."
+  message: String! @goField(forceResolver: true)
+  status: DeliveryStatus!
+  attempts: Int!
+  "When a pending delivery is tried next."
+  nextAttemptAt: Time!
+  "The last attempt's error; null once sent."
+  lastError: String @goField(forceResolver: true)
+  createdAt: Time!
+  sentAt: Time
+}
+
+input SaveNotificationChannelInput {
+  "The channel to change; omitted to add one."
+  id: ID
+  "1 to 100 letters, digits, '-', '_' or '.'; required to add."
+  name: String
+  "Required to add; a channel keeps its kind."
+  kind: ChannelKind
+  "http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK."
+  url: String
+  "The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add."
+  secret: String
+  "1 to 6000; 30 by default."
+  ratePerMinute: Int
+  "1 to 1000; 5 by default."
+  burst: Int
+  "The channel's routes (at most 50), replacing those it has; omitted keeps them."
+  routes: [NotificationRouteInput!]
+}
+
+"Which alarms go to the channel: empty kinds or jobs match all."
+input NotificationRouteInput {
+  kinds: [AlertKind!]
+  "Job name globs: * any run of characters, ? one character."
+  jobs: [String!]
+  "WARNING (all alarms) by default."
+  minSeverity: Severity
+}
+
+input DeleteNotificationChannelInput {
+  id: ID!
+}
+
+input SendTestNotificationInput {
+  channelId: ID!
+}
+
+type SaveNotificationChannelPayload {
+  "The channel as the change left it; null when refused."
+  channel: NotificationChannel
+  userErrors: [UserError!]!
+}
+
+type DeleteNotificationChannelPayload {
+  deletedId: ID
+  userErrors: [UserError!]!
+}
+
+type SendTestNotificationPayload {
+  "The queued delivery; null when refused."
+  delivery: NotificationDelivery
+  userErrors: [UserError!]!
+}
+
+extend enum UserErrorCode {
+  "A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key."
+  SECRET_KEY_MISSING
 }
 `, BuiltIn: false},
 	{Name: "../outcome.graphqls", Input: `# Outcome: whether a run needs an operator's attention, whatever its status says.
@@ -5636,6 +6189,16 @@ func (ec *executionContext) childFields_CronPreview(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type CronPreview", field.Name)
 }
 
+func (ec *executionContext) childFields_DeleteNotificationChannelPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteNotificationChannelPayload_deletedId(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_DeleteNotificationChannelPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteNotificationChannelPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Downstream(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -5940,6 +6503,84 @@ func (ec *executionContext) childFields_LedgerEntryEdge(ctx context.Context, fie
 		return ec.fieldContext_LedgerEntryEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type LedgerEntryEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationChannel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NotificationChannel_id(ctx, field)
+	case "name":
+		return ec.fieldContext_NotificationChannel_name(ctx, field)
+	case "kind":
+		return ec.fieldContext_NotificationChannel_kind(ctx, field)
+	case "url":
+		return ec.fieldContext_NotificationChannel_url(ctx, field)
+	case "secretSet":
+		return ec.fieldContext_NotificationChannel_secretSet(ctx, field)
+	case "secretHint":
+		return ec.fieldContext_NotificationChannel_secretHint(ctx, field)
+	case "ratePerMinute":
+		return ec.fieldContext_NotificationChannel_ratePerMinute(ctx, field)
+	case "burst":
+		return ec.fieldContext_NotificationChannel_burst(ctx, field)
+	case "routes":
+		return ec.fieldContext_NotificationChannel_routes(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_NotificationChannel_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_NotificationChannel_updatedAt(ctx, field)
+	case "updatedBy":
+		return ec.fieldContext_NotificationChannel_updatedBy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationChannel", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationDelivery(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NotificationDelivery_id(ctx, field)
+	case "channelId":
+		return ec.fieldContext_NotificationDelivery_channelId(ctx, field)
+	case "kind":
+		return ec.fieldContext_NotificationDelivery_kind(ctx, field)
+	case "alertKey":
+		return ec.fieldContext_NotificationDelivery_alertKey(ctx, field)
+	case "message":
+		return ec.fieldContext_NotificationDelivery_message(ctx, field)
+	case "status":
+		return ec.fieldContext_NotificationDelivery_status(ctx, field)
+	case "attempts":
+		return ec.fieldContext_NotificationDelivery_attempts(ctx, field)
+	case "nextAttemptAt":
+		return ec.fieldContext_NotificationDelivery_nextAttemptAt(ctx, field)
+	case "lastError":
+		return ec.fieldContext_NotificationDelivery_lastError(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_NotificationDelivery_createdAt(ctx, field)
+	case "sentAt":
+		return ec.fieldContext_NotificationDelivery_sentAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationDelivery", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationRoute(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NotificationRoute_id(ctx, field)
+	case "channelId":
+		return ec.fieldContext_NotificationRoute_channelId(ctx, field)
+	case "kinds":
+		return ec.fieldContext_NotificationRoute_kinds(ctx, field)
+	case "jobs":
+		return ec.fieldContext_NotificationRoute_jobs(ctx, field)
+	case "minSeverity":
+		return ec.fieldContext_NotificationRoute_minSeverity(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_NotificationRoute_createdAt(ctx, field)
+	case "createdBy":
+		return ec.fieldContext_NotificationRoute_createdBy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationRoute", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6488,6 +7129,26 @@ func (ec *executionContext) childFields_RunTimelineEvent(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type RunTimelineEvent", field.Name)
 }
 
+func (ec *executionContext) childFields_SaveNotificationChannelPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "channel":
+		return ec.fieldContext_SaveNotificationChannelPayload_channel(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_SaveNotificationChannelPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SaveNotificationChannelPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SendTestNotificationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "delivery":
+		return ec.fieldContext_SendTestNotificationPayload_delivery(ctx, field)
+	case "userErrors":
+		return ec.fieldContext_SendTestNotificationPayload_userErrors(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SendTestNotificationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_SetMaintenancePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "maintenance":
@@ -6842,6 +7503,20 @@ func (ec *executionContext) field_Mutation_cancelRuns_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteNotificationChannelInput, error) {
+			return ec.unmarshalNDeleteNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationChannelInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_executeReplay_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6974,6 +7649,34 @@ func (ec *executionContext) field_Mutation_resumeJob_args(ctx context.Context, r
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.ResumeJobInput, error) {
 			return ec.unmarshalNResumeJobInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐResumeJobInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_saveNotificationChannel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SaveNotificationChannelInput, error) {
+			return ec.unmarshalNSaveNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_sendTestNotification_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SendTestNotificationInput, error) {
+			return ec.unmarshalNSendTestNotificationInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSendTestNotificationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7321,6 +8024,50 @@ func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_notificationDeliveries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "channelId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["channelId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "status",
+		func(ctx context.Context, v any) (*batontype.DeliveryStatus, error) {
+			return ec.unmarshalODeliveryStatus2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["status"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_notificationRoutes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "channelId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["channelId"] = arg0
 	return args, nil
 }
 
@@ -9044,6 +9791,61 @@ func (ec *executionContext) _CronPreview_userErrors(ctx context.Context, field g
 func (ec *executionContext) fieldContext_CronPreview_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "CronPreview",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeleteNotificationChannelPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNotificationChannelPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNotificationChannelPayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNotificationChannelPayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNotificationChannelPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteNotificationChannelPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNotificationChannelPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNotificationChannelPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNotificationChannelPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeleteNotificationChannelPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -12667,6 +13469,192 @@ func (ec *executionContext) fieldContext_Mutation_reconcileEntries(ctx context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_saveNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_saveNotificationChannel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SaveNotificationChannel(ctx, fc.Args["input"].(model.SaveNotificationChannelInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "ADMIN")
+				if err != nil {
+					var zeroVal *model.SaveNotificationChannelPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.SaveNotificationChannelPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SaveNotificationChannelPayload) graphql.Marshaler {
+			return ec.marshalNSaveNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_saveNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SaveNotificationChannelPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_saveNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteNotificationChannel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteNotificationChannel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteNotificationChannel(ctx, fc.Args["input"].(model.DeleteNotificationChannelInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "ADMIN")
+				if err != nil {
+					var zeroVal *model.DeleteNotificationChannelPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.DeleteNotificationChannelPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteNotificationChannelPayload) graphql.Marshaler {
+			return ec.marshalNDeleteNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationChannelPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteNotificationChannel(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteNotificationChannelPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteNotificationChannel_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_sendTestNotification(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendTestNotification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendTestNotification(ctx, fc.Args["input"].(model.SendTestNotificationInput))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				role, err := ec.unmarshalNRole2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐRole(ctx, "OPERATOR")
+				if err != nil {
+					var zeroVal *model.SendTestNotificationPayload
+					return zeroVal, err
+				}
+				if ec.Directives.HasRole == nil {
+					var zeroVal *model.SendTestNotificationPayload
+					return zeroVal, errors.New("directive hasRole is not implemented")
+				}
+				return ec.Directives.HasRole(ctx, nil, directive0, role)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SendTestNotificationPayload) graphql.Marshaler {
+			return ec.marshalNSendTestNotificationPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSendTestNotificationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendTestNotification(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SendTestNotificationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendTestNotification_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_requestReplay(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13099,6 +14087,705 @@ func (ec *executionContext) fieldContext_Mutation_cancelRuns(ctx context.Context
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _NotificationChannel_id(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationChannel().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, true, true, "ID")
+}
+
+func (ec *executionContext) _NotificationChannel_name(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "String")
+}
+
+func (ec *executionContext) _NotificationChannel_kind(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.ChannelKind) graphql.Marshaler {
+			return ec.marshalNChannelKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "ChannelKind")
+}
+
+func (ec *executionContext) _NotificationChannel_url(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationChannel().URL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, true, true, "String")
+}
+
+func (ec *executionContext) _NotificationChannel_secretSet(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_secretSet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SecretSet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_secretSet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _NotificationChannel_secretHint(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_secretHint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationChannel().SecretHint(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_secretHint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, true, true, "String")
+}
+
+func (ec *executionContext) _NotificationChannel_ratePerMinute(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_ratePerMinute(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RatePerMinute, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_ratePerMinute(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "Int")
+}
+
+func (ec *executionContext) _NotificationChannel_burst(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_burst(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Burst, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_burst(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "Int")
+}
+
+func (ec *executionContext) _NotificationChannel_routes(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_routes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationChannel().Routes(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.NotificationRoute) graphql.Marshaler {
+			return ec.marshalNNotificationRoute2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRouteᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_routes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationChannel",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationRoute(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationChannel_createdAt(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NotificationChannel_updatedAt(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NotificationChannel_updatedBy(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationChannel_updatedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationChannel_updatedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationChannel", field, false, false, "String")
+}
+
+func (ec *executionContext) _NotificationDelivery_id(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationDelivery().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, true, true, "ID")
+}
+
+func (ec *executionContext) _NotificationDelivery_channelId(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_channelId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationDelivery().ChannelID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_channelId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, true, true, "ID")
+}
+
+func (ec *executionContext) _NotificationDelivery_kind(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.NotificationKind) graphql.Marshaler {
+			return ec.marshalNNotificationKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, false, false, "NotificationKind")
+}
+
+func (ec *executionContext) _NotificationDelivery_alertKey(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_alertKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationDelivery().AlertKey(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_alertKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, true, true, "String")
+}
+
+func (ec *executionContext) _NotificationDelivery_message(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationDelivery().Message(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, true, true, "String")
+}
+
+func (ec *executionContext) _NotificationDelivery_status(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.DeliveryStatus) graphql.Marshaler {
+			return ec.marshalNDeliveryStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, false, false, "DeliveryStatus")
+}
+
+func (ec *executionContext) _NotificationDelivery_attempts(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_attempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, false, false, "Int")
+}
+
+func (ec *executionContext) _NotificationDelivery_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_nextAttemptAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextAttemptAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NotificationDelivery_lastError(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationDelivery().LastError(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, true, true, "String")
+}
+
+func (ec *executionContext) _NotificationDelivery_createdAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NotificationDelivery_sentAt(ctx context.Context, field graphql.CollectedField, obj *batontype.Delivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationDelivery_sentAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SentAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationDelivery_sentAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationDelivery", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NotificationRoute_id(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationRoute().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, true, true, "ID")
+}
+
+func (ec *executionContext) _NotificationRoute_channelId(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_channelId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationRoute().ChannelID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_channelId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, true, true, "ID")
+}
+
+func (ec *executionContext) _NotificationRoute_kinds(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_kinds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kinds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []batontype.AlertKind) graphql.Marshaler {
+			return ec.marshalNAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_kinds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, false, false, "AlertKind")
+}
+
+func (ec *executionContext) _NotificationRoute_jobs(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_jobs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationRoute().Jobs(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_jobs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, true, true, "String")
+}
+
+func (ec *executionContext) _NotificationRoute_minSeverity(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_minSeverity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinSeverity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v batontype.Severity) graphql.Marshaler {
+			return ec.marshalNSeverity2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_minSeverity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, false, false, "Severity")
+}
+
+func (ec *executionContext) _NotificationRoute_createdAt(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NotificationRoute_createdBy(ctx context.Context, field graphql.CollectedField, obj *batontype.NotificationRoute) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationRoute_createdBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationRoute_createdBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationRoute", field, false, false, "String")
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
@@ -13867,6 +15554,126 @@ func (ec *executionContext) fieldContext_Query_ledger(ctx context.Context, field
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_ledger_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_notificationChannels(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_notificationChannels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().NotificationChannels(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.NotificationChannel) graphql.Marshaler {
+			return ec.marshalNNotificationChannel2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannelᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_notificationChannels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationChannel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_notificationRoutes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_notificationRoutes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().NotificationRoutes(ctx, fc.Args["channelId"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.NotificationRoute) graphql.Marshaler {
+			return ec.marshalNNotificationRoute2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRouteᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_notificationRoutes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationRoute(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_notificationRoutes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_notificationDeliveries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_notificationDeliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().NotificationDeliveries(ctx, fc.Args["channelId"].(*string), fc.Args["status"].(*batontype.DeliveryStatus), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*batontype.Delivery) graphql.Marshaler {
+			return ec.marshalNNotificationDelivery2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_notificationDeliveries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_notificationDeliveries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -18796,6 +20603,134 @@ func (ec *executionContext) fieldContext_RunTimelineEvent_actor(_ context.Contex
 	return graphql.NewScalarFieldContext("RunTimelineEvent", field, false, false, "String")
 }
 
+func (ec *executionContext) _SaveNotificationChannelPayload_channel(ctx context.Context, field graphql.CollectedField, obj *model.SaveNotificationChannelPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveNotificationChannelPayload_channel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.NotificationChannel) graphql.Marshaler {
+			return ec.marshalONotificationChannel2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannel(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SaveNotificationChannelPayload_channel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SaveNotificationChannelPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationChannel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SaveNotificationChannelPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.SaveNotificationChannelPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveNotificationChannelPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SaveNotificationChannelPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SaveNotificationChannelPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SendTestNotificationPayload_delivery(ctx context.Context, field graphql.CollectedField, obj *model.SendTestNotificationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendTestNotificationPayload_delivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Delivery, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.Delivery) graphql.Marshaler {
+			return ec.marshalONotificationDelivery2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDelivery(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SendTestNotificationPayload_delivery(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SendTestNotificationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationDelivery(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SendTestNotificationPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.SendTestNotificationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendTestNotificationPayload_userErrors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserErrors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserError) graphql.Marshaler {
+			return ec.marshalNUserError2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐUserErrorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SendTestNotificationPayload_userErrors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SendTestNotificationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserError(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SetMaintenancePayload_maintenance(ctx context.Context, field graphql.CollectedField, obj *model.SetMaintenancePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21037,6 +22972,48 @@ func UnmarshalCancelRunsInput(ctx context.Context, raw any) (model.CancelRunsInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDeleteNotificationChannelInput(ctx context.Context, obj any) (model.DeleteNotificationChannelInput, error) {
+	var it model.DeleteNotificationChannelInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteNotificationChannelInput unmarshals raw into the DeleteNotificationChannelInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteNotificationChannelInput(ctx context.Context, raw any) (model.DeleteNotificationChannelInput, error) {
+	var out model.DeleteNotificationChannelInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteNotificationChannelInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputExecuteReplayInput(ctx context.Context, obj any) (model.ExecuteReplayInput, error) {
 	var it model.ExecuteReplayInput
 	if obj == nil {
@@ -21076,6 +23053,62 @@ func (ec *executionContext) unmarshalInputExecuteReplayInput(ctx context.Context
 func UnmarshalExecuteReplayInput(ctx context.Context, raw any) (model.ExecuteReplayInput, error) {
 	var out model.ExecuteReplayInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExecuteReplayInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputNotificationRouteInput(ctx context.Context, obj any) (model.NotificationRouteInput, error) {
+	var it model.NotificationRouteInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"kinds", "jobs", "minSeverity"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kinds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kinds"))
+			data, err := ec.unmarshalOAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kinds = data
+		case "jobs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("jobs"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Jobs = data
+		case "minSeverity":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minSeverity"))
+			data, err := ec.unmarshalOSeverity2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinSeverity = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalNotificationRouteInput unmarshals raw into the NotificationRouteInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNotificationRouteInput(ctx context.Context, raw any) (model.NotificationRouteInput, error) {
+	var out model.NotificationRouteInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NotificationRouteInput", raw, &out)
 	return out, err
 }
 
@@ -21636,6 +23669,139 @@ func (ec *executionContext) unmarshalInputRunsFilter(ctx context.Context, obj an
 func UnmarshalRunsFilter(ctx context.Context, raw any) (model.RunsFilter, error) {
 	var out model.RunsFilter
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RunsFilter", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSaveNotificationChannelInput(ctx context.Context, obj any) (model.SaveNotificationChannelInput, error) {
+	var it model.SaveNotificationChannelInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "name", "kind", "url", "secret", "ratePerMinute", "burst", "routes"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalOChannelKind2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "secret":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("secret"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Secret = data
+		case "ratePerMinute":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ratePerMinute"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RatePerMinute = data
+		case "burst":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("burst"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Burst = data
+		case "routes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("routes"))
+			data, err := ec.unmarshalONotificationRouteInput2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Routes = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSaveNotificationChannelInput unmarshals raw into the SaveNotificationChannelInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSaveNotificationChannelInput(ctx context.Context, raw any) (model.SaveNotificationChannelInput, error) {
+	var out model.SaveNotificationChannelInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SaveNotificationChannelInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSendTestNotificationInput(ctx context.Context, obj any) (model.SendTestNotificationInput, error) {
+	var it model.SendTestNotificationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"channelId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "channelId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("channelId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ChannelID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSendTestNotificationInput unmarshals raw into the SendTestNotificationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSendTestNotificationInput(ctx context.Context, raw any) (model.SendTestNotificationInput, error) {
+	var out model.SendTestNotificationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SendTestNotificationInput", raw, &out)
 	return out, err
 }
 
@@ -22725,6 +24891,44 @@ func (ec *executionContext) _CronPreview(ctx context.Context, sel ast.SelectionS
 			}
 		case "userErrors":
 			out.Values[i] = ec._CronPreview_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deleteNotificationChannelPayloadImplementors = []string{"DeleteNotificationChannelPayload"}
+
+func (ec *executionContext) _DeleteNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteNotificationChannelPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteNotificationChannelPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteNotificationChannelPayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteNotificationChannelPayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._DeleteNotificationChannelPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23842,6 +26046,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "saveNotificationChannel":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_saveNotificationChannel(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteNotificationChannel":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteNotificationChannel(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sendTestNotification":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendTestNotification(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "requestReplay":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_requestReplay(ctx, field)
@@ -23890,6 +26115,252 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var notificationChannelImplementors = []string{"NotificationChannel"}
+
+func (ec *executionContext) _NotificationChannel(ctx context.Context, sel ast.SelectionSet, obj *batontype.NotificationChannel) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationChannelImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationChannel")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationChannel_id(ctx, field, obj)
+				})
+		case "name":
+			out.Values[i] = ec._NotificationChannel_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._NotificationChannel_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "url":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationChannel_url(ctx, field, obj)
+				})
+		case "secretSet":
+			out.Values[i] = ec._NotificationChannel_secretSet(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "secretHint":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationChannel_secretHint(ctx, field, obj)
+				})
+		case "ratePerMinute":
+			out.Values[i] = ec._NotificationChannel_ratePerMinute(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "burst":
+			out.Values[i] = ec._NotificationChannel_burst(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "routes":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationChannel_routes(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._NotificationChannel_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._NotificationChannel_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedBy":
+			out.Values[i] = ec._NotificationChannel_updatedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var notificationDeliveryImplementors = []string{"NotificationDelivery"}
+
+func (ec *executionContext) _NotificationDelivery(ctx context.Context, sel ast.SelectionSet, obj *batontype.Delivery) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationDeliveryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationDelivery")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationDelivery_id(ctx, field, obj)
+				})
+		case "channelId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationDelivery_channelId(ctx, field, obj)
+				})
+		case "kind":
+			out.Values[i] = ec._NotificationDelivery_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "alertKey":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationDelivery_alertKey(ctx, field, obj)
+				})
+		case "message":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationDelivery_message(ctx, field, obj)
+				})
+		case "status":
+			out.Values[i] = ec._NotificationDelivery_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "attempts":
+			out.Values[i] = ec._NotificationDelivery_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "nextAttemptAt":
+			out.Values[i] = ec._NotificationDelivery_nextAttemptAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastError":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationDelivery_lastError(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._NotificationDelivery_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sentAt":
+			out.Values[i] = ec._NotificationDelivery_sentAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var notificationRouteImplementors = []string{"NotificationRoute"}
+
+func (ec *executionContext) _NotificationRoute(ctx context.Context, sel ast.SelectionSet, obj *batontype.NotificationRoute) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationRouteImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationRoute")
+		case "id":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationRoute_id(ctx, field, obj)
+				})
+		case "channelId":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationRoute_channelId(ctx, field, obj)
+				})
+		case "kinds":
+			out.Values[i] = ec._NotificationRoute_kinds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "jobs":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NotificationRoute_jobs(ctx, field, obj)
+				})
+		case "minSeverity":
+			out.Values[i] = ec._NotificationRoute_minSeverity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._NotificationRoute_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdBy":
+			out.Values[i] = ec._NotificationRoute_createdBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -24137,6 +26608,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_ledger(ctx, field)
+				})
+		case "notificationChannels":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_notificationChannels(ctx, field)
+				})
+		case "notificationRoutes":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_notificationRoutes(ctx, field)
+				})
+		case "notificationDeliveries":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_notificationDeliveries(ctx, field)
 				})
 		case "replayPreflight":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -25832,6 +28321,82 @@ func (ec *executionContext) _RunTimelineEvent(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var saveNotificationChannelPayloadImplementors = []string{"SaveNotificationChannelPayload"}
+
+func (ec *executionContext) _SaveNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SaveNotificationChannelPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, saveNotificationChannelPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SaveNotificationChannelPayload")
+		case "channel":
+			out.Values[i] = ec._SaveNotificationChannelPayload_channel(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._SaveNotificationChannelPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sendTestNotificationPayloadImplementors = []string{"SendTestNotificationPayload"}
+
+func (ec *executionContext) _SendTestNotificationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SendTestNotificationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sendTestNotificationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SendTestNotificationPayload")
+		case "delivery":
+			out.Values[i] = ec._SendTestNotificationPayload_delivery(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "userErrors":
+			out.Values[i] = ec._SendTestNotificationPayload_userErrors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var setMaintenancePayloadImplementors = []string{"SetMaintenancePayload"}
 
 func (ec *executionContext) _SetMaintenancePayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetMaintenancePayload) graphql.Marshaler {
@@ -26712,6 +29277,36 @@ func (ec *executionContext) marshalNAlertKind2githubᚗcomᚋbatonᚑrunᚋbaton
 	return res
 }
 
+func (ec *executionContext) unmarshalNAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx context.Context, v any) ([]batontype.AlertKind, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]batontype.AlertKind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAlertKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx context.Context, sel ast.SelectionSet, v []batontype.AlertKind) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAlertKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNAmbiguousResolution2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐAmbiguousResolution(ctx context.Context, v any) (model.AmbiguousResolution, error) {
 	var res model.AmbiguousResolution
 	err := res.UnmarshalGQL(v)
@@ -26821,12 +29416,55 @@ func (ec *executionContext) unmarshalNCancelRunsInput2githubᚗcomᚋbatonᚑrun
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNChannelKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx context.Context, v any) (batontype.ChannelKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.ChannelKind(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChannelKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx context.Context, sel ast.SelectionSet, v batontype.ChannelKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ChannelKind!")
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNCronPreview2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐCronPreview(ctx context.Context, sel ast.SelectionSet, v *model.CronPreview) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CronPreview!")
 		return graphql.Null
 	}
 	return ec._CronPreview(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeleteNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationChannelInput(ctx context.Context, v any) (model.DeleteNotificationChannelInput, error) {
+	res, err := ec.unmarshalInputDeleteNotificationChannelInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐDeleteNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteNotificationChannelPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteNotificationChannelPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteNotificationChannelPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeliveryStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx context.Context, v any) (batontype.DeliveryStatus, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.DeliveryStatus(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeliveryStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx context.Context, sel ast.SelectionSet, v batontype.DeliveryStatus) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "DeliveryStatus!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNDownstream2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamStateᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.DownstreamState) graphql.Marshaler {
@@ -27223,6 +29861,98 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 		graphql.AddInvalidNullFromMarshaler(ctx, "Map!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNNotificationChannel2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannelᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.NotificationChannel) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationChannel2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannel(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNotificationChannel2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannel(ctx context.Context, sel ast.SelectionSet, v *batontype.NotificationChannel) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NotificationChannel!")
+		return graphql.Null
+	}
+	return ec._NotificationChannel(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNotificationDelivery2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.Delivery) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationDelivery2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDelivery(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNotificationDelivery2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDelivery(ctx context.Context, sel ast.SelectionSet, v *batontype.Delivery) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NotificationDelivery!")
+		return graphql.Null
+	}
+	return ec._NotificationDelivery(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNNotificationKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationKind(ctx context.Context, v any) (batontype.NotificationKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.NotificationKind(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNotificationKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationKind(ctx context.Context, sel ast.SelectionSet, v batontype.NotificationKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "NotificationKind!")
+	}
+	return res
+}
+
+func (ec *executionContext) marshalNNotificationRoute2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRouteᚄ(ctx context.Context, sel ast.SelectionSet, v []*batontype.NotificationRoute) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationRoute2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRoute(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNotificationRoute2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationRoute(ctx context.Context, sel ast.SelectionSet, v *batontype.NotificationRoute) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NotificationRoute!")
+		return graphql.Null
+	}
+	return ec._NotificationRoute(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNNotificationRouteInput2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInput(ctx context.Context, v any) (*model.NotificationRouteInput, error) {
+	res, err := ec.unmarshalInputNotificationRouteInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -27769,9 +30499,50 @@ func (ec *executionContext) marshalNRunTrigger2githubᚗcomᚋbatonᚑrunᚋbato
 	return res
 }
 
+func (ec *executionContext) unmarshalNSaveNotificationChannelInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelInput(ctx context.Context, v any) (model.SaveNotificationChannelInput, error) {
+	res, err := ec.unmarshalInputSaveNotificationChannelInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSaveNotificationChannelPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSaveNotificationChannelPayload(ctx context.Context, sel ast.SelectionSet, v *model.SaveNotificationChannelPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SaveNotificationChannelPayload!")
+		return graphql.Null
+	}
+	return ec._SaveNotificationChannelPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSendTestNotificationInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSendTestNotificationInput(ctx context.Context, v any) (model.SendTestNotificationInput, error) {
+	res, err := ec.unmarshalInputSendTestNotificationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSendTestNotificationPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSendTestNotificationPayload(ctx context.Context, sel ast.SelectionSet, v *model.SendTestNotificationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SendTestNotificationPayload!")
+		return graphql.Null
+	}
+	return ec._SendTestNotificationPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSetMaintenanceInput2githubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSetMaintenanceInput(ctx context.Context, v any) (model.SetMaintenanceInput, error) {
 	res, err := ec.unmarshalInputSetMaintenanceInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSeverity2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx context.Context, v any) (batontype.Severity, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.Severity(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSeverity2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx context.Context, sel ast.SelectionSet, v batontype.Severity) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Severity!")
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNShardStatus2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐRunStatus(ctx context.Context, v any) (batontype.RunStatus, error) {
@@ -28145,6 +30916,42 @@ func (ec *executionContext) marshalOAlert2ᚖgithubᚗcomᚋbatonᚑrunᚋbaton�
 	return ec._Alert(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx context.Context, v any) ([]batontype.AlertKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]batontype.AlertKind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAlertKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOAlertKind2ᚕgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKindᚄ(ctx context.Context, sel ast.SelectionSet, v []batontype.AlertKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAlertKind2githubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐAlertKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalOApproveReplayPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐApproveReplayPayload(ctx context.Context, sel ast.SelectionSet, v *model.ApproveReplayPayload) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -28202,6 +31009,44 @@ func (ec *executionContext) marshalOCancelRunsPayload2ᚖgithubᚗcomᚋbatonᚑ
 		return graphql.Null
 	}
 	return ec._CancelRunsPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOChannelKind2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx context.Context, v any) (*batontype.ChannelKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.ChannelKind(tmp)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOChannelKind2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐChannelKind(ctx context.Context, sel ast.SelectionSet, v *batontype.ChannelKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(string(*v))
+	return res
+}
+
+func (ec *executionContext) unmarshalODeliveryStatus2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx context.Context, v any) (*batontype.DeliveryStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.DeliveryStatus(tmp)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalODeliveryStatus2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDeliveryStatus(ctx context.Context, sel ast.SelectionSet, v *batontype.DeliveryStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(string(*v))
+	return res
 }
 
 func (ec *executionContext) marshalODownstream2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDownstreamState(ctx context.Context, sel ast.SelectionSet, v *batontype.DownstreamState) graphql.Marshaler {
@@ -28434,6 +31279,37 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋbatonᚑrunᚋbatonᚋgr
 		return graphql.Null
 	}
 	return ec._Node(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalONotificationChannel2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐNotificationChannel(ctx context.Context, sel ast.SelectionSet, v *batontype.NotificationChannel) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NotificationChannel(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalONotificationDelivery2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐDelivery(ctx context.Context, sel ast.SelectionSet, v *batontype.Delivery) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NotificationDelivery(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalONotificationRouteInput2ᚕᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInputᚄ(ctx context.Context, v any) ([]*model.NotificationRouteInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.NotificationRouteInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNNotificationRouteInput2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐNotificationRouteInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOPauseJobPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐPauseJobPayload(ctx context.Context, sel ast.SelectionSet, v *model.PauseJobPayload) graphql.Marshaler {
@@ -28729,6 +31605,25 @@ func (ec *executionContext) marshalOSetMaintenancePayload2ᚖgithubᚗcomᚋbato
 		return graphql.Null
 	}
 	return ec._SetMaintenancePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOSeverity2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx context.Context, v any) (*batontype.Severity, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := batontype.Severity(tmp)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOSeverity2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐSeverity(ctx context.Context, sel ast.SelectionSet, v *batontype.Severity) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(string(*v))
+	return res
 }
 
 func (ec *executionContext) marshalOStartJobPayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐStartJobPayload(ctx context.Context, sel ast.SelectionSet, v *model.StartJobPayload) graphql.Marshaler {

@@ -81,6 +81,15 @@ type CronPreview struct {
 	UserErrors    []*UserError `json:"userErrors"`
 }
 
+type DeleteNotificationChannelInput struct {
+	ID string `json:"id"`
+}
+
+type DeleteNotificationChannelPayload struct {
+	DeletedID  *string      `json:"deletedId,omitempty"`
+	UserErrors []*UserError `json:"userErrors"`
+}
+
 type ExecuteReplayInput struct {
 	RequestID string `json:"requestId"`
 }
@@ -192,6 +201,15 @@ type LedgerEntryEdge struct {
 }
 
 type Mutation struct {
+}
+
+// Which alarms go to the channel: empty kinds or jobs match all.
+type NotificationRouteInput struct {
+	Kinds []batontype.AlertKind `json:"kinds,omitempty"`
+	// Job name globs: * any run of characters, ? one character.
+	Jobs []string `json:"jobs,omitempty"`
+	// WARNING (all alarms) by default.
+	MinSeverity *batontype.Severity `json:"minSeverity,omitempty"`
 }
 
 // Where a page of a connection lies.
@@ -416,6 +434,41 @@ type RunsFilter struct {
 	StartedBefore *time.Time `json:"startedBefore,omitempty"`
 	// The run of this number, if it matches the rest of the filter.
 	Number *int `json:"number,omitempty"`
+}
+
+type SaveNotificationChannelInput struct {
+	// The channel to change; omitted to add one.
+	ID *string `json:"id,omitempty"`
+	// 1 to 100 letters, digits, '-', '_' or '.'; required to add.
+	Name *string `json:"name,omitempty"`
+	// Required to add; a channel keeps its kind.
+	Kind *batontype.ChannelKind `json:"kind,omitempty"`
+	// http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK.
+	URL *string `json:"url,omitempty"`
+	// The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add.
+	Secret *string `json:"secret,omitempty"`
+	// 1 to 6000; 30 by default.
+	RatePerMinute *int `json:"ratePerMinute,omitempty"`
+	// 1 to 1000; 5 by default.
+	Burst *int `json:"burst,omitempty"`
+	// The channel's routes (at most 50), replacing those it has; omitted keeps them.
+	Routes []*NotificationRouteInput `json:"routes,omitempty"`
+}
+
+type SaveNotificationChannelPayload struct {
+	// The channel as the change left it; null when refused.
+	Channel    *batontype.NotificationChannel `json:"channel,omitempty"`
+	UserErrors []*UserError                   `json:"userErrors"`
+}
+
+type SendTestNotificationInput struct {
+	ChannelID string `json:"channelId"`
+}
+
+type SendTestNotificationPayload struct {
+	// The queued delivery; null when refused.
+	Delivery   *batontype.Delivery `json:"delivery,omitempty"`
+	UserErrors []*UserError        `json:"userErrors"`
 }
 
 type SetMaintenanceInput struct {
@@ -881,6 +934,8 @@ const (
 	UserErrorCodeSelfApproval     UserErrorCode = "SELF_APPROVAL"
 	UserErrorCodeConflict         UserErrorCode = "CONFLICT"
 	UserErrorCodeShuttingDown     UserErrorCode = "SHUTTING_DOWN"
+	// A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key.
+	UserErrorCodeSecretKeyMissing UserErrorCode = "SECRET_KEY_MISSING"
 )
 
 var AllUserErrorCode = []UserErrorCode{
@@ -898,11 +953,12 @@ var AllUserErrorCode = []UserErrorCode{
 	UserErrorCodeSelfApproval,
 	UserErrorCodeConflict,
 	UserErrorCodeShuttingDown,
+	UserErrorCodeSecretKeyMissing,
 }
 
 func (e UserErrorCode) IsValid() bool {
 	switch e {
-	case UserErrorCodeNotFound, UserErrorCodeAlreadyRunning, UserErrorCodeCapacityExceeded, UserErrorCodeInvalidCron, UserErrorCodeInvalidTimezone, UserErrorCodeInvalidInput, UserErrorCodeJobPaused, UserErrorCodeMaintenance, UserErrorCodeNotActive, UserErrorCodeApprovalRequired, UserErrorCodeReplayBlocked, UserErrorCodeSelfApproval, UserErrorCodeConflict, UserErrorCodeShuttingDown:
+	case UserErrorCodeNotFound, UserErrorCodeAlreadyRunning, UserErrorCodeCapacityExceeded, UserErrorCodeInvalidCron, UserErrorCodeInvalidTimezone, UserErrorCodeInvalidInput, UserErrorCodeJobPaused, UserErrorCodeMaintenance, UserErrorCodeNotActive, UserErrorCodeApprovalRequired, UserErrorCodeReplayBlocked, UserErrorCodeSelfApproval, UserErrorCodeConflict, UserErrorCodeShuttingDown, UserErrorCodeSecretKeyMissing:
 		return true
 	}
 	return false

@@ -55,9 +55,11 @@ func (s alertStore) SyncAlerts(ctx context.Context, active []bt.Alert) ([]bt.Ale
 		if _, err := tx.Exec(ctx, `LOCK TABLE alert_history IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE alert_history SET resolved_at = statement_timestamp()
-			WHERE resolved_at IS NULL AND NOT (alert_key = ANY($1::text[]))`, keys); err != nil {
-			return fmt.Errorf("resolve alarms: %w", err)
+		rows, err := tx.Query(ctx, `UPDATE alert_history SET resolved_at = statement_timestamp()
+			WHERE resolved_at IS NULL AND NOT (alert_key = ANY($1::text[])) RETURNING id`, keys)
+		resolved, err := collect(rows, err, "resolve alarms", scanOne[int64])
+		if err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO alert_history (alert_key, kind, severity, job_name, run_id, target, message, value, since)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::float8[], $9::timestamptz[])
@@ -67,7 +69,11 @@ func (s alertStore) SyncAlerts(ctx context.Context, active []bt.Alert) ([]bt.Ale
 			keys, kinds, sevs, jobs, runs, targets, msgs, values, since); err != nil {
 			return fmt.Errorf("record alarms: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT `+alertColumns+alertFrom+` WHERE h.resolved_at IS NULL ORDER BY h.alert_key`)
+		// The deliveries of what opened and resolved commit with it, once for the cluster.
+		if err := queueNotifications(ctx, tx, resolved); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT `+alertColumns+alertFrom+` WHERE h.resolved_at IS NULL ORDER BY h.alert_key`)
 		out, err = collect(rows, err, "read open alarms", scanAlert)
 		return err
 	})

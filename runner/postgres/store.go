@@ -43,6 +43,7 @@ type Store struct {
 	clusterStore
 	downstreamStore
 	shardStore
+	notifyStore
 }
 
 // New returns a Store on pool.
@@ -53,6 +54,7 @@ func New(pool *pgxpool.Pool) *Store {
 	s.itemStore, s.ledgerStore, s.replayStore, s.reconcileStore = itemStore{s}, ledgerStore{s}, replayStore{s}, reconcileStore{s}
 	s.retentionStore, s.auditStore, s.callStatStore, s.clusterStore = retentionStore{s}, auditStore{s}, callStatStore{s}, clusterStore{s}
 	s.historyStore, s.alertStore, s.downstreamStore, s.shardStore = historyStore{s}, alertStore{s}, downstreamStore{s}, shardStore{s}
+	s.notifyStore = notifyStore{s}
 	return s
 }
 
@@ -81,19 +83,20 @@ func isDeadlock(err error) bool {
 
 // Each part implements its concern of the store.
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.Jobs        = jobStore{}
-	_ store.Schedules   = scheduleStore{}
-	_ store.Runs        = runStore{}
-	_ store.Leases      = leaseStore{}
-	_ store.Items       = itemStore{}
-	_ store.Ledger      = ledgerStore{}
-	_ store.Replays     = replayStore{}
-	_ store.Reconciles  = reconcileStore{}
-	_ store.Retention   = retentionStore{}
-	_ store.Audit       = auditStore{}
-	_ store.CallStats   = callStatStore{}
-	_ store.History     = historyStore{}
-	_ store.Cluster     = clusterStore{}
-	_ store.Downstreams = downstreamStore{}
+	_ store.Store         = (*Store)(nil)
+	_ store.Jobs          = jobStore{}
+	_ store.Schedules     = scheduleStore{}
+	_ store.Runs          = runStore{}
+	_ store.Leases        = leaseStore{}
+	_ store.Items         = itemStore{}
+	_ store.Ledger        = ledgerStore{}
+	_ store.Replays       = replayStore{}
+	_ store.Reconciles    = reconcileStore{}
+	_ store.Retention     = retentionStore{}
+	_ store.Audit         = auditStore{}
+	_ store.CallStats     = callStatStore{}
+	_ store.History       = historyStore{}
+	_ store.Cluster       = clusterStore{}
+	_ store.Downstreams   = downstreamStore{}
+	_ store.Notifications = notifyStore{}
 )

@@ -35,6 +35,7 @@ type Store interface {
 	Cluster
 	Downstreams
 	Shards
+	Notifications
 }
 
 // Fence identifies the lease a write must still hold.

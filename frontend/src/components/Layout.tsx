@@ -25,6 +25,7 @@ import { notifications } from '@mantine/notifications';
 import {
   IconAlertOctagon,
   IconBell,
+  IconBellRinging,
   IconBriefcase,
   IconCode,
   IconHelpCircle,
@@ -70,6 +71,7 @@ const NAV = [
   { to: '/admin/ambiguous', label: 'Ambiguous queue', icon: IconQuestionMark, key: '3' },
   { to: '/admin/alerts', label: 'Alerts', icon: IconBell, key: '4' },
   { to: '/admin/downstreams', label: 'Downstreams', icon: IconPlugConnected, key: '8' },
+  { to: '/admin/notifications', label: 'Notifications', icon: IconBellRinging, key: '9' },
   { to: '/admin/audit', label: 'Audit log', icon: IconListDetails, key: '5' },
   { to: '/playground', label: 'Playground', icon: IconCode, key: '6' },
 ] as const;

@@ -3,6 +3,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	bt "github.com/baton-run/baton/runner/batontype"
 )
 
 // Metrics are the runner's Prometheus series. Labels never carry run ids or user strings
@@ -22,6 +24,11 @@ type Metrics struct {
 	ShardsClaimed    prometheus.Counter
 	StartLatency     prometheus.Histogram
 	ScheduleLateness prometheus.Histogram
+	// NotificationsSent counts delivery attempts of alarm notifications by channel kind and
+	// result (sent, retry, failed); NotificationsPending is the outbox's pending deliveries,
+	// cluster-wide, as this instance last claimed.
+	NotificationsSent    *prometheus.CounterVec
+	NotificationsPending prometheus.Gauge
 }
 
 // New makes the series and registers them on reg (nil registers none). redone reports the
@@ -68,10 +75,23 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 			Name: "baton_start_latency_seconds", Help: "Start: lock, insert and hand-off.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
+		NotificationsSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_notifications_sent_total", Help: "Attempts to deliver alarm notifications from this instance, by channel kind and result (sent, retry, failed: gave up).",
+		}, []string{"channel_kind", "result"}),
+		NotificationsPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_notification_outbox_pending", Help: "Alarm notifications waiting in the outbox, cluster-wide, as this instance last saw.",
+		}),
 		ScheduleLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "baton_scheduler_lateness_seconds", Help: "How late scheduled fires started, by the database clock.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
+	}
+	// Every channel kind and result from the start, so a rule's rate or increase sees the
+	// first failure.
+	for _, k := range []bt.ChannelKind{bt.ChannelWebhook, bt.ChannelSlack, bt.ChannelPagerDuty} {
+		for _, result := range []string{"sent", "retry", "failed"} {
+			m.NotificationsSent.WithLabelValues(string(k), result)
+		}
 	}
 	// A write that relied on the runner's knowledge of a ledger row (new, or in a known state)
 	// and was redone as an upsert: harmless, but anything above 0 is a bug worth reporting.
@@ -81,7 +101,8 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 	}, func() float64 { return float64(redone()) })
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.RunsStarted, m.RunsFinished, m.Items, m.LeaseRenewals, m.LeaseLost,
-			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness, redoneWrites} {
+			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness,
+			m.NotificationsSent, m.NotificationsPending, redoneWrites} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	bt "github.com/baton-run/baton/runner/batontype"
+)
+
+// CodeSecretKeyMissing refuses a literal secret on a cluster without a secret key
+// (NotifyConfig.SecretKey): it could not be stored encrypted. A reference to an environment
+// variable ("env:NAME") needs no key.
+const CodeSecretKeyMissing bt.Code = "SECRET_KEY_MISSING"
+
+// The stored forms of a channel's secret.
+const (
+	sealedPrefix = "enc:v1:"
+	envPrefix    = "env:"
+)
+
+// secretAAD binds a sealed secret to its use.
+var secretAAD = []byte("baton notification channel secret")
+
+// secretBox seals and opens channel secrets with AES-GCM under the cluster's key; a nil
+// box has no key and seals nothing.
+type secretBox struct{ aead cipher.AEAD }
+
+// newSecretBox returns the box of key (16, 24 or 32 bytes), or nil for no key.
+func newSecretBox(key []byte) (*secretBox, error) {
+	if len(key) == 0 {
+		return nil, nil
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("runner: NotifyConfig.SecretKey: %w (give 32 bytes)", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &secretBox{aead: aead}, nil
+}
+
+// store returns the stored form of secret as given: an "env:NAME" reference as it is, a
+// literal sealed. SECRET_KEY_MISSING: a literal with no key.
+func (b *secretBox) store(secret string) (string, error) {
+	if strings.HasPrefix(secret, envPrefix) {
+		return secret, nil
+	}
+	if b == nil {
+		return "", &bt.Error{Code: CodeSecretKeyMissing, Field: "secret",
+			Message: "no secret key is configured (--secret-key, BATON_SECRET_KEY), so a literal secret cannot be stored encrypted: configure one, or give env:NAME to read the secret from an environment variable"}
+	}
+	nonce := make([]byte, b.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	sealed := b.aead.Seal(nonce, nonce, []byte(secret), secretAAD)
+	return sealedPrefix + base64.StdEncoding.EncodeToString(sealed), nil
+}
+
+// open returns the secret of its stored form, reading an environment reference with lookup.
+func (b *secretBox) open(stored string, lookup func(string) (string, bool)) (string, error) {
+	switch {
+	case strings.HasPrefix(stored, envPrefix):
+		name := strings.TrimPrefix(stored, envPrefix)
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return "", fmt.Errorf("environment variable %s is not set on this instance", name)
+		}
+		return v, nil
+	case strings.HasPrefix(stored, sealedPrefix):
+		if b == nil {
+			return "", errors.New("the secret is stored encrypted but this instance has no secret key")
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(stored, sealedPrefix))
+		if err != nil || len(raw) < b.aead.NonceSize() {
+			return "", errors.New("the stored secret is damaged")
+		}
+		n := b.aead.NonceSize()
+		plain, err := b.aead.Open(nil, raw[:n], raw[n:], secretAAD)
+		if err != nil {
+			return "", errors.New("the stored secret does not open with this instance's secret key")
+		}
+		return string(plain), nil
+	}
+	return "", errors.New("the channel has no secret")
+}
+
+// secretHint says which secret a channel holds without giving it away: the environment
+// reference, or the last four characters of a literal of 16 or more.
+func secretHint(stored, literal string) string {
+	switch {
+	case stored == "":
+		return ""
+	case strings.HasPrefix(stored, envPrefix):
+		return stored
+	case len(literal) >= 16:
+		return "…" + literal[len(literal)-4:]
+	}
+	return "set"
+}
