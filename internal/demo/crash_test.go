@@ -204,7 +204,7 @@ func checkCountsAddUp(t *testing.T, b *bundle, gen int64) {
 	t.Helper()
 	if n := b.count(`SELECT count(*) FROM (
 		SELECT state, count(*) AS n FROM job_ledger WHERE generation = $1 GROUP BY state
-	) l FULL JOIN (SELECT state, n FROM job_ledger_counts WHERE generation = $1 AND run_id = 0 AND n <> 0) c USING (state)
+	) l FULL JOIN (SELECT state, sum(n) AS n FROM job_ledger_counts WHERE generation = $1 AND run_id = 0 GROUP BY state HAVING sum(n) <> 0) c USING (state)
 	WHERE l.n IS DISTINCT FROM c.n`, gen); n != 0 {
 		t.Fatalf("%d ledger states whose counter disagrees with the rows", n)
 	}

@@ -1245,7 +1245,7 @@ func (m *modelSeq) check() []modelViolation {
 	for _, r := range query(invGenCounters, `
 		SELECT generation, state, COALESCE(l.n, 0), COALESCE(c.n, 0) FROM
 			(SELECT generation, state, count(*) AS n FROM job_ledger WHERE job_name = $1 GROUP BY 1, 2) l
-			FULL JOIN (SELECT generation, state, n FROM job_ledger_counts WHERE job_name = $1 AND run_id = 0 AND n <> 0) c
+			FULL JOIN (SELECT generation, state, sum(n) AS n FROM job_ledger_counts WHERE job_name = $1 AND run_id = 0 GROUP BY 1, 2 HAVING sum(n) <> 0) c
 			USING (generation, state)
 		WHERE l.n IS DISTINCT FROM c.n ORDER BY 1, 2`, SettlementJobName) {
 		add(invGenCounters, "generation %v: %v rows %v, counter %v", r[0], r[1], r[2], r[3])
