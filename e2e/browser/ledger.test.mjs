@@ -47,11 +47,10 @@ test('setup: a settlement run, then four of its payments in doubt (as a worker d
       AND generation = (SELECT max(generation) FROM job_ledger WHERE job_name = '${JOB}') ORDER BY id LIMIT 4),
     moved AS (UPDATE job_ledger l SET state = 'AMBIGUOUS_EFFECT', last_error = 'e2e: worker died after the call'
       FROM picked WHERE l.id = picked.id RETURNING l.target_key, l.generation),
-    c1 AS (UPDATE job_ledger_counts c SET n = n - (SELECT count(*) FROM moved)
-      WHERE c.job_name = '${JOB}' AND c.run_id = 0 AND c.state = 'CONFIRMED' AND c.generation = (SELECT max(generation) FROM moved)),
-    c2 AS (INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
-      SELECT '${JOB}', max(generation), 0, 'AMBIGUOUS_EFFECT', count(*) FROM moved
-      ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n)
+    c AS (INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+      SELECT '${JOB}', max(generation), 0, s.state, s.d * count(*) FROM moved, (VALUES ('CONFIRMED', -1), ('AMBIGUOUS_EFFECT', 1)) AS s(state, d)
+      GROUP BY s.state, s.d
+      ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n)
     SELECT string_agg(target_key, ',' ORDER BY target_key) FROM moved`);
   doubted = keys.split(',').filter(Boolean);
   assert.equal(doubted.length, 4, `targets put in doubt: ${keys}`);

@@ -38,7 +38,7 @@ before(async () => {
       VALUES ('${JOB}', 1, 'acct-7', 'send', 'TRANSIENT', 3, 'e2e-k1', true, (SELECT max(id) FROM job_runs WHERE job_name = '${JOB}'), 'HTTP 503'),
              ('${JOB}', 1, 'acct-8', 'send', 'AMBIGUOUS_EFFECT', 1, 'e2e-k2', true, (SELECT max(id) FROM job_runs WHERE job_name = '${JOB}'), 'timeout');
     INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n) VALUES ('${JOB}', 1, 0, 'AMBIGUOUS_EFFECT', 1)
-      ON CONFLICT (job_name, generation, run_id, state) DO UPDATE SET n = job_ledger_counts.n + 1;`);
+      ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + 1;`);
   browser = await launch();
 });
 
