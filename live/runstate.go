@@ -62,7 +62,15 @@ func (f *runFollower) read(ctx context.Context) (*RunState, error) {
 	if run.ShardTotal == 0 || run.Shard != nil {
 		return &RunState{Run: run}, nil
 	}
-	shards, err := f.s.shardReads.Get(ctx, f.id)
+	// An ended run's shards are read by this stream itself: a shared read may have started
+	// before the run ended and hold its shards as they were then, and the final state is the
+	// last one the stream sends.
+	var shards []*bt.RunRecord
+	if run.Status.Open() {
+		shards, err = f.s.shardReads.Get(ctx, f.id)
+	} else {
+		shards, err = f.s.runs.Shards(ctx, f.id)
+	}
 	if err != nil {
 		return nil, err
 	}
