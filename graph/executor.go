@@ -54,6 +54,11 @@ type Config struct {
 	// PollInterval is how often subscriptions re-read the database when Hub is nil; 0
 	// means 1s.
 	PollInterval time.Duration
+	// BatchWait is how long a response's loaders gather the keys of a page before they
+	// query (one query per kind of read, not one per item); 0 means 2ms. A longer wait adds
+	// its length to each batched read of a response, and keeps the batches whole on a host
+	// too busy to schedule a page's resolvers within 2ms.
+	BatchWait time.Duration
 	// AlertPollInterval is how often alertRaised checks the active alarms; 0 means 5s.
 	AlertPollInterval time.Duration
 	// NowFunc is the clock of the rate limiter (and of the transport's token cache); nil
@@ -91,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
+	}
+	if c.BatchWait <= 0 {
+		c.BatchWait = defaultBatchWait
 	}
 	if c.AlertPollInterval <= 0 {
 		c.AlertPollInterval = 5 * time.Second
@@ -144,7 +152,7 @@ func NewServer(cfg Config) *handler.Server {
 	gql.AroundOperations(newSharedSubscriptions(cfg.LiveStats).intercept)
 	gql.AroundOperations(trackStreams)
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(withLoaders(ctx, cfg.Runner))
+		return next(withLoaders(ctx, cfg.Runner, cfg.BatchWait))
 	})
 	return gql
 }

@@ -77,14 +77,16 @@ func strs[T ~string](in []T) []string {
 	return out
 }
 
-// loaderWait is how long a loader gathers keys before it queries. gqlgen resolves the fields
-// of a list's items concurrently, so they all arrive within a few microseconds; the wait only
-// has to cover the scheduling of those goroutines.
-const loaderWait = 2 * time.Millisecond
+// defaultBatchWait is how long a loader gathers keys before it queries (Config.BatchWait).
+// gqlgen resolves the fields of a list's items concurrently, so they all arrive within a few
+// microseconds on an idle host; the wait only has to cover the scheduling of those goroutines.
+// A host too busy to schedule them in time splits a batch in two: one more query, never a
+// wrong answer.
+const defaultBatchWait = 2 * time.Millisecond
 
-func newLoaders(r *runner.Runner) *loaders {
+func newLoaders(r *runner.Runner, wait time.Duration) *loaders {
 	runs, jobs, ledger := r.Runs(), r.Jobs(), r.Ledger()
-	opts := []dataloadgen.Option{dataloadgen.WithWait(loaderWait), dataloadgen.WithBatchCapacity(500)}
+	opts := []dataloadgen.Option{dataloadgen.WithWait(wait), dataloadgen.WithBatchCapacity(500)}
 	var nowOnce sync.Once
 	var now time.Time
 	var nowErr error
@@ -165,20 +167,21 @@ func byKey[K comparable, V any](keys []K, m map[K]V, err error) ([]V, []error) {
 // each of them was a measurable share of fanning an update out.
 type responseLoaders struct {
 	runner *runner.Runner
+	wait   time.Duration
 	once   sync.Once
 	l      *loaders
 }
 
 func (rl *responseLoaders) get() *loaders {
-	rl.once.Do(func() { rl.l = newLoaders(rl.runner) })
+	rl.once.Do(func() { rl.l = newLoaders(rl.runner, rl.wait) })
 	return rl.l
 }
 
 type loadersKey struct{}
 
 // withLoaders gives the response that ctx belongs to loaders of its own, made on first use.
-func withLoaders(ctx context.Context, r *runner.Runner) context.Context {
-	return context.WithValue(ctx, loadersKey{}, &responseLoaders{runner: r})
+func withLoaders(ctx context.Context, r *runner.Runner, wait time.Duration) context.Context {
+	return context.WithValue(ctx, loadersKey{}, &responseLoaders{runner: r, wait: wait})
 }
 
 // loaders returns the response's loaders. Outside a response (which does not happen in
@@ -187,7 +190,7 @@ func (r *Resolver) loaders(ctx context.Context) *loaders {
 	if rl, ok := ctx.Value(loadersKey{}).(*responseLoaders); ok {
 		return rl.get()
 	}
-	return newLoaders(r.runner)
+	return newLoaders(r.runner, defaultBatchWait)
 }
 
 // prefetchJobsOf loads the jobs of a page of runs in one query when the page's selection asks

@@ -11,7 +11,7 @@ import (
 func TestResponseLoadersMadeOnFirstUseOnce(t *testing.T) {
 	t.Parallel()
 	r := &Resolver{}
-	ctx := withLoaders(context.Background(), nil)
+	ctx := withLoaders(context.Background(), nil, defaultBatchWait)
 	rl := ctx.Value(loadersKey{}).(*responseLoaders)
 	if rl.l != nil {
 		t.Fatal("loaders made before any resolver asked for them")
@@ -35,7 +35,7 @@ func TestResponseLoadersMadeOnFirstUseOnce(t *testing.T) {
 
 	// Another response (the next event of a subscription) gets loaders of its own: a
 	// loader's cache must not serve one event's reads to the next.
-	if other := r.loaders(withLoaders(context.Background(), nil)); other == got[0] {
+	if other := r.loaders(withLoaders(context.Background(), nil, defaultBatchWait)); other == got[0] {
 		t.Fatal("two responses share loaders")
 	}
 }
