@@ -5,6 +5,7 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"testing"
@@ -340,9 +341,11 @@ func checkListenBack(t *testing.T, b *bundle, api *runner.Runner) {
 	})
 }
 
-// TestPostgresFailoverRunEndsByItsWorker: when the standby is promoted at once, well inside
-// the cut run's 10s lease, the run's worker ends the run itself, DATABASE_UNAVAILABLE, and
-// auto-resume continues it: the job does not wait for the lease to run out.
+// TestPostgresFailoverRunEndsByItsWorker: when the standby is promoted as soon as the worker
+// has found the database gone, well inside the cut run's 10s lease, the run's worker ends the
+// run itself, DATABASE_UNAVAILABLE, and auto-resume continues it: the job does not wait for
+// the lease to run out. (Promoted before the worker's result write, the write could dial the
+// new primary and the run simply go on: under load that happened, and the test failed.)
 //
 // The first statement after a failover often draws a pooled session of the dead primary and
 // fails: "finish run N: begin: conn closed" or "terminating connection due to unexpected
@@ -359,19 +362,31 @@ func TestPostgresFailoverRunEndsByItsWorker(t *testing.T) {
 	const n = 60
 	charge := newChargeJob("charge", n, 20, provider)
 	charge.lease = 10 * time.Second
-	r := b.runner(func(c *runner.Config) { c.Scheduler = true; c.PollInterval = 200 * time.Millisecond }, charge)
+	// The worker's decision is awaited before the promotion: a result write that found no
+	// open connection dials again, and would reach the promoted standby if it came up first.
+	cut := make(chan struct{}, 1)
+	r := b.runner(func(c *runner.Config) {
+		c.Scheduler = true
+		c.PollInterval = 200 * time.Millisecond
+		c.Logger = slog.New(signalHandler{msg: "run ends: the database went away mid-run", c: cut})
+	}, charge)
 	first := mustStart(t, r, runner.StartParams{Job: "charge", Actor: "test"})
 	<-charge.atHold
 	pair.Primary.Kill(t)
 	close(charge.release)
+	select {
+	case <-cut:
+	case <-time.After(time.Minute):
+		t.Fatal("the worker did not decide within a minute that the database went away")
+	}
 	pair.Promote(t)
 	b.Pool.Reset()
 
-	var cut *bt.RunRecord
-	testenv.Eventually(t, time.Minute, "the cut run to end", func() bool { cut = b.run(first); return !cut.Status.Active() })
-	if cut.Status != bt.StatusFailed || cut.StopReason != bt.StopDatabase {
+	var ended *bt.RunRecord
+	testenv.Eventually(t, time.Minute, "the cut run to end", func() bool { ended = b.run(first); return !ended.Status.Active() })
+	if ended.Status != bt.StatusFailed || ended.StopReason != bt.StopDatabase {
 		t.Fatalf("the cut run ended %s (%s: %s); want FAILED by DATABASE_UNAVAILABLE, ended by its worker before its lease ran out",
-			cut.Status, cut.StopReason, cut.Message)
+			ended.Status, ended.StopReason, ended.Message)
 	}
 	final := completeAfterFailover(t, b, first)
 	checkCharges(t, b, r, provider, n, final)
