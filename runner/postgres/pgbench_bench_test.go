@@ -1,17 +1,21 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/baton-run/baton/internal/testenv"
-	"github.com/baton-run/baton/runner/store/storetest"
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // The strict path's goal is judged against pgbench's single-row INSERT+COMMIT. These two
@@ -24,10 +28,23 @@ import (
 //   - BenchmarkPgbenchLedgerInsert: only the ledger row's INSERT into job_ledger with its
 //     indexes, one commit each — the least any per-item ledger commit can cost.
 
-func BenchmarkPgbenchItemStatement(b *testing.B) {
-	pgbenchBench(b, func(runID, gen int64) string {
-		args := map[int]string{1: strconv.FormatInt(runID, 10), 2: "'tok'", 3: "1", 4: "1", 5: "0", 6: "0", 7: "0",
-			8: "('c' || :n)", 9: "'j'", 10: strconv.FormatInt(gen, 10), 11: "('t' || :n)", 12: "''",
+func BenchmarkPgbenchItemStatement(b *testing.B) { pgbenchBench(b, 1, itemStatementScript(b)) }
+
+func BenchmarkPgbenchLedgerInsert(b *testing.B) { pgbenchBench(b, 1, ledgerInsertScript) }
+
+// The 8-connection forms are the ceilings of 8 concurrent strict runs
+// (BenchmarkProcessStrictConcurrent): each connection writes its own run of its own job, as
+// each of those runs does, against pgbench's 8-connection INSERT+COMMIT.
+func BenchmarkPgbenchItemStatement8(b *testing.B) { pgbenchBench(b, 8, itemStatementScript(b)) }
+
+func BenchmarkPgbenchLedgerInsert8(b *testing.B) { pgbenchBench(b, 8, ledgerInsertScript) }
+
+// itemStatementScript is the fresh single-item statement with its parameters written in:
+// pgbench's client c writes run run+c of job "j<c>".
+func itemStatementScript(b *testing.B) func(run, gen int64) string {
+	return func(run, gen int64) string {
+		args := map[int]string{1: fmt.Sprintf("(%d + :client_id)", run), 2: "'tok'", 3: "1", 4: "1", 5: "0", 6: "0", 7: "0",
+			8: "('c' || :n)", 9: "('j' || :client_id)", 10: strconv.FormatInt(gen, 10), 11: "('t' || :n)", 12: "''",
 			13: "'CONFIRMED'", 14: "1", 15: "('bt_' || :n)", 16: "''", 17: "false", 18: "false", 19: "NULL::text",
 			20: "NULL::text", 21: "NULL::text", 22: "NULL::text", 23: "0", 24: "true", 25: "''", 26: "''"}
 		return regexp.MustCompile(`\$(\d+)`).ReplaceAllStringFunc(freshItemSQL, func(p string) string {
@@ -38,29 +55,29 @@ func BenchmarkPgbenchItemStatement(b *testing.B) {
 			}
 			return v
 		})
-	})
+	}
 }
 
-func BenchmarkPgbenchLedgerInsert(b *testing.B) {
-	pgbenchBench(b, func(runID, gen int64) string {
-		return fmt.Sprintf(`INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, run_id)
-VALUES ('j', %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, %d)`, gen, runID)
-	})
+func ledgerInsertScript(run, gen int64) string {
+	return fmt.Sprintf(`INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, run_id)
+VALUES ('j' || :client_id, %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, %d + :client_id)`, gen, run)
 }
 
-// pgbenchBench runs the statement script(runID, gen) gives b.N times from pgbench, one
-// connection, on a fresh schema holding one RUNNING run, and reports its tps. Every
-// transaction writes a new target (:n is random over 2^62).
-func pgbenchBench(b *testing.B, script func(runID, gen int64) string) {
+// pgbenchBench runs the statement script(run, gen) gives b.N times in all from pgbench over
+// clients connections, on a fresh schema holding one RUNNING run per client (jobs "j0"…,
+// runs run, run+1, …, all of generation gen), and reports its tps and the machine's CPU per
+// transaction (all cores, PostgreSQL and pgbench alike). Every transaction writes a new target
+// (:n is random over 2^62).
+func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string) {
 	pgbench, err := exec.LookPath("pgbench")
 	if err != nil {
 		b.Skip("pgbench is not installed (Debian: postgresql-client)")
 	}
 	u := testenv.Schema(b)
 	s := New(testenv.Pool(b, u))
-	f, gen := storetest.RunningRun(b, s, 86400)
+	run, gen := runningRuns(b, s, clients)
 	file := filepath.Join(b.TempDir(), "script.sql")
-	text := "\\set n random(1, 4611686018427387904)\n" + regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(f.RunID, gen), "") + ";\n"
+	text := "\\set n random(1, 4611686018427387904)\n" + regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(run, gen), "") + ";\n"
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -68,8 +85,12 @@ func pgbenchBench(b *testing.B, script func(runID, gen int64) string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	n := max(b.N/clients, 1)
 	b.ResetTimer()
-	out, err := exec.Command(pgbench, "-n", "-M", "prepared", "-c", "1", "-j", "1", "-t", strconv.Itoa(b.N), "-f", file, conninfo).CombinedOutput()
+	cpu0, cpuErr := readMachineCPU()
+	out, err := exec.Command(pgbench, "-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2)),
+		"-t", strconv.Itoa(n), "-f", file, conninfo).CombinedOutput()
+	cpu1, _ := readMachineCPU()
 	b.StopTimer()
 	if err != nil {
 		b.Fatalf("pgbench: %v\n%s", err, out)
@@ -80,6 +101,71 @@ func pgbenchBench(b *testing.B, script func(runID, gen int64) string) {
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
 	b.ReportMetric(tps, "tps")
+	if cpuErr == nil {
+		cores := cpu1.coresSince(cpu0)
+		b.ReportMetric(cores, "machine-cores")
+		b.ReportMetric(cores*1e6/tps, "machine-cpu-us/tx")
+	}
+}
+
+// runningRuns registers jobs "j0" … "j<n-1>" and starts a RUNNING run of each under lease
+// token "tok", with consecutive ids, and returns the first id and their generation.
+func runningRuns(b *testing.B, s *Store, n int) (first, gen int64) {
+	ctx := context.Background()
+	for k := range n {
+		name := fmt.Sprintf("j%d", k)
+		if err := s.EnsureJobs(ctx, []store.JobDefaults{{Name: name, Timezone: "UTC", RiskLevel: bt.RiskLow, RetentionDays: 90}}); err != nil {
+			b.Fatal(err)
+		}
+		run, err := s.InsertRun(ctx, store.NewRun{JobName: name, Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: "t", Instance: "t", Token: "tok", LeaseSeconds: 86400})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.Activate(ctx, store.Fence{RunID: run.ID, Token: "tok"}); err != nil {
+			b.Fatal(err)
+		}
+		if k == 0 {
+			first, gen = run.ID, run.Generation
+		} else if run.ID != first+int64(k) || run.Generation != gen {
+			b.Fatalf("run %d of job %s (generation %d): want id %d, generation %d", run.ID, name, run.Generation, first+int64(k), gen)
+		}
+	}
+	return first, gen
+}
+
+// machineCPU is the machine's CPU time from /proc/stat, in clock ticks: busy and all.
+type machineCPU struct{ busy, total int64 }
+
+func readMachineCPU() (machineCPU, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return machineCPU{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var c machineCPU
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return machineCPU{}, fmt.Errorf("/proc/stat: %w", err)
+		}
+		c.total += v
+		if i != 3 && i != 4 { // idle, iowait
+			c.busy += v
+		}
+	}
+	return c, nil
+}
+
+// coresSince is how many of the machine's cores were busy, on average, since c0.
+func (c machineCPU) coresSince(c0 machineCPU) float64 {
+	if c.total <= c0.total {
+		return 0
+	}
+	return float64(runtime.NumCPU()) * float64(c.busy-c0.busy) / float64(c.total-c0.total)
 }
 
 // libpqURL turns a test database URL, whose search_path is a query parameter pgx understands,
