@@ -88,6 +88,13 @@ WITH ` + fenceCTE(`true`, stmtClock) + `, input AS (
 SELECT fence.* FROM fence
 WHERE CASE WHEN (SELECT count(*) FROM upd) = $32 THEN true ELSE baton_ledger_changed($32, (SELECT count(*) FROM upd)) END`
 
+	// freshCopySQL is the fenced statement of a fresh batch whose rows go in by COPY
+	// (copyItems): the run row, the counters and the error rows, with no ledger rows of its
+	// own — the COPY that follows in the same transaction writes them.
+	freshCopySQL = `
+WITH ` + fenceCTE(`true`, stmtClock) + `, ` + countedTail(11) + `
+SELECT * FROM fence`
+
 	freshItemSQL = `
 WITH ` + fenceCTE(`true`, stmtClock) + `, led AS (
 	INSERT INTO job_ledger (` + ledgerInsertColumns + `)
@@ -402,8 +409,15 @@ func isStaleKnowledge(err error) bool {
 }
 
 func (s itemStore) writeItems(ctx context.Context, f store.Fence, w *store.ItemsWrite, jobWrites []store.TxFunc) (store.LeaseState, bt.StopReason, error) {
-	sql, args := writeStatement(w, f)
-	if len(jobWrites) == 0 {
+	byCopy := copies(w)
+	var sql string
+	var args []any
+	if byCopy {
+		sql, args = freshCopySQL, append(fenceArgs(w, f), countedArgs(w, f)...)
+	} else {
+		sql, args = writeStatement(w, f)
+	}
+	if len(jobWrites) == 0 && !byCopy {
 		return leaseResult(s.pool.QueryRow(ctx, sql, args...), "item write", f)
 	}
 	tx, err := s.pool.Begin(ctx)
@@ -415,6 +429,11 @@ func (s itemStore) writeItems(ctx context.Context, f store.Fence, w *store.Items
 	if err != nil {
 		return ls, pause, err
 	}
+	if byCopy {
+		if err := copyItems(ctx, tx, f, w); err != nil {
+			return ls, pause, err
+		}
+	}
 	for _, fn := range jobWrites {
 		if err := fn(ctx, tx); err != nil {
 			return ls, pause, fmt.Errorf("job's own write: %w", err)
@@ -424,6 +443,45 @@ func (s itemStore) writeItems(ctx context.Context, f store.Fence, w *store.Items
 		return ls, pause, fmt.Errorf("commit items: %w", err)
 	}
 	return ls, pause, nil
+}
+
+// copyMinRows is the size from which a fresh batch goes in by COPY (copies): below it the
+// transaction's extra round trips cost more than the COPY protocol saves over an INSERT of
+// unnested arrays.
+const copyMinRows = 64
+
+// copies reports whether w is written by COPY: a batch of at least copyMinRows rows, each
+// known to be fresh. Such a write is a transaction — the fenced statement (freshCopySQL)
+// first, whose row lock on the run keeps the recoverer out until commit, then the COPY of the
+// ledger rows (copyItems) — so nothing lands unless the lease held at the moment of the write.
+// A row that exists after all fails the COPY on the generation's unique key, which WriteItems
+// takes for stale knowledge: the transaction is rolled back whole and made again as an upsert.
+func copies(w *store.ItemsWrite) bool {
+	if len(w.Ledger) < copyMinRows {
+		return false
+	}
+	fresh, _ := knowledge(w)
+	return fresh
+}
+
+// copyColumns are the ledger columns a COPY writes, in ledgerInsertColumns' order.
+var copyColumns = []string{"job_name", "generation", "target_key", "step", "state", "attempt", "idempotency_key",
+	"input_hash", "input_changed", "external", "effect_ref", "evidence_ref", "last_error", "last_error_sig",
+	"same_error_count", "run_id"}
+
+// copyItems writes w's ledger rows by the COPY protocol in tx, after its fenced statement.
+func copyItems(ctx context.Context, tx pgx.Tx, f store.Fence, w *store.ItemsWrite) error {
+	rows := make([][]any, len(w.Ledger))
+	for i := range w.Ledger {
+		l := &w.Ledger[i]
+		rows[i] = []any{w.JobName, w.Generation, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
+			l.InputHash, l.InputChanged, l.External, l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig,
+			int32(l.SameErrorCount), f.RunID}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_ledger"}, copyColumns, pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("item write of run %d: copy ledger rows: %w", f.RunID, err)
+	}
+	return nil
 }
 
 // fencedInTx bounds how long tx may sit idle (when lease > 0) and makes the fenced write, both

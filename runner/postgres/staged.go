@@ -59,7 +59,8 @@ func (s itemStore) HoldStaged(ctx context.Context, f store.Fence, w *store.Items
 	return &store.StagedWrite{Staged: &stagedWrite{s: s, conn: conn, f: f, w: w}}, nil
 }
 
-// Stage opens the write's transaction and inserts its rows, in two round trips. The
+// Stage opens the write's transaction and inserts its rows, in two round trips, by COPY from
+// copyMinRows rows (copies), else by an INSERT of unnested arrays. The
 // transaction may then sit idle for at most w.Lease while the write before it lands; past that
 // PostgreSQL ends the session and the rows go. A failure is kept for Commit.
 func (sw *stagedWrite) Stage(ctx context.Context) {
@@ -72,8 +73,15 @@ func (sw *stagedWrite) Stage(ctx context.Context) {
 	if sw.w.Lease > 0 {
 		b.Queue("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", fmt.Sprintf("%dms", sw.w.Lease.Milliseconds()))
 	}
-	b.Queue(stageSQL, append([]any{sw.w.JobName, sw.w.Generation, sw.f.RunID}, ledgerArrays(sw.w)...)...)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	byCopy := len(sw.w.Ledger) >= copyMinRows
+	if !byCopy {
+		b.Queue(stageSQL, append([]any{sw.w.JobName, sw.w.Generation, sw.f.RunID}, ledgerArrays(sw.w)...)...)
+	}
+	err = tx.SendBatch(ctx, b).Close()
+	if err == nil && byCopy {
+		err = copyItems(ctx, tx, sw.f, sw.w)
+	}
+	if err != nil {
 		_ = tx.Rollback(ctx)
 		sw.err = fmt.Errorf("stage items of run %d: %w", sw.f.RunID, err)
 		return
