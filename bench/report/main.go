@@ -507,7 +507,19 @@ var goals = []Goal{
 		Num: one(`^BenchmarkProcessStrictConcurrent$`, "items/s"), Den: one(`^BenchmarkPgbenchItemStatement8$`, "tps"),
 		Note: "no goal of its own: how near the runner comes to its statement's ceiling"},
 	{Issue: "#19", What: "Server CPU per update delivered to one subscriber (1,000 subscribers) ≤ 12 µs, a fifth of the 60 µs before subscriptions shared their execution", Func: `^BenchmarkGraphSubscribers$`,
-		Val: byName(`^BenchmarkGraphSubscribers/n=1000$`, `^server-cpu-us/update$`), Max: 12, MaxIn: "µs"},
+		Val: byName(`^BenchmarkGraphSubscribers/n=1000$`, `^server-cpu-us/update$`), Max: 12, MaxIn: "µs",
+		Extra: byName(`^BenchmarkGraphSubscribers/n=1000$`, `^(server-cpu-us/update-net|run-cpu-us/item)$`),
+		Note:  "the server's CPU includes the run's own item commits (run-cpu-us/item, measured with no subscriber); server-cpu-us/update-net leaves them out"},
+	{Issue: "#19", What: "The floor under it: a bare gorilla/websocket server writing the same updates at the same rate to the same client process, the same bytes framed once (BenchmarkWebSocketFloor)", Func: `^BenchmarkWebSocketFloor$`,
+		Val:  byName(`^BenchmarkWebSocketFloor/n=(1000|5000)$`, `^server-cpu-us/update$`),
+		Note: "no goal of its own: no server can deliver an update for less on this machine; when it is above 12 µs, the 12 µs goal is out of reach here"},
+	{Issue: "#19", What: "Baton's delivery net of the run's own work, against that floor (n=1000)", Func: `^BenchmarkWebSocketFloor$`,
+		Num: one(`^BenchmarkGraphSubscribers/n=1000$`, "server-cpu-us/update-net"), Den: one(`^BenchmarkWebSocketFloor/n=1000$`, "server-cpu-us/update"),
+		Note: "no goal of its own: what the GraphQL layer adds per update over the bare write (1.00× would be the floor)"},
+	{Issue: "#19", What: "5,000 WebSocket subscribers on one instance: p99 commit-to-client ≤ 100 ms, no lost final event (10,000 extrapolated from it)", Func: `^BenchmarkGraphSubscribers$`,
+		Val:     byName(`^BenchmarkGraphSubscribers/n=5000$`, `^p99-ms$`), Max: 100,
+		Extra:   byName(`^BenchmarkGraphSubscribers/n=5000$`, `^(lost-finals|server-cpu-cores|server-cpu-us/update|server-cpu-us/update-net|rss-kB/subscriber|server-rss-MB)$`),
+		Explain: tenThousand},
 	{Issue: "#2", What: "Runner.Start latency p50 / p99 (lock + insert + dispatch)", Func: `^BenchmarkStart$`,
 		Val: byName(`^BenchmarkStart$`, `^p(50|99)-ms$`), Note: "reported; the issue sets no number"},
 	{Issue: "#2, #6", What: "Scheduled fire lateness p99 ≤ 1 s (3 runners, five jobs firing every second; started_at − scheduled_for by the database clock)", Func: `^BenchmarkFireLateness$`,
@@ -594,6 +606,23 @@ var sharded = []Goal{
 		Val:   byName(`^BenchmarkShardedCPU/`, `^items/s$`),
 		Extra: byName(`^BenchmarkShardedCPU/`, `^(baton-cpu-cores|pg-cpu-cores|machine-cpu-cores|pg-active|pg-lock-waits|pg-io-waits)$`),
 		Note:  "reported; pg-cpu-cores only when PostgreSQL runs on this machine"},
+}
+
+// tenThousand extrapolates the 5,000-subscriber figures to the goal's 10,000: twice the
+// updates a second at the CPU each cost, against the floor's.
+func tenThousand(r *Run) string {
+	cost := one(`^BenchmarkGraphSubscribers/n=5000$`, "server-cpu-us/update")(r)
+	rate := one(`^BenchmarkGraphSubscribers/n=5000$`, "updates/s/client")(r)
+	if cost == nil || rate == nil {
+		return ""
+	}
+	cores := func(us float64) float64 { return us * rate.median() * 10000 / 1e6 }
+	out := fmt.Sprintf("10,000 subscribers, extrapolated: %s updates/s at %s µs each is %.2f cores (goal ≤ 1)",
+		num(rate.median()*10000), num(cost.median()), cores(cost.median()))
+	if floor := one(`^BenchmarkWebSocketFloor/n=5000$`, "server-cpu-us/update")(r); floor != nil {
+		out += fmt.Sprintf("; the bare write alone (BenchmarkWebSocketFloor) would take %.2f cores", cores(floor.median()))
+	}
+	return out + ". This machine's 2 cores also run the clients, so the 5,000 size already shares its CPU with them: its p99 shows a saturated machine, not the server alone"
 }
 
 // cpuLimit words what bounds the sharded CPU-bound run, from its median figures: the machine's
