@@ -31,6 +31,22 @@ func (c *copyCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx
 }
 func (c *copyCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 
+// countingCopies returns a pool on a schema of its own whose COPY operations it counts.
+func countingCopies(t *testing.T) (*pgxpool.Pool, *copyCounter) {
+	cfg, err := pgxpool.ParseConfig(testenv.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := &copyCounter{}
+	cfg.ConnConfig.Tracer = copies
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, copies
+}
+
 // freshBatch is n fresh CONFIRMED rows, targets prefix-0 … prefix-(n-1).
 func freshBatch(prefix string, n int) []store.LedgerWrite {
 	out := make([]store.LedgerWrite, n)
@@ -49,17 +65,7 @@ func freshBatch(prefix string, n int) []store.LedgerWrite {
 func TestFreshBatchGoesByCopyUnderItsFence(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testenv.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	copies := &copyCounter{}
-	cfg.ConnConfig.Tracer = copies
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, copies := countingCopies(t)
 	s := postgres.New(pool)
 	f, gen := storetest.RunningRun(t, s, 60)
 	rows := func() (n, counted int64) {
@@ -139,17 +145,7 @@ func TestFreshBatchGoesByCopyUnderItsFence(t *testing.T) {
 func TestStagedBatchGoesByCopy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testenv.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	copies := &copyCounter{}
-	cfg.ConnConfig.Tracer = copies
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, copies := countingCopies(t)
 	s := postgres.New(pool)
 	f, gen := storetest.RunningRun(t, s, 60)
 	rows := func() (n int64) {
