@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -143,7 +144,9 @@ type shareGroup struct {
 }
 
 // run executes the operation and hands each event to the members, until the stream ends or
-// the last member leaves.
+// the last member leaves. Each event is copied out of the executor first: gqlgen's
+// subscription executor writes every event's data into one buffer, reset for the next event,
+// which it resolves while members may still be sending this one.
 func (g *shareGroup) run(ctx context.Context, responses graphql.ResponseHandler) {
 	defer g.end()
 	for {
@@ -151,6 +154,9 @@ func (g *shareGroup) run(ctx context.Context, responses graphql.ResponseHandler)
 		if r == nil {
 			return
 		}
+		owned := *r
+		owned.Data = bytes.Clone(r.Data)
+		r = &owned
 		g.s.stats.Events.Add(1)
 		g.mu.Lock()
 		g.last = r
