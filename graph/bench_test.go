@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,7 @@ type benchInstance struct {
 func newBenchInstance(b *testing.B, jobs ...runner.Job) *benchInstance {
 	b.Helper()
 	tb := testbundle.New(b, testenv.Schema)
-	log := slog.New(slog.DiscardHandler)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	pub := pubsubtest.Publisher(b, tb.Redis, tb.Env, pubsub.PublisherOptions{Logger: log})
 	sink := &benchSink{Finals: &testbundle.Finals{Next: live.NewEventPublisher(pub)}}
 	cfg := tb.BenchConfig()
@@ -525,46 +526,7 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 	b.Cleanup(func() { stop.Store(true); closeOnce(gate) })
 	rssBefore, _ := testbundle.ProcMemory(b, os.Getpid())
 
-	out := filepath.Join(b.TempDir(), "received.txt")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSubscriberClientProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "BATON_BENCH_WS_URL=ws"+strings.TrimPrefix(in.url, "http"), "BATON_BENCH_WS_TOKEN="+in.token,
-		"BATON_BENCH_WS_RUN="+graph.RunID(id), "BATON_BENCH_WS_N="+strconv.Itoa(n), "BATON_BENCH_WS_OUT="+out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
-	b.Cleanup(func() { _ = cmd.Process.Kill() })
-	ready := time.After(5 * time.Minute)
-	for connected := false; !connected; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				b.Fatalf("client process ended before its clients were ready: %v\n%s", <-exited, stderr.String())
-			}
-			connected = l == "ready"
-		case <-ready:
-			b.Fatalf("clients not ready after 5 minutes\n%s", stderr.String())
-		}
-	}
-	go func() {
-		for range lines { // the test binary's own output
-		}
-	}()
+	clients := startClients(b, in.url, in.token, graph.RunID(id), n)
 	rssConnected, _ := testbundle.ProcMemory(b, os.Getpid())
 
 	var busyRSS, busyHWM, cores float64
@@ -588,16 +550,7 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 	}
 	stop.Store(true)
 	final := in.waitFinished(b, id)
-	select {
-	case err := <-exited:
-		if err != nil {
-			b.Fatalf("client process: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("client process did not end after the run's final state\n%s", stderr.String())
-	}
-
-	rec, err := readReceived(out)
+	rec := clients.wait(b)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -607,10 +560,10 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 	finals, updates, busyMsgs := 0, 0, 0
 	for _, msgs := range rec {
 		seen := int64(0)
+		if slices.ContainsFunc(msgs, func(m received) bool { return m.final }) {
+			finals++ // clients that had the final state, however often
+		}
 		for _, m := range msgs {
-			if m.final {
-				finals++
-			}
 			if m.at >= busyFrom && m.at <= busyTo {
 				busyMsgs++
 			}
@@ -628,6 +581,9 @@ func subscribersBench(b *testing.B, n int, busy time.Duration) {
 			}
 			seen = m.processed
 		}
+	}
+	if finals < n {
+		b.Logf("%d clients had no final state; the client process said:\n%s", n-finals, clients.stderr.String())
 	}
 	if len(rec) != n || lat.n == 0 {
 		b.Fatalf("%d clients reported, %d updates timed", len(rec), lat.n)
@@ -796,32 +752,11 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 	}))
 	b.Cleanup(srv.Close)
 
-	out := filepath.Join(b.TempDir(), "received.txt")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSubscriberClientProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "BATON_BENCH_WS_URL=ws"+strings.TrimPrefix(srv.URL, "http"), "BATON_BENCH_WS_TOKEN=floor",
-		"BATON_BENCH_WS_RUN=UnVuOjE", "BATON_BENCH_WS_N="+strconv.Itoa(n), "BATON_BENCH_WS_OUT="+out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill() })
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "ready" {
-	}
-	go func() {
-		for sc.Scan() { // the test binary's own output
-		}
-	}()
+	clients := startClients(b, srv.URL, "floor", "UnVuOjE", n)
 	mu.Lock()
 	if len(subscribers) != n {
 		mu.Unlock()
-		_ = cmd.Wait()
-		b.Fatalf("%d subscribers after the client process was ready, want %d\n%s", len(subscribers), n, stderr.String())
+		b.Fatalf("%d subscribers after the client process was ready, want %d", len(subscribers), n)
 	}
 	mu.Unlock()
 
@@ -854,20 +789,15 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 		busyFrom, busyTo = t0.UnixNano(), time.Now().UnixNano()
 	}
 	broadcast(nil)
-	if err := cmd.Wait(); err != nil {
-		b.Fatalf("client process: %v\n%s", err, stderr.String())
-	}
+	rec := clients.wait(b)
 	handlers.Wait()
-	rec, err := readReceived(out)
-	if err != nil {
-		b.Fatal(err)
-	}
 	busyMsgs, finals := 0, 0
 	for _, msgs := range rec {
+		if slices.ContainsFunc(msgs, func(m received) bool { return m.final }) {
+			finals++
+		}
 		for _, m := range msgs {
-			if m.final {
-				finals++
-			} else if m.at >= busyFrom && m.at <= busyTo {
+			if !m.final && m.at >= busyFrom && m.at <= busyTo {
 				busyMsgs++
 			}
 		}
@@ -877,6 +807,76 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 	}
 	b.ReportMetric(float64(busyCPU.Microseconds())/float64(busyMsgs), "server-cpu-us/update")
 	b.ReportMetric(float64(busyMsgs)/float64(n)/busy.Seconds(), "updates/s/client")
+}
+
+// clientProcess is the client side of the subscriber benchmarks: TestSubscriberClientProcess
+// in a child process.
+type clientProcess struct {
+	out    string // where it writes what its clients received
+	stderr bytes.Buffer
+	exited chan error
+}
+
+// startClients starts n clients in a child process, each subscribed to runProgress of run at
+// url (http://…/graphql) with token, and returns once every one has its snapshot.
+func startClients(b *testing.B, url, token, run string, n int) *clientProcess {
+	p := &clientProcess{out: filepath.Join(b.TempDir(), "received.txt"), exited: make(chan error, 1)}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSubscriberClientProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BATON_BENCH_WS_URL=ws"+strings.TrimPrefix(url, "http"), "BATON_BENCH_WS_TOKEN="+token,
+		"BATON_BENCH_WS_RUN="+run, "BATON_BENCH_WS_N="+strconv.Itoa(n), "BATON_BENCH_WS_OUT="+p.out)
+	cmd.Stderr = &p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		p.exited <- cmd.Wait()
+	}()
+	b.Cleanup(func() { _ = cmd.Process.Kill() })
+	ready := time.After(5 * time.Minute)
+	for connected := false; !connected; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				b.Fatalf("client process ended before its clients were ready: %v\n%s", <-p.exited, p.stderr.String())
+			}
+			connected = l == "ready"
+		case <-ready:
+			b.Fatalf("clients not ready after 5 minutes\n%s", p.stderr.String())
+		}
+	}
+	go func() {
+		for range lines { // the test binary's own output
+		}
+	}()
+	return p
+}
+
+// wait waits for the client process to end, once its clients have had the final state, and
+// returns what each received.
+func (p *clientProcess) wait(b *testing.B) map[int][]received {
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			b.Fatalf("client process: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("client process did not end after the final state\n%s", p.stderr.String())
+	}
+	rec, err := readReceived(p.out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rec
 }
 
 // TestSubscriberClientProcess is not a test: it is the client side of BenchmarkGraphSubscribers,
@@ -929,17 +929,15 @@ func TestSubscriberClientProcess(t *testing.T) {
 			_ = c.SetReadDeadline(time.Now().Add(10 * time.Minute))
 			for {
 				var m struct {
-					Type    string `json:"type"`
-					Payload struct {
-						Data struct {
-							RunProgress struct {
-								Status   string
-								Progress struct{ Processed int64 }
-							}
-						}
-					} `json:"payload"`
+					Type    string          `json:"type"`
+					Payload json.RawMessage `json:"payload"`
 				}
+				// A client that ends before the final state says why (the benchmark logs it).
+				gotFinal := func() bool { rs := records[i]; return len(rs) > 0 && rs[len(rs)-1].final }
 				if err := c.ReadJSON(&m); err != nil {
+					if !gotFinal() {
+						fmt.Fprintf(os.Stderr, "client %d: no final state; the connection ended: %v\n", i, err)
+					}
 					return
 				}
 				at := time.Now().UnixNano()
@@ -947,10 +945,25 @@ func TestSubscriberClientProcess(t *testing.T) {
 				case "ping":
 					_ = c.WriteJSON(map[string]string{"type": "pong"})
 				case "next":
-					p := m.Payload.Data.RunProgress
+					var next struct {
+						Data struct {
+							RunProgress struct {
+								Status   string
+								Progress struct{ Processed int64 }
+							}
+						}
+					}
+					if err := json.Unmarshal(m.Payload, &next); err != nil {
+						fmt.Fprintf(os.Stderr, "client %d: a next message it cannot read: %v: %s\n", i, err, m.Payload)
+						return
+					}
+					p := next.Data.RunProgress
 					final := p.Status != "RUNNING" && p.Status != "STARTING"
 					records[i] = append(records[i], received{processed: p.Progress.Processed, final: final, at: at})
 				case "complete", "error":
+					if !gotFinal() {
+						fmt.Fprintf(os.Stderr, "client %d: no final state; the server sent %s: %s\n", i, m.Type, m.Payload)
+					}
 					return
 				}
 			}
