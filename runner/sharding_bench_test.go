@@ -18,7 +18,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -188,12 +187,12 @@ type shardCluster struct {
 	tb   *testbundle.Bundle
 	app  string
 	rs   []*runner.Runner
-	ends *runEnds
+	ends *testbundle.Finals
 }
 
 func newShardCluster(b *testing.B, n int, jobs ...runner.Job) *shardCluster {
 	b.Helper()
-	c := &shardCluster{tb: testbundle.New(b, testenv.Schema), app: testenv.RandomName("baton_bench_"), ends: &runEnds{}}
+	c := &shardCluster{tb: testbundle.New(b, testenv.Schema), app: testenv.RandomName("baton_bench_"), ends: &testbundle.Finals{}}
 	for i := range n {
 		cfg := c.tb.BenchConfig()
 		cfg.Instance, cfg.PoolSize, cfg.Events = fmt.Sprintf("node%d", i+1), shardSlots, c.ends
@@ -232,7 +231,7 @@ func (c *shardCluster) run(b *testing.B, job string, want int64) (bt.RunRecord, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec := c.ends.wait(b, started.ID)
+	rec := c.ends.Wait(b, started.ID)
 	took := time.Since(t0)
 	b.StopTimer()
 	defer b.StartTimer()
@@ -266,47 +265,6 @@ func (c *shardCluster) instancesUsed(b *testing.B, id int64) int {
 	return testbundle.Count(b, c.tb.Pool, `SELECT count(DISTINCT instance) FROM job_runs WHERE parent_run_id = $1`, id)
 }
 
-// runEnds is the instances' event sink: it signals each run's final event (never a shard's).
-type runEnds struct {
-	mu   sync.Mutex
-	ends map[int64]chan bt.RunRecord
-}
-
-func (e *runEnds) of(id int64) chan bt.RunRecord {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ends == nil {
-		e.ends = map[int64]chan bt.RunRecord{}
-	}
-	ch, ok := e.ends[id]
-	if !ok {
-		ch = make(chan bt.RunRecord, 1)
-		e.ends[id] = ch
-	}
-	return ch
-}
-
-// RunChanged signals a run's final event; a second one for the same run is dropped.
-func (e *runEnds) RunChanged(ev runner.RunEvent) {
-	if !ev.Final || ev.Run.Shard != nil {
-		return
-	}
-	select {
-	case e.of(ev.Run.ID) <- ev.Run:
-	default:
-	}
-}
-
-func (e *runEnds) wait(b *testing.B, id int64) bt.RunRecord {
-	b.Helper()
-	select {
-	case rec := <-e.of(id):
-		return rec
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("run %d did not end", id)
-		return bt.RunRecord{}
-	}
-}
 
 // ---------------------------------------------------------------------------------------------
 // What a run costs PostgreSQL

@@ -48,13 +48,18 @@ func (f *Finals) ch(id int64) chan bt.RunRecord {
 	return c
 }
 
-// RunChanged passes ev on to Next and signals it when it is a run's final event.
+// RunChanged passes ev on to Next and signals it when it is a run's final event. Only the
+// first final event of a run is kept: a later one (a run's final state published again) is
+// dropped, never waited on.
 func (f *Finals) RunChanged(ev runner.RunEvent) {
 	if f.Next != nil {
 		f.Next.RunChanged(ev)
 	}
 	if ev.Final {
-		f.ch(ev.Run.ID) <- ev.Run
+		select {
+		case f.ch(ev.Run.ID) <- ev.Run:
+		default:
+		}
 	}
 }
 
