@@ -265,7 +265,6 @@ func (c *shardCluster) instancesUsed(b *testing.B, id int64) int {
 	return testbundle.Count(b, c.tb.Pool, `SELECT count(DISTINCT instance) FROM job_runs WHERE parent_run_id = $1`, id)
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // What a run costs PostgreSQL
 
