@@ -718,18 +718,20 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 		handlers.Add(1)
 		defer handlers.Done()
 		defer c.Close()
-		for _, reply := range []string{`{"type":"connection_ack"}`, string(floorUpdate(0, "RUNNING"))} {
+		updates := make(chan *websocket.PreparedMessage, 1)
+		for i, reply := range []string{`{"type":"connection_ack"}`, string(floorUpdate(0, "RUNNING"))} {
 			if _, _, err := c.ReadMessage(); err != nil { // connection_init, then subscribe
 				return
+			}
+			if i == 1 { // subscribed before its snapshot goes: the client counts as ready on it
+				mu.Lock()
+				subscribers[updates] = struct{}{}
+				mu.Unlock()
 			}
 			if err := c.WriteMessage(websocket.TextMessage, []byte(reply)); err != nil {
 				return
 			}
 		}
-		updates := make(chan *websocket.PreparedMessage, 1)
-		mu.Lock()
-		subscribers[updates] = struct{}{}
-		mu.Unlock()
 		go func() { // the client sends nothing more but a close
 			for {
 				if _, _, err := c.NextReader(); err != nil {
