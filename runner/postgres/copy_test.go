@@ -1,14 +1,17 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/baton-run/baton/internal/testenv"
@@ -18,18 +21,23 @@ import (
 	"github.com/baton-run/baton/runner/store/storetest"
 )
 
-// copyCounter counts the COPY operations made on a pool.
+// copyCounter counts the COPY operations made on a pool: the statements starting one that
+// its connections send (copySniffer).
 type copyCounter struct{ n atomic.Int64 }
 
-func (c *copyCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
+// copySniffer is a connection to PostgreSQL that counts the COPYs into job_ledger it sends.
+// The store sends its COPY below pgx's tracer (pgconn), so the wire is where it shows.
+type copySniffer struct {
+	net.Conn
+	copies *copyCounter
 }
-func (c *copyCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *copyCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
-	c.n.Add(1)
-	return ctx
+
+func (c copySniffer) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("COPY job_ledger (")) {
+		c.copies.n.Add(1)
+	}
+	return c.Conn.Write(b)
 }
-func (c *copyCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 
 // countingCopies returns a pool on a schema of its own whose COPY operations it counts.
 func countingCopies(t *testing.T) (*pgxpool.Pool, *copyCounter) {
@@ -38,7 +46,9 @@ func countingCopies(t *testing.T) (*pgxpool.Pool, *copyCounter) {
 		t.Fatal(err)
 	}
 	copies := &copyCounter{}
-	cfg.ConnConfig.Tracer = copies
+	cfg.ConnConfig.AfterNetConnect = func(_ context.Context, _ *pgconn.Config, conn net.Conn) (net.Conn, error) {
+		return copySniffer{Conn: conn, copies: copies}, nil
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -201,4 +211,64 @@ func TestStagedBatchGoesByCopy(t *testing.T) {
 	if n := rows(); n != 250 {
 		t.Fatalf("%d rows after a refused commit, want 250", n)
 	}
+}
+
+// TestCopiedRowsKeepEveryColumn: the rows a COPY writes (encoded by the store in COPY's binary
+// format) read back column for column as they were given: texts (non-ASCII too), NULLs and
+// set optional texts, each boolean on its own, the attempt and the error count.
+func TestCopiedRowsKeepEveryColumn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, copies := countingCopies(t)
+	s := postgres.New(pool)
+	f, gen := storetest.RunningRun(t, s, 60)
+	ls := freshBatch("é", 100)
+	effect, evidence, lastErr, sig := "pay_1", "receipt:1", "provider said 422 — ünïcode", "sig:1"
+	ls[7].Step, ls[7].InputHash, ls[7].InputChanged, ls[8].External = "charge", "h7", true, true
+	ls[7].EffectRef, ls[7].EvidenceRef, ls[7].LastError, ls[7].ErrorSig = &effect, &evidence, &lastErr, &sig
+	ls[7].State, ls[7].Attempt, ls[7].SameErrorCount = bt.LedgerTransient, 3, 2
+	w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: store.RunDelta{Processed: len(ls), Succeeded: len(ls)}, Ledger: ls}
+	if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if copies.n.Load() != 1 {
+		t.Fatalf("%d COPYs, want 1", copies.n.Load())
+	}
+	type row struct {
+		step, state, key, hash        string
+		attempt, same                 int
+		changed, external             bool
+		effect, evidence, err, errSig *string
+		run, gen                      int64
+	}
+	read := func(target string) row {
+		t.Helper()
+		var r row
+		if err := pool.QueryRow(ctx, `SELECT step, state, idempotency_key, input_hash, attempt, same_error_count, input_changed, external,
+				effect_ref, evidence_ref, last_error, last_error_sig, run_id, generation
+			FROM job_ledger WHERE job_name = 'j' AND target_key = $1`, target).Scan(&r.step, &r.state, &r.key, &r.hash, &r.attempt, &r.same,
+			&r.changed, &r.external, &r.effect, &r.evidence, &r.err, &r.errSig, &r.run, &r.gen); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	plain := read(ls[0].Target)
+	if plain.step != "" || plain.state != "CONFIRMED" || plain.key != ls[0].IdempotencyKey || plain.hash != "" || plain.attempt != 1 ||
+		plain.same != 0 || plain.changed || plain.external || plain.effect != nil || plain.evidence != nil || plain.err != nil ||
+		plain.errSig != nil || plain.run != f.RunID || plain.gen != gen {
+		t.Fatalf("row %s read back as %+v", ls[0].Target, plain)
+	}
+	full := read(ls[7].Target)
+	if full.step != "charge" || full.state != "TRANSIENT" || full.hash != "h7" || full.attempt != 3 || full.same != 2 ||
+		!full.changed || full.external || !read(ls[8].Target).external || deref(full.effect) != effect || deref(full.evidence) != evidence ||
+		deref(full.err) != lastErr || deref(full.errSig) != sig || full.run != f.RunID {
+		t.Fatalf("row %s read back as %+v", ls[7].Target, full)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -471,17 +474,84 @@ var copyColumns = []string{"job_name", "generation", "target_key", "step", "stat
 
 // copyItems writes w's ledger rows by the COPY protocol in tx, after its fenced statement.
 func copyItems(ctx context.Context, tx pgx.Tx, f store.Fence, w *store.ItemsWrite) error {
-	rows := make([][]any, len(w.Ledger))
-	for i := range w.Ledger {
-		l := &w.Ledger[i]
-		rows[i] = []any{w.JobName, w.Generation, l.Target, l.Step, string(l.State), int32(l.Attempt), l.IdempotencyKey,
-			l.InputHash, l.InputChanged, l.External, l.EffectRef, l.EvidenceRef, l.LastError, l.ErrorSig,
-			int32(l.SameErrorCount), f.RunID}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_ledger"}, copyColumns, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(copyData(f, w)), copySQL); err != nil {
 		return fmt.Errorf("item write of run %d: copy ledger rows: %w", f.RunID, err)
 	}
 	return nil
+}
+
+// copySQL is the COPY copyItems sends: copyColumns in PostgreSQL's binary format.
+var copySQL = "COPY job_ledger (" + strings.Join(copyColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+
+// copyData encodes w's ledger rows in COPY's binary format (the PostgreSQL manual, COPY, "Binary
+// Format"), the columns of copyColumns in their order and column types: text as its bytes,
+// bigint and integer big-endian, boolean one byte, NULL as length -1. Written here rather than
+// by pgx's CopyFrom, which looks up an encode plan for every value: for a batch's sixteen
+// columns that lookup cost more than the rest of the encoding.
+func copyData(f store.Fence, w *store.ItemsWrite) []byte {
+	size := 19 + 2
+	for i := range w.Ledger {
+		l := &w.Ledger[i]
+		size += 2 + 16*4 + 8 + 8 + 4 + 4 + 1 + 1 + len(w.JobName) + len(l.Target) + len(l.Step) + len(l.State) +
+			len(l.IdempotencyKey) + len(l.InputHash) + optLen(l.EffectRef) + optLen(l.EvidenceRef) + optLen(l.LastError) + optLen(l.ErrorSig)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, "PGCOPY\n\xff\r\n\x00"...)
+	b = binary.BigEndian.AppendUint32(b, 0) // flags
+	b = binary.BigEndian.AppendUint32(b, 0) // header extension length
+	text := func(b []byte, s string) []byte {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+		return append(b, s...)
+	}
+	optText := func(b []byte, s *string) []byte {
+		if s == nil {
+			return binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
+		}
+		return text(b, *s)
+	}
+	int8 := func(b []byte, v int64) []byte {
+		b = binary.BigEndian.AppendUint32(b, 8)
+		return binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	int4 := func(b []byte, v int) []byte {
+		b = binary.BigEndian.AppendUint32(b, 4)
+		return binary.BigEndian.AppendUint32(b, uint32(int32(v)))
+	}
+	boolean := func(b []byte, v bool) []byte {
+		b = binary.BigEndian.AppendUint32(b, 1)
+		if v {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	}
+	for i := range w.Ledger {
+		l := &w.Ledger[i]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(copyColumns)))
+		b = text(b, w.JobName)
+		b = int8(b, w.Generation)
+		b = text(b, l.Target)
+		b = text(b, l.Step)
+		b = text(b, string(l.State))
+		b = int4(b, l.Attempt)
+		b = text(b, l.IdempotencyKey)
+		b = text(b, l.InputHash)
+		b = boolean(b, l.InputChanged)
+		b = boolean(b, l.External)
+		b = optText(b, l.EffectRef)
+		b = optText(b, l.EvidenceRef)
+		b = optText(b, l.LastError)
+		b = optText(b, l.ErrorSig)
+		b = int4(b, l.SameErrorCount)
+		b = int8(b, f.RunID)
+	}
+	return binary.BigEndian.AppendUint16(b, 0xFFFF) // the trailer: a field count of -1
+}
+
+func optLen(s *string) int {
+	if s == nil {
+		return 0
+	}
+	return len(*s)
 }
 
 // fencedInTx bounds how long tx may sit idle (when lease > 0) and makes the fenced write, both
