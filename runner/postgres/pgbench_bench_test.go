@@ -27,10 +27,18 @@ import (
 //     single-item form a first run uses: fence, ledger row, counters), one commit each.
 //   - BenchmarkPgbenchLedgerInsert: only the ledger row's INSERT into job_ledger with its
 //     indexes, one commit each — the least any per-item ledger commit can cost.
+//   - BenchmarkPgbenchFencedInsert: the ledger row's INSERT behind the least fence the strict
+//     path may have — the run row read under FOR SHARE by the lease's own conditions, with no
+//     counters, checkpoint or heartbeat — one commit each. The share lock is the weakest that
+//     keeps the recoverer's UPDATE of the run row waiting until the item commits, so it is
+//     the least any per-item statement can cost and still refuse a stale worker at the moment
+//     of the write.
 
 func BenchmarkPgbenchItemStatement(b *testing.B) { pgbenchBench(b, 1, itemStatementScript(b)) }
 
 func BenchmarkPgbenchLedgerInsert(b *testing.B) { pgbenchBench(b, 1, ledgerInsertScript) }
+
+func BenchmarkPgbenchFencedInsert(b *testing.B) { pgbenchBench(b, 1, fencedInsertScript) }
 
 // The 8-connection forms are the ceilings of 8 concurrent strict runs
 // (BenchmarkProcessStrictConcurrent): each connection writes its own run of its own job, as
@@ -38,6 +46,8 @@ func BenchmarkPgbenchLedgerInsert(b *testing.B) { pgbenchBench(b, 1, ledgerInser
 func BenchmarkPgbenchItemStatement8(b *testing.B) { pgbenchBench(b, 8, itemStatementScript(b)) }
 
 func BenchmarkPgbenchLedgerInsert8(b *testing.B) { pgbenchBench(b, 8, ledgerInsertScript) }
+
+func BenchmarkPgbenchFencedInsert8(b *testing.B) { pgbenchBench(b, 8, fencedInsertScript) }
 
 // itemStatementScript is the fresh single-item statement with its parameters written in:
 // pgbench's client c writes run run+c of job "j<c>".
@@ -63,11 +73,20 @@ func ledgerInsertScript(run, gen int64) string {
 VALUES ('j' || :client_id, %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, %d + :client_id)`, gen, run)
 }
 
+func fencedInsertScript(run, gen int64) string {
+	return fmt.Sprintf(`WITH fence AS (
+	SELECT id FROM job_runs WHERE id = %d + :client_id AND lease_token = 'tok' AND status = 'RUNNING' AND lease_until > statement_timestamp()
+	FOR SHARE
+)
+INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, run_id)
+SELECT 'j' || :client_id, %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, id FROM fence`, run, gen)
+}
+
 // pgbenchBench runs the statement script(run, gen) gives b.N times in all from pgbench over
 // clients connections, on a fresh schema holding one RUNNING run per client (jobs "j0"…,
 // runs run, run+1, …, all of generation gen), and reports its tps and the machine's CPU per
 // transaction (all cores, PostgreSQL and pgbench alike). Every transaction writes a new target
-// (:n is random over 2^62).
+// (:n is random over 2^62), which it checks by counting the ledger's rows.
 func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string) {
 	pgbench, err := exec.LookPath("pgbench")
 	if err != nil {
@@ -100,6 +119,15 @@ func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string)
 		b.Fatalf("no tps in pgbench's output:\n%s", out)
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	// Every transaction writes one ledger row: fewer means a fence refused or a script wrote
+	// nothing, and the tps would be of a statement that did not do its work.
+	var written int64
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM job_ledger`).Scan(&written); err != nil {
+		b.Fatal(err)
+	}
+	if written != int64(clients*n) {
+		b.Fatalf("%d transactions wrote %d ledger rows: the script does not write what it measures", clients*n, written)
+	}
 	b.ReportMetric(tps, "tps")
 	if cpuErr == nil {
 		cores := cpu1.coresSince(cpu0)
