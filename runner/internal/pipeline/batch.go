@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -334,15 +335,16 @@ func (b *batch) calls(ctx context.Context) {
 			one(st)
 		}
 	} else {
-		sem := make(chan struct{}, b.parallelism)
+		// parallelism workers take the items in order: a goroutine per worker, not per item.
+		var next atomic.Int64
 		var wg sync.WaitGroup
-		for _, st := range b.pending {
-			sem <- struct{}{}
+		for range min(b.parallelism, len(b.pending)) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
-				one(st)
+				for i := next.Add(1) - 1; i < int64(len(b.pending)); i = next.Add(1) - 1 {
+					one(b.pending[i])
+				}
 			}()
 		}
 		wg.Wait()
