@@ -754,6 +754,19 @@ func ratio(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64) + "×"
 }
 
+// ratios formats a measured ratio and its goal with as many digits (2 to 6) as it takes to
+// tell them apart, so that a verdict never reads "2.70× < 2.70×"; equal to 6 digits, they
+// keep 2.
+func ratios(measured, goal float64) (string, string) {
+	m, g := ratio(measured), ratio(goal)
+	for prec := 3; m == g && prec <= 6; prec++ {
+		if mp, gp := strconv.FormatFloat(measured, 'f', prec, 64), strconv.FormatFloat(goal, 'f', prec, 64); mp != gp {
+			return mp + "×", gp + "×"
+		}
+	}
+	return m, g
+}
+
 func rangeOf(xs []float64, f func(float64) string) string {
 	if len(xs) == 0 {
 		return "—"
@@ -1034,9 +1047,11 @@ func judge(r *Run, g Goal) (string, string, string) {
 		case g.Min == 0:
 			return cell, rangeOf(rs, ratio), g.note(r)
 		case med >= g.Min:
-			return cell, rangeOf(rs, ratio), fmt.Sprintf("**MET** (%s ≥ %s)", ratio(med), ratio(g.Min))
+			m, b := ratios(med, g.Min)
+			return cell, rangeOf(rs, ratio), fmt.Sprintf("**MET** (%s ≥ %s)", m, b)
 		default:
-			return cell, rangeOf(rs, ratio), fmt.Sprintf("**NOT MET** (%s < %s)", ratio(med), ratio(g.Min))
+			m, b := ratios(med, g.Min)
+			return cell, rangeOf(rs, ratio), fmt.Sprintf("**NOT MET** (%s < %s)", m, b)
 		}
 	}
 	figs := g.Val(r)

@@ -193,6 +193,12 @@ func TestShardedVerdicts(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	// Round 1 at 556.7/200 = 2.7835: the median, 2.6973, rounds to the goal's 2.70×, so the
+	// verdict shows the digits that tell them apart.
+	r.fig("BenchmarkShardedLatency/instances=3/shards=24", "items/s").Rounds[1] = 556.7
+	if text = render(r); !strings.Contains(text, "**NOT MET** (2.697× < 2.700×)") {
+		t.Errorf("a ratio that rounds to its goal is shown as equal to it:\n%s", text[strings.Index(text, "## Sharded runs"):][:1500])
+	}
 	// Few lock waits, most backends waiting on I/O.
 	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-lock-waits").Rounds = map[int]float64{1: 0.5, 2: 0.5}
 	r.fig("BenchmarkShardedCPU/shards=12/instances=3", "pg-io-waits").Rounds = map[int]float64{1: 4, 2: 4}
