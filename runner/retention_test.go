@@ -107,7 +107,8 @@ func TestRetentionKeepsOwedGenerations(t *testing.T) {
 }
 
 // Each table has its own period, by the database clock, with the defaults: runs 90 days,
-// run errors and schedule events 30, call statistics 7, the audit log 400. A job's last run,
+// run errors and schedule events 30, call statistics 7, the audit log 400 (alarm episodes and
+// test deliveries too). A job's last run,
 // and the last run of a generation the ledger still holds, stay however old.
 func TestRetentionPeriodsPerTable(t *testing.T) {
 	b := setup(t)
@@ -155,6 +156,17 @@ func TestRetentionPeriodsPerTable(t *testing.T) {
 	// An active episode is kept however old.
 	exec(`INSERT INTO alert_history (alert_key, kind, severity, job_name, message, value, since, fired_at)
 		VALUES ('active', 'TARGET_RETRIED', 'WARNING', 'hist', 'm', 1, now(), now() - interval '500 days')`)
+	// Test deliveries belong to no episode: they go by their own age once no longer pending.
+	exec(`INSERT INTO notification_channels (name, kind, url) VALUES ('ops-hook', 'WEBHOOK', 'https://hooks.example/baton')`)
+	for _, d := range []struct {
+		key, status string
+		days        int
+	}{{"test:401", "SENT", 401}, {"test:401-failed", "FAILED", 401}, {"test:399", "SENT", 399}, {"test:pending", "PENDING", 500}} {
+		// Not due for a day: the runner's notifier leaves the pending one alone.
+		exec(`INSERT INTO notification_outbox (channel_id, kind, alert_key, payload, status, created_at, next_attempt_at)
+			SELECT id, 'TEST', $1, '{}', $2, now() - make_interval(days => $3), now() + interval '1 day' FROM notification_channels WHERE name = 'ops-hook'`,
+			d.key, d.status, d.days)
+	}
 	b.waitStatus(mustStart(t, r, runner.StartParams{Job: runner.MaintenanceJobName}), bt.StatusSucceeded)
 
 	for i, want := range []int{0, 1, 1, 0, 1} {
@@ -177,6 +189,9 @@ func TestRetentionPeriodsPerTable(t *testing.T) {
 		{"alarm episodes", `SELECT count(*) FROM alert_history WHERE alert_key = 'aged:399'`, 1},
 		{"alarm episodes resolved over 400 days ago", `SELECT count(*) FROM alert_history WHERE alert_key = 'aged:401'`, 0},
 		{"an active alarm episode", `SELECT count(*) FROM alert_history WHERE alert_key = 'active'`, 1},
+		{"test deliveries", `SELECT count(*) FROM notification_outbox WHERE alert_key = 'test:399'`, 1},
+		{"test deliveries sent or failed over 400 days ago", `SELECT count(*) FROM notification_outbox WHERE alert_key LIKE 'test:401%'`, 0},
+		{"a pending test delivery", `SELECT count(*) FROM notification_outbox WHERE alert_key = 'test:pending'`, 1},
 	} {
 		if n := b.count(c.sql); n != c.want {
 			t.Errorf("%s: %d rows, want %d", c.what, n, c.want)

@@ -161,6 +161,10 @@ var pruneSQL = map[store.PruneTable]string{
 	store.PruneAlertHistory: `DELETE FROM alert_history WHERE id IN (
 		SELECT id FROM alert_history WHERE $1::text IS NOT NULL AND resolved_at < statement_timestamp() - make_interval(secs => $2)
 		ORDER BY id LIMIT $3)`,
+	store.PruneTestNotifications: `DELETE FROM notification_outbox WHERE id IN (
+		SELECT id FROM notification_outbox WHERE $1::text IS NOT NULL AND kind = 'TEST' AND status <> 'PENDING'
+			AND created_at < statement_timestamp() - make_interval(secs => $2)
+		ORDER BY id LIMIT $3)`,
 }
 
 // Prune deletes up to limit rows of table older than olderThan (of job, where the table has

@@ -39,4 +39,8 @@ const (
 	// PruneAlertHistory deletes resolved alarm episodes, by when they resolved (the job name is
 	// ignored); an active episode is never deleted.
 	PruneAlertHistory PruneTable = "alert_history"
+	// PruneTestNotifications deletes test deliveries (kind TEST) sent or failed before the
+	// period (the job name is ignored); a pending one is never deleted. An episode's own
+	// deliveries go with the episode.
+	PruneTestNotifications PruneTable = "notification_outbox"
 )

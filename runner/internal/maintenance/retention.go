@@ -100,18 +100,17 @@ func (p *Pruner) PruneJob(ctx context.Context, f store.Fence, job string) (strin
 	return "pruned " + strings.Join(done, ", "), nil
 }
 
-// PruneAudit deletes the audit rows, and the alarm episodes resolved, past the audit period,
-// and returns what it deleted.
+// PruneAudit deletes the audit rows, the alarm episodes resolved and the test deliveries sent
+// or failed, past the audit period, and returns what it deleted.
 func (p *Pruner) PruneAudit(ctx context.Context, f store.Fence) (string, error) {
-	n, err := p.prune(ctx, f, store.PruneAuditLog, "", p.Periods.AuditLog)
-	if err != nil {
-		return "", err
+	var n [3]int64
+	for i, table := range []store.PruneTable{store.PruneAuditLog, store.PruneAlertHistory, store.PruneTestNotifications} {
+		var err error
+		if n[i], err = p.prune(ctx, f, table, "", p.Periods.AuditLog); err != nil {
+			return "", err
+		}
 	}
-	a, err := p.prune(ctx, f, store.PruneAlertHistory, "", p.Periods.AuditLog)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("pruned %d audit rows and %d alarm episodes", n, a), nil
+	return fmt.Sprintf("pruned %d audit rows, %d alarm episodes and %d test deliveries", n[0], n[1], n[2]), nil
 }
 
 // prune deletes table's rows older than age in fenced batches until none is due. A negative
