@@ -58,6 +58,9 @@ func Serve(ctx context.Context, o Config) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := registerPoolMetrics(reg, dbs, rdb); err != nil {
+		return fmt.Errorf("pool metrics: %w", err)
+	}
 
 	pub := pubsub.NewPublisher(rdb, o.Env, pubsub.PublisherOptions{InstanceID: o.Instance, Logger: log})
 	hub := pubsub.NewHub(rdb, o.Env, pubsub.HubOptions{Logger: log})
