@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/baton-run/baton/internal/testenv"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -30,6 +31,37 @@ func BenchmarkWriteItem(b *testing.B) {
 		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}
+
+// BenchmarkWriteFreshItem is the strict path's per-item write with no runner around it: the
+// store's WriteItems of one fresh CONFIRMED item counted in the run, with its checkpoint —
+// the fresh single-item statement a first run makes, the one BenchmarkPgbenchItemStatement
+// runs from pgbench — made from Go through pgx, one after another on one run. Against pgbench
+// it is what the Go client costs; against it, BenchmarkProcessStrict is what the runner adds.
+func BenchmarkWriteFreshItem(b *testing.B) {
+	ctx := context.Background()
+	pool := testenv.Postgres(b)
+	s := postgres.New(pool)
+	f, gen := storetest.RunningRun(b, s, 3600)
+	i := 0
+	for b.Loop() {
+		i++
+		cp := strconv.Itoa(i)
+		w := &store.ItemsWrite{JobName: "j", Generation: gen, Delta: store.RunDelta{Processed: 1, Succeeded: 1},
+			Ledger: []store.LedgerWrite{{Target: cp, State: bt.LedgerConfirmed, Attempt: 1, IdempotencyKey: "bt_" + cp,
+				CountInRun: true, Fresh: true}}, Checkpoint: &cp}
+		if _, _, err := s.WriteItems(ctx, f, w, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var written int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM job_ledger WHERE run_id = $1`, f.RunID).Scan(&written); err != nil {
+		b.Fatal(err)
+	}
+	if written != int64(i) {
+		b.Fatalf("%d writes left %d ledger rows", i, written)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
@@ -75,7 +107,20 @@ func BenchmarkPgxLedgerInsert(b *testing.B) {
 // columns), into job_ledger with all its indexes, on one connection, one new generation per
 // iteration. Against it the report judges the batch path, which writes the same rows with
 // their fence, counters and checkpoint.
-func BenchmarkCopyLedger(b *testing.B) {
+func BenchmarkCopyLedger(b *testing.B) { copyLedgerBench(b, 20000, 1) }
+
+// BenchmarkCopyLedgerChunked is the same rows as BenchmarkCopyLedger, COPYed as the batch
+// path commits them — 40 COPYs of 500 rows, each its own transaction — on two connections at
+// once, as the batch path has two writes in flight, with no fence, counters or checkpoint.
+// Against the bare COPY it shows what committing every 500 rows costs the database when a
+// batch's commit need not wait for the one before; the batch path's does (each write's fence
+// takes the run row's lock until it commits).
+func BenchmarkCopyLedgerChunked(b *testing.B) { copyLedgerBench(b, 500, 2) }
+
+// copyLedgerBench COPYs the 20,000 rows of a BenchmarkProcessBatch run into job_ledger as
+// COPYs of per rows, each its own transaction, over conns connections at once (connection c
+// takes the chunks c, c+conns, …), one new generation per iteration, and reports rows/s.
+func copyLedgerBench(b *testing.B, per, conns int) {
 	ctx := context.Background()
 	pool := testenv.Postgres(b)
 	const n = 20000
@@ -88,11 +133,15 @@ func BenchmarkCopyLedger(b *testing.B) {
 	cols := []string{"job_name", "generation", "target_key", "step", "state", "attempt", "idempotency_key",
 		"input_hash", "input_changed", "external", "effect_ref", "evidence_ref", "last_error", "last_error_sig",
 		"same_error_count", "run_id"}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
+	cs := make([]*pgxpool.Conn, conns)
+	for c := range cs {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Release()
+		cs[c] = conn
 	}
-	defer conn.Release()
 	gen := int64(0)
 	var total time.Duration
 	for b.Loop() {
@@ -101,10 +150,31 @@ func BenchmarkCopyLedger(b *testing.B) {
 			r[1] = gen
 		}
 		t0 := time.Now()
-		if _, err := conn.CopyFrom(ctx, pgx.Identifier{"job_ledger"}, cols, pgx.CopyFromRows(rows)); err != nil {
-			b.Fatal(err)
+		errs := make(chan error, conns)
+		for c, conn := range cs {
+			go func() {
+				for i := c * per; i < n; i += per * conns {
+					if _, err := conn.CopyFrom(ctx, pgx.Identifier{"job_ledger"}, cols, pgx.CopyFromRows(rows[i:min(i+per, n)])); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range cs {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
 		}
 		total += time.Since(t0)
+	}
+	var copied int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM job_ledger`).Scan(&copied); err != nil {
+		b.Fatal(err)
+	}
+	if copied != gen*n {
+		b.Fatalf("%d COPYs of %d rows left %d rows", gen, n, copied)
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "rows/s")
 }
