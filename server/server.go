@@ -72,7 +72,10 @@ func Serve(ctx context.Context, o Config) error {
 	var draining atomic.Bool
 	tokens := httpapi.NewTokenStore(dbs.main)
 	tokens.ListenOn(dbs.listen)
-	mux := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load, tp)
+	mux, err := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load, tp)
+	if err != nil {
+		return fmt.Errorf("http metrics: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -259,31 +262,36 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 }
 
 // routes lays out the instance's HTTP endpoints: health, readiness (503 once draining
-// reports true), metrics, GraphQL and the console.
+// reports true), metrics, GraphQL and the console, each counted and timed (httpMetrics).
 func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, tokens *httpapi.TokenStore,
-	draining func() bool, tp trace.TracerProvider) *http.ServeMux {
+	draining func() bool, tp trace.TracerProvider) (*http.ServeMux, error) {
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", httpapi.Live())
-	mux.Handle("GET /readyz", httpapi.Ready(draining,
+	mux.Handle("GET /healthz", m.instrument("healthz", httpapi.Live()))
+	mux.Handle("GET /readyz", m.instrument("readyz", httpapi.Ready(draining,
 		httpapi.Check{Name: "postgres", Ping: pool.Ping},
-		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})))
+	mux.Handle("GET /metrics", m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	var api http.Handler = httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins, Tokens: tokens,
 		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger, TracerProvider: tp}})
 	if tp != nil {
 		// The caller's traceparent, read before the transport: the operation's span is its child.
 		api = tracing.Extract(api)
 	}
-	mux.Handle("/graphql", api)
+	mux.Handle("/graphql", m.instrument("graphql", api))
 	console := o.Console
 	if console == nil {
 		console = frontend.Handler()
 	}
+	console = m.instrument("console", console)
 	mux.Handle("/admin/", console)
 	mux.Handle("/playground", console)
 	mux.Handle("/playground/", console)
 	mux.Handle("GET /{$}", http.RedirectHandler("/admin/", http.StatusFound))
-	return mux
+	return mux, nil
 }
 
 // tracerProvider returns the provider of the instance's spans — the program's, or the one

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// httpMetrics counts and times the instance's HTTP requests, by the route that served them:
+//
+//   - baton_http_requests_total{handler, method, code}: requests answered. A GraphQL
+//     WebSocket the server accepted counts once, as code 101, when it closes.
+//   - baton_http_request_duration_seconds{handler, method}: how long requests took to answer,
+//     WebSockets left out (theirs is the connection's lifetime).
+//   - baton_websocket_connections: GraphQL WebSocket connections open now.
+//
+// handler is the route's fixed name (graphql, console, metrics, healthz, readyz) and method is
+// promhttp's (lower case; one it does not know is "unknown"), so a client cannot add series.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	sockets  prometheus.Gauge
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_http_requests_total",
+			Help: "HTTP requests answered, by route, method and status code; an accepted GraphQL WebSocket counts as 101 when it closes.",
+		}, []string{"handler", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "baton_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route and method; WebSocket connections are not included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"handler", "method"}),
+		sockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "baton_websocket_connections",
+			Help: "GraphQL WebSocket connections open on this instance.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.sockets} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// instrument wraps h, the handler of the route named handler, in the metrics.
+func (m *httpMetrics) instrument(handler string, h http.Handler) http.Handler {
+	route := prometheus.Labels{"handler": handler}
+	requests := m.requests.MustCurryWith(route)
+	answered := promhttp.InstrumentHandlerDuration(m.duration.MustCurryWith(route), promhttp.InstrumentHandlerCounter(requests, h))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !websocket.IsWebSocketUpgrade(r) {
+			answered.ServeHTTP(w, r)
+			return
+		}
+		// The GraphQL transport serves the WebSocket inside this call: the connection is open
+		// from the hijack until the call returns.
+		uw := &upgradeWriter{ResponseWriter: w, opened: m.sockets.Inc}
+		h.ServeHTTP(uw, r)
+		code := uw.status
+		switch {
+		case uw.hijacked:
+			m.sockets.Dec()
+			code = http.StatusSwitchingProtocols
+		case code == 0:
+			code = http.StatusOK
+		}
+		requests.WithLabelValues("get", strconv.Itoa(code)).Inc()
+	})
+}
+
+// upgradeWriter is the ResponseWriter of a WebSocket upgrade: it keeps the status of a refused
+// upgrade and notes (opened) the connection gorilla/websocket takes over.
+type upgradeWriter struct {
+	http.ResponseWriter
+	opened   func()
+	status   int
+	hijacked bool
+}
+
+func (u *upgradeWriter) WriteHeader(code int) {
+	if u.status == 0 {
+		u.status = code
+	}
+	u.ResponseWriter.WriteHeader(code)
+}
+
+// Hijack hands the connection over, as gorilla's Upgrader asks of its ResponseWriter.
+func (u *upgradeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(u.ResponseWriter).Hijack()
+	if err == nil {
+		u.hijacked = true
+		u.opened()
+	}
+	return conn, rw, err
+}
+
+// Unwrap lets http.ResponseController reach the server's own ResponseWriter (deadlines).
+func (u *upgradeWriter) Unwrap() http.ResponseWriter { return u.ResponseWriter }

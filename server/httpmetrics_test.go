@@ -1,0 +1,142 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestHTTPMetrics: requests are counted by route, method and code and timed; an accepted
+// WebSocket is open in the gauge while it lives, then counts once as 101 and is never timed; a
+// refused upgrade counts with the code it was refused with and opens nothing.
+func TestHTTPMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgrader := websocket.Upgrader{CheckOrigin: func(r *http.Request) bool { return r.Header.Get("Origin") != "http://evil.example" }}
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if websocket.IsWebSocketUpgrade(r) {
+			ws, err := upgrader.Upgrade(w, r, nil)
+			if err != nil {
+				return // gorilla has answered 403
+			}
+			defer ws.Close()
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}
+		if r.URL.Query().Has("refuse") {
+			w.WriteHeader(http.StatusUnsupportedMediaType)
+			return
+		}
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", m.instrument("graphql", api))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	do := func(method, query string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+"/graphql"+query, strings.NewReader(`{}`))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	do(http.MethodPost, "")
+	do(http.MethodPost, "")
+	do(http.MethodGet, "?refuse")
+
+	wsURL := "ws" + strings.TrimPrefix(srv.URL, "http") + "/graphql"
+	if _, res, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": {"http://evil.example"}}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+		t.Fatalf("upgrade from a refused origin: %v, %v; want 403", res, err)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server hijacks the connection before it answers 101: it is open by now.
+	open := gather(t, reg)
+	if got := open.value("baton_websocket_connections", ""); got != 1 {
+		t.Errorf("open WebSockets while one is open = %v, want 1", got)
+	}
+	if got := series(open, "baton_http_requests_total", "graphql", "get", "101"); got != 0 {
+		t.Errorf("WebSockets counted before they close = %v, want 0", got)
+	}
+	ws.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for series(gather(t, reg), "baton_http_requests_total", "graphql", "get", "101") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed WebSocket was never counted as 101")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	got := gather(t, reg)
+	for _, c := range []struct {
+		what string
+		got  float64
+		want float64
+	}{
+		{"POSTs answered 200", series(got, "baton_http_requests_total", "graphql", "post", "200"), 2},
+		{"GETs refused 415", series(got, "baton_http_requests_total", "graphql", "get", "415"), 1},
+		{"upgrades refused 403", series(got, "baton_http_requests_total", "graphql", "get", "403"), 1},
+		{"WebSockets accepted (101)", series(got, "baton_http_requests_total", "graphql", "get", "101"), 1},
+		{"timed POSTs", series(got, "baton_http_request_duration_seconds", "graphql", "post"), 2},
+		{"timed GETs (the refused GET; no upgrade)", series(got, "baton_http_request_duration_seconds", "graphql", "get"), 1},
+		{"open WebSockets once closed", got.value("baton_websocket_connections", ""), 0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+// series is the value of name's series whose labels take values, in their order (a
+// histogram's: its count); 0 when there is none.
+func series(f families, name string, values ...string) float64 {
+	mf := f[name]
+	if mf == nil {
+		return 0
+	}
+	for _, m := range mf.GetMetric() {
+		if !labelsAre(m.GetLabel(), values) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return 0
+}
+
+// labelsAre says whether the label pairs are exactly values, given in the order of the
+// metric's label names (handler, method, code).
+func labelsAre(ls []*dto.LabelPair, values []string) bool {
+	byName := map[string]string{}
+	for _, l := range ls {
+		byName[l.GetName()] = l.GetValue()
+	}
+	for i, name := range []string{"handler", "method", "code"}[:len(values)] {
+		if byName[name] != values[i] {
+			return false
+		}
+	}
+	return len(byName) == len(values)
+}
