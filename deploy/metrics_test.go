@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/internal/testenv"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server"
@@ -258,6 +259,24 @@ func startJob(t *testing.T, base, token, job string) {
 	}
 }
 
+// graphQLError asks the API for a field that does not exist, which it refuses with a
+// top-level error (GRAPHQL_VALIDATION_FAILED): baton_graphql_errors_total exists from then on.
+func graphQLError(t *testing.T, base, token string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", strings.NewReader(`{"query": "{ noSuchField }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct{ Errors []struct{ Message string } }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Errors) == 0 {
+		t.Fatalf("a query of a field that does not exist: HTTP %d, %v, errors %v; want an error", res.StatusCode, err, out.Errors)
+	}
+}
+
 // scrape reads /metrics as Prometheus does.
 func scrape(t *testing.T, base string) exported {
 	t.Helper()
@@ -290,6 +309,7 @@ func TestRulesAndDashboardReadWhatBatonExports(t *testing.T) {
 	t.Parallel()
 	base, token := startBaton(t)
 	startJob(t, base, token, "metrics-probe")
+	graphQLError(t, base, token)
 	var got exported
 	testenv.Eventually(t, time.Minute, "the probe run to finish", func() bool {
 		got = scrape(t, base)
@@ -309,6 +329,8 @@ func TestRulesAndDashboardReadWhatBatonExports(t *testing.T) {
 			"baton_runs_finished_total": {"status": enums["RunStatus"]},
 			"baton_runs_started_total":  {"trigger": enums["Trigger"]},
 			"baton_items_total":         {"result": enums["LedgerState"]},
+			// Answered only on a server failure, which a healthy instance does not have.
+			"baton_graphql_errors_total": {"code": {graph.CodeInternal}},
 		},
 	}
 	queries := append(ruleQueries(t, ruleFiles...), dashboardQueries(t, loadDashboard(t))...)

@@ -144,6 +144,19 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 	}
 }
 
+// countErrors reports the code of each error present makes to onError (nil: present alone).
+func countErrors(present graphql.ErrorPresenterFunc, onError func(code string)) graphql.ErrorPresenterFunc {
+	if onError == nil {
+		return present
+	}
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		out := present(ctx, err)
+		code, _ := out.Extensions["code"].(string)
+		onError(code)
+		return out
+	}
+}
+
 // recoverPanic turns a panic in a resolver into a coded internal error, logging the value and
 // the stack under the reference the client sees.
 func recoverPanic(log *slog.Logger) graphql.RecoverFunc {

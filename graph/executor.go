@@ -68,6 +68,11 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// LiveStats, when set, counts the work of shared subscription executions.
 	LiveStats *LiveStats
+	// OnError, when set, is called with the code (extensions.code) of every top-level error
+	// the API answers, once per error, or with "" for one that has none: an instance counts
+	// them (baton_graphql_errors_total). The codes are the API's own, the runner's and
+	// gqlgen's, never a client's text.
+	OnError func(code string)
 	// AdmitOperation, when set, runs around each operation before a subscription joins its
 	// shared execution (ADR 0030): the transport's checks and per-connection accounting, which
 	// must see every subscriber. Nil admits every operation.
@@ -138,7 +143,7 @@ func NewServer(cfg Config) *handler.Server {
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.SetParserTokenLimit(cfg.MaxTokens)
 	gql.SetDisableSuggestion(!cfg.DevMode)
-	gql.SetErrorPresenter(presentError(cfg.Logger))
+	gql.SetErrorPresenter(countErrors(presentError(cfg.Logger), cfg.OnError))
 	gql.SetRecoverFunc(recoverPanic(cfg.Logger))
 	if cfg.TracerProvider != nil {
 		gql.Use(operationSpans{tracer: cfg.TracerProvider.Tracer("github.com/baton-run/baton/graph")})

@@ -18,6 +18,9 @@ import (
 //   - baton_http_request_duration_seconds{handler, method}: how long requests took to answer,
 //     WebSockets left out (theirs is the connection's lifetime).
 //   - baton_websocket_connections: GraphQL WebSocket connections open now.
+//   - baton_graphql_errors_total{code}: top-level GraphQL errors answered, by their
+//     extensions.code, over HTTP and WebSockets alike (graph.Config.OnError). Most failures of
+//     a GraphQL request answer 200 with such an error, so the status codes alone miss them.
 //
 // handler is the route's fixed name (graphql, console, metrics, healthz, readyz) and method is
 // promhttp's (lower case; one it does not know is "unknown"), so a client cannot add series.
@@ -25,6 +28,7 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	sockets  prometheus.Gauge
+	errors   *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -42,13 +46,41 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Name: "baton_websocket_connections",
 			Help: "GraphQL WebSocket connections open on this instance.",
 		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baton_graphql_errors_total",
+			Help: "Top-level GraphQL errors answered, by extensions.code (INTERNAL_SERVER_ERROR: a failure of the server, logged under the ref it carries).",
+		}, []string{"code"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.sockets} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.sockets, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// graphQLError counts a top-level GraphQL error by its code. The codes are the program's own
+// constants; anything else (none, or not a code's shape) counts as OTHER, so the series stay
+// few whatever an error carries.
+func (m *httpMetrics) graphQLError(code string) {
+	if !isErrorCode(code) {
+		code = "OTHER"
+	}
+	m.errors.WithLabelValues(code).Inc()
+}
+
+// isErrorCode says whether code has the shape of an error code: 1 to 40 upper-case letters,
+// digits and underscores.
+func isErrorCode(code string) bool {
+	if code == "" || len(code) > 40 {
+		return false
+	}
+	for _, c := range code {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // instrument wraps h, the handler of the route named handler, in the metrics.

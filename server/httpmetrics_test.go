@@ -140,3 +140,26 @@ func labelsAre(ls []*dto.LabelPair, values []string) bool {
 	}
 	return len(byName) == len(values)
 }
+
+// TestGraphQLErrorCodes: GraphQL errors count by their code; one without a code, or with
+// anything but a code's shape, counts as OTHER, so no error can add a series of its own.
+func TestGraphQLErrorCodes(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{"INTERNAL_SERVER_ERROR", "FORBIDDEN", "INTERNAL_SERVER_ERROR", "", "no such field: x", strings.Repeat("A", 41)} {
+		m.graphQLError(code)
+	}
+	got := gather(t, reg)
+	for code, want := range map[string]float64{"INTERNAL_SERVER_ERROR": 2, "FORBIDDEN": 1, "OTHER": 3} {
+		if n := got.value("baton_graphql_errors_total", code); n != want {
+			t.Errorf("baton_graphql_errors_total{code=%q} = %v, want %v", code, n, want)
+		}
+	}
+	if n := got.count("baton_graphql_errors_total"); n != 3 {
+		t.Errorf("%d series of baton_graphql_errors_total, want 3", n)
+	}
+}

@@ -1,10 +1,33 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/IBM/pgxpoolprometheus"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 )
+
+// registerMetrics registers the instance's own metrics beside the runner's: the Go runtime's
+// and the process's, its connection pools' (registerPoolMetrics) and its HTTP requests'
+// (httpMetrics), which it returns for the routes.
+func registerMetrics(reg prometheus.Registerer, dbs databases, rdb redis.UniversalClient) (*httpMetrics, error) {
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	if err := registerPoolMetrics(reg, dbs, rdb); err != nil {
+		return nil, fmt.Errorf("pool metrics: %w", err)
+	}
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("http metrics: %w", err)
+	}
+	return m, nil
+}
 
 // registerPoolMetrics exports the connection pools' statistics, read when Prometheus scrapes:
 // each PostgreSQL pool's as baton_pgxpool_* series (pgxpoolprometheus's, prefixed) labelled

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
@@ -57,9 +56,9 @@ func Serve(ctx context.Context, o Config) error {
 	defer rdb.Close()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := registerPoolMetrics(reg, dbs, rdb); err != nil {
-		return fmt.Errorf("pool metrics: %w", err)
+	hm, err := registerMetrics(reg, dbs, rdb)
+	if err != nil {
+		return err
 	}
 
 	pub := pubsub.NewPublisher(rdb, o.Env, pubsub.PublisherOptions{InstanceID: o.Instance, Logger: log})
@@ -72,10 +71,7 @@ func Serve(ctx context.Context, o Config) error {
 	var draining atomic.Bool
 	tokens := httpapi.NewTokenStore(dbs.main)
 	tokens.ListenOn(dbs.listen)
-	mux, err := routes(o, r, hub, dbs.main, rdb, reg, tokens, draining.Load, tp)
-	if err != nil {
-		return fmt.Errorf("http metrics: %w", err)
-	}
+	mux := routes(o, r, hub, dbs.main, rdb, reg, hm, tokens, draining.Load, tp)
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -263,12 +259,8 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 
 // routes lays out the instance's HTTP endpoints: health, readiness (503 once draining
 // reports true), metrics, GraphQL and the console, each counted and timed (httpMetrics).
-func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, tokens *httpapi.TokenStore,
-	draining func() bool, tp trace.TracerProvider) (*http.ServeMux, error) {
-	m, err := newHTTPMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
+func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb redis.UniversalClient, reg *prometheus.Registry, m *httpMetrics,
+	tokens *httpapi.TokenStore, draining func() bool, tp trace.TracerProvider) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", m.instrument("healthz", httpapi.Live()))
 	mux.Handle("GET /readyz", m.instrument("readyz", httpapi.Ready(draining,
@@ -276,7 +268,7 @@ func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb
 		httpapi.Check{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }})))
 	mux.Handle("GET /metrics", m.instrument("metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	var api http.Handler = httpapi.NewHandler(httpapi.Config{AllowedOrigins: o.AllowedOrigins, Tokens: tokens,
-		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger, TracerProvider: tp}})
+		GraphQL: graph.Config{Runner: r, Hub: hub, DevMode: o.DevMode, Logger: o.Logger, TracerProvider: tp, OnError: m.graphQLError}})
 	if tp != nil {
 		// The caller's traceparent, read before the transport: the operation's span is its child.
 		api = tracing.Extract(api)
@@ -291,7 +283,7 @@ func routes(o Config, r *runner.Runner, hub *pubsub.Hub, pool *pgxpool.Pool, rdb
 	mux.Handle("/playground", console)
 	mux.Handle("/playground/", console)
 	mux.Handle("GET /{$}", http.RedirectHandler("/admin/", http.StatusFound))
-	return mux, nil
+	return mux
 }
 
 // tracerProvider returns the provider of the instance's spans — the program's, or the one
