@@ -230,17 +230,8 @@ func startBaton(t *testing.T) (base, token string) {
 // startJob starts a job through the GraphQL API, as an operator would.
 func startJob(t *testing.T, base, token, job string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{
-		"query":     `mutation($name: String!) { startJob(input: {name: $name}) { run { id } userErrors { code message } } }`,
-		"variables": map[string]string{"name": job},
-	})
-	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := postGraphQL(t, base, token, `mutation($name: String!) { startJob(input: {name: $name}) { run { id } userErrors { code message } } }`,
+		map[string]any{"name": job})
 	defer res.Body.Close()
 	var out struct {
 		Data struct {
@@ -263,18 +254,26 @@ func startJob(t *testing.T, base, token, job string) {
 // top-level error (GRAPHQL_VALIDATION_FAILED): baton_graphql_errors_total exists from then on.
 func graphQLError(t *testing.T, base, token string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", strings.NewReader(`{"query": "{ noSuchField }"}`))
+	res := postGraphQL(t, base, token, `{ noSuchField }`, nil)
+	defer res.Body.Close()
+	var out struct{ Errors []struct{ Message string } }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Errors) == 0 {
+		t.Fatalf("a query of a field that does not exist: HTTP %d, %v, errors %v; want an error", res.StatusCode, err, out.Errors)
+	}
+}
+
+// postGraphQL posts query with vars to the instance's /graphql as token's holder.
+func postGraphQL(t *testing.T, base, token, query string, vars map[string]any) *http.Response {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	var out struct{ Errors []struct{ Message string } }
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Errors) == 0 {
-		t.Fatalf("a query of a field that does not exist: HTTP %d, %v, errors %v; want an error", res.StatusCode, err, out.Errors)
-	}
+	return res
 }
 
 // scrape reads /metrics as Prometheus does.

@@ -17,11 +17,7 @@ import (
 // refused upgrade counts with the code it was refused with and opens nothing.
 func TestHTTPMetrics(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewRegistry()
-	m, err := newHTTPMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := testHTTPMetrics(t)
 	upgrader := websocket.Upgrader{CheckOrigin: func(r *http.Request) bool { return r.Header.Get("Origin") != "http://evil.example" }}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if websocket.IsWebSocketUpgrade(r) {
@@ -105,6 +101,17 @@ func TestHTTPMetrics(t *testing.T) {
 	}
 }
 
+// testHTTPMetrics makes the metrics on a registry of their own.
+func testHTTPMetrics(t *testing.T) (*httpMetrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := newHTTPMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
 // series is the value of name's series whose labels take values, in their order (a
 // histogram's: its count); 0 when there is none.
 func series(f families, name string, values ...string) float64 {
@@ -145,11 +152,7 @@ func labelsAre(ls []*dto.LabelPair, values []string) bool {
 // anything but a code's shape, counts as OTHER, so no error can add a series of its own.
 func TestGraphQLErrorCodes(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewRegistry()
-	m, err := newHTTPMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, reg := testHTTPMetrics(t)
 	for _, code := range []string{"INTERNAL_SERVER_ERROR", "FORBIDDEN", "INTERNAL_SERVER_ERROR", "", "no such field: x", strings.Repeat("A", 41)} {
 		m.graphQLError(code)
 	}
