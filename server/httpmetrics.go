@@ -95,17 +95,20 @@ func (m *httpMetrics) instrument(handler string, h http.Handler) http.Handler {
 		}
 		// The GraphQL transport serves the WebSocket inside this call: the connection is open
 		// from the hijack until the call returns.
+		// Deferred, so that a handler that panics (net/http recovers it) still closes its count.
 		uw := &upgradeWriter{ResponseWriter: w, opened: m.sockets.Inc}
+		defer func() {
+			code := uw.status
+			switch {
+			case uw.hijacked:
+				m.sockets.Dec()
+				code = http.StatusSwitchingProtocols
+			case code == 0:
+				code = http.StatusOK
+			}
+			requests.WithLabelValues("get", strconv.Itoa(code)).Inc()
+		}()
 		h.ServeHTTP(uw, r)
-		code := uw.status
-		switch {
-		case uw.hijacked:
-			m.sockets.Dec()
-			code = http.StatusSwitchingProtocols
-		case code == 0:
-			code = http.StatusOK
-		}
-		requests.WithLabelValues("get", strconv.Itoa(code)).Inc()
 	})
 }
 

@@ -26,6 +26,9 @@ func TestHTTPMetrics(t *testing.T) {
 				return // gorilla has answered 403
 			}
 			defer ws.Close()
+			if r.URL.Query().Has("panic") {
+				panic(http.ErrAbortHandler) // net/http recovers it quietly
+			}
 			for {
 				if _, _, err := ws.ReadMessage(); err != nil {
 					return
@@ -81,6 +84,19 @@ func TestHTTPMetrics(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// A handler that panics after the upgrade: net/http recovers it; the connection is
+	// counted closed all the same.
+	if ws, _, err := websocket.DefaultDialer.Dial(wsURL+"?panic", nil); err == nil {
+		ws.Close()
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for series(gather(t, reg), "baton_http_requests_total", "graphql", "get", "101") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the WebSocket whose handler panicked was never counted as 101")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
 	got := gather(t, reg)
 	for _, c := range []struct {
 		what string
@@ -90,7 +106,7 @@ func TestHTTPMetrics(t *testing.T) {
 		{"POSTs answered 200", series(got, "baton_http_requests_total", "graphql", "post", "200"), 2},
 		{"GETs refused 415", series(got, "baton_http_requests_total", "graphql", "get", "415"), 1},
 		{"upgrades refused 403", series(got, "baton_http_requests_total", "graphql", "get", "403"), 1},
-		{"WebSockets accepted (101)", series(got, "baton_http_requests_total", "graphql", "get", "101"), 1},
+		{"WebSockets accepted (101)", series(got, "baton_http_requests_total", "graphql", "get", "101"), 2},
 		{"timed POSTs", series(got, "baton_http_request_duration_seconds", "graphql", "post"), 2},
 		{"timed GETs (the refused GET; no upgrade)", series(got, "baton_http_request_duration_seconds", "graphql", "get"), 1},
 		{"open WebSockets once closed", got.value("baton_websocket_connections", ""), 0},
