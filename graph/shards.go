@@ -8,6 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/baton-run/baton/live"
 	bt "github.com/baton-run/baton/runner/batontype"
 )
 
@@ -156,8 +157,15 @@ func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.RunRec
 	if err != nil {
 		return nil, err
 	}
-	held := streamShardsFrom(ctx)
-	out := make(chan *bt.RunRecord, 1)
+	return forwardStates(ctx, states, streamShardsFrom(ctx)), nil
+}
+
+// forwardStates hands the run records of states to gqlgen one by one, each with its shards
+// held in held until gqlgen takes the next. The channel is unbuffered: a send into a buffer
+// would complete while gqlgen is still resolving the event before, and dropping that event's
+// shards then sends its Run.shards to the database, newer than the run's summed counters.
+func forwardStates(ctx context.Context, states <-chan *live.RunState, held *streamShards) <-chan *bt.RunRecord {
+	out := make(chan *bt.RunRecord)
 	go func() {
 		defer close(out)
 		var prev *bt.RunRecord
@@ -174,7 +182,7 @@ func (r *Resolver) runProgress(ctx context.Context, id int64) (<-chan *bt.RunRec
 			prev = st.Run
 		}
 	}()
-	return out, nil
+	return out
 }
 
 // dbClock estimates the database clock from this process's, for ages the API shows (a
