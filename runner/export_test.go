@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"time"
+
+	bt "github.com/baton-run/baton/runner/batontype"
 )
 
 // Wake wakes the scheduler loop at once (tests use it to make every instance pass now).
@@ -23,3 +25,7 @@ func (r *Runner) DownstreamLimits(name string) (DownstreamLimits, bool) {
 	s, ok := r.ds.get(name)
 	return s.Limits, ok
 }
+
+// AskToStop asks run to stop at its next boundary for reason, at once, as a pause seen by the
+// worker or a shutdown does: a call under way returns to a run that knows it must stop.
+func (run *Run) AskToStop(reason bt.StopReason) { run.requestStop(reason) }

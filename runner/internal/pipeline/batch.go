@@ -438,7 +438,9 @@ func (b *batch) settleFailure(st *itemState, round int, res *results) {
 		state = bt.LedgerBugSuspected
 	}
 	notCalled := isNotCalled(st.err)
-	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled) && run.st.err() == nil {
+	// A run asked to stop still keeps such a target to retry: the backoff then stops at once
+	// and stopRetrying records it with the checkpoint before it, so a RESUME retries it.
+	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled) {
 		res.retry = append(res.retry, st)
 		if notCalled {
 			// No call was made: the retry's intent takes this attempt's number again (the
@@ -491,8 +493,12 @@ func (b *batch) checkpoint() *string {
 	return nil
 }
 
-// backoff waits before retry round try+1, then reaches a safe point.
+// backoff waits before retry round try+1, then reaches a safe point; a run already asked to
+// stop does not wait.
 func (b *batch) backoff(ctx context.Context, try int) error {
+	if err := b.run.st.err(); err != nil {
+		return err
+	}
 	p := b.run.retry
 	d := p.InitialBackoff << (try - 1)
 	if d <= 0 || d > p.MaxBackoff {
