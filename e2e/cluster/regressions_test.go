@@ -122,7 +122,11 @@ func shutdownDuringClaims(t *testing.T, restarts int) {
 // item transaction meets the shutdown) → the run, if the restart ended it, ended
 // FAILED/DATABASE_UNAVAILABLE, recorded by its worker once the database was back.
 func TestClusterDatabaseEndRecordedAfterRestart(t *testing.T) {
-	c := demoCluster(t, short, 4)
+	// A lease well beyond the restart: on a loaded machine PostgreSQL's restart and the worker's
+	// reconnect can take longer than the default 4s, and the recoverer would then end the run
+	// LEASE_EXPIRED before its worker could record the cause. The regression this catches never
+	// records it at all, whatever the lease.
+	c := demoClusterLease(t, short, 4, 15*time.Second)
 	for attempt := 1; attempt <= 3; attempt++ {
 		id := start(t, c.Node(1), "demo-collect", "RESTART")
 		before := waitProcessed(t, c, id, 10).Processed
