@@ -25,6 +25,8 @@ import (
 //	BATON_DEMO_SETTLEMENT_SHARDS                     demo-settlement-sharded's shards (12)
 //	BATON_DEMO_CRAWL_PAGES, BATON_DEMO_CRAWL_LATENCY demo-crawl, 16 shards (3200, 20ms)
 //	BATON_DEMO_FAST=1                                all of them tiny (for tests)
+//	BATON_DEMO_SCHEDULES=false                       no demo job on a schedule (demo-collect
+//	                                                 fires every 15 minutes otherwise)
 //
 // BATON_DEMO_PROVIDER_URL, such as http://127.0.0.1:8099, makes demo-settlement pay through a
 // provider served over HTTP (demo.ProviderHandler) instead of one in process, so several
@@ -37,6 +39,15 @@ func demoConfig() (demo.Config, error) {
 	c, err := demoSizes()
 	if err != nil {
 		return c, err
+	}
+	if v := os.Getenv("BATON_DEMO_SCHEDULES"); v != "" {
+		on, perr := strconv.ParseBool(v)
+		if perr != nil {
+			return c, fmt.Errorf("BATON_DEMO_SCHEDULES must be true or false, not %q", v)
+		}
+		if !on {
+			c.Collect.Cron, c.Flaky.Cron = "", ""
+		}
 	}
 	if v := os.Getenv("BATON_DEMO_PROVIDER_LIMIT"); v != "" {
 		if c.Provider.Limit, err = parseProviderLimit(v); err != nil {

@@ -97,3 +97,22 @@ func TestDemoConfigShardedSizes(t *testing.T) {
 		})
 	}
 }
+
+func TestDemoConfigSchedules(t *testing.T) {
+	t.Setenv("BATON_DEMO_FAST", "")
+	t.Setenv("BATON_DEMO_PROVIDER_URL", "")
+	t.Setenv("BATON_DEMO_PROVIDER_LIMIT", "")
+	t.Setenv("BATON_DEMO_SCHEDULES", "")
+	c, err := demoConfig()
+	if err != nil || c.Collect.Cron == "" || c.Flaky.Cron == "" {
+		t.Fatalf("by default demo-collect and demo-flaky have schedules: %q, %q, %v", c.Collect.Cron, c.Flaky.Cron, err)
+	}
+	t.Setenv("BATON_DEMO_SCHEDULES", "false")
+	if c, err = demoConfig(); err != nil || c.Collect.Cron != "" || c.Flaky.Cron != "" {
+		t.Fatalf("BATON_DEMO_SCHEDULES=false: schedules %q, %q, %v; want none", c.Collect.Cron, c.Flaky.Cron, err)
+	}
+	t.Setenv("BATON_DEMO_SCHEDULES", "sometimes")
+	if _, err := demoConfig(); err == nil || !strings.Contains(err.Error(), "BATON_DEMO_SCHEDULES") {
+		t.Fatalf("BATON_DEMO_SCHEDULES=sometimes: %v, want an error naming it", err)
+	}
+}

@@ -48,7 +48,7 @@ type NodeKind int
 const (
 	// DemoNodes run `baton serve --demo`: demo-collect, demo-flaky and demo-settlement,
 	// sized by Config.Env (BATON_DEMO_PAGES, BATON_DEMO_PAGE_LATENCY, BATON_DEMO_ACCOUNTS,
-	// BATON_DEMO_PROVIDER_LATENCY, ...).
+	// BATON_DEMO_PROVIDER_LATENCY, ...), with none of them on a schedule.
 	DemoNodes NodeKind = iota
 	// StormNodes run e2e/cluster/cmd/stormnode: STORM_JOBS jobs firing every second.
 	StormNodes
@@ -543,6 +543,9 @@ func (n *Node) env() []string {
 		"BATON_LEASE="+cfg.Lease.String(),
 		"BATON_SHUTDOWN_TIMEOUT="+cfg.ShutdownTimeout.String(),
 		"BATON_LOG_FORMAT=json",
+		// No demo job fires on its own: a scenario starts what it runs, and a fire of
+		// demo-collect's quarter-hourly schedule would hold the job when it starts it.
+		"BATON_DEMO_SCHEDULES=false",
 	)
 	for k, v := range cfg.Env {
 		env = append(env, k+"="+v)
