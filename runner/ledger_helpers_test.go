@@ -47,13 +47,9 @@ func (j *ledgerJob) Run(ctx context.Context, run *runner.Run) error {
 	j.mu.Lock()
 	targets := append([]string(nil), j.targets...)
 	j.mu.Unlock()
-	start := 0
-	if cp := run.Checkpoint(); cp != "" {
-		n, err := strconv.Atoi(cp)
-		if err != nil {
-			return err
-		}
-		start = n
+	start, err := checkpointNumber(run)
+	if err != nil {
+		return err
 	}
 	for i := start; i < len(targets); i++ {
 		item := j.item(i, targets[i])
@@ -65,6 +61,15 @@ func (j *ledgerJob) Run(ctx context.Context, run *runner.Run) error {
 		}
 	}
 	return nil
+}
+
+// checkpointNumber reads a test job's checkpoint, a number (0 for none).
+func checkpointNumber(run *runner.Run) (int, error) {
+	cp := run.Checkpoint()
+	if cp == "" {
+		return 0, nil
+	}
+	return strconv.Atoi(cp)
 }
 
 func (j *ledgerJob) item(i int, target string) runner.Item {

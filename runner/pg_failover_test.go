@@ -97,15 +97,11 @@ func (j *chargeJob) Info() runner.JobInfo {
 }
 
 func (j *chargeJob) Run(ctx context.Context, run *runner.Run) error {
-	start := 1
-	if cp := run.Checkpoint(); cp != "" {
-		n, err := strconv.Atoi(cp)
-		if err != nil {
-			return err
-		}
-		start = n + 1
+	last, err := checkpointNumber(run)
+	if err != nil {
+		return err
 	}
-	for i := start; i <= j.n; i++ {
+	for i := last + 1; i <= j.n; i++ {
 		item := runner.Item{Target: chargeTarget(i), Checkpoint: strconv.Itoa(i), External: true, Input: i}
 		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
 			if i == j.holdAt {

@@ -35,13 +35,9 @@ func (j *stopMidCallJob) Info() runner.JobInfo {
 }
 
 func (j *stopMidCallJob) Run(ctx context.Context, run *runner.Run) error {
-	start := 0
-	if cp := run.Checkpoint(); cp != "" {
-		n, err := strconv.Atoi(cp)
-		if err != nil {
-			return err
-		}
-		start = n
+	start, err := checkpointNumber(run)
+	if err != nil {
+		return err
 	}
 	for i := start; i < j.n; i++ {
 		item := runner.Item{Target: fmt.Sprintf("t%d", i), Input: i, Checkpoint: strconv.Itoa(i + 1), External: j.external}
