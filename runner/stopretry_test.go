@@ -30,7 +30,8 @@ type stopMidCallJob struct {
 
 func (j *stopMidCallJob) Info() runner.JobInfo {
 	return runner.JobInfo{Name: j.name, Description: "asks to stop during a call that fails", Version: "1", Lease: 30 * time.Second,
-		Retry:          runner.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond},
+		// A day's backoff: a run asked to stop must not sit it out before it stops.
+		Retry:          runner.RetryPolicy{MaxAttempts: 3, InitialBackoff: 24 * time.Hour, MaxBackoff: 24 * time.Hour},
 		StopConditions: []runner.StopCondition{}}
 }
 
@@ -66,7 +67,8 @@ func (j *stopMidCallJob) callsOf(i int) []int {
 
 // TestStopDuringRetryableFailureKeepsItsCheckpoint: a target whose call fails TRANSIENT with
 // attempts left, settled after the run was asked to stop, is recorded TRANSIENT with the
-// checkpoint before it, as a stop during the backoff does, so the RESUME retries it. It used
+// checkpoint before it, as a stop during the backoff does, so the RESUME retries it, and the
+// run stops without waiting out the retry's backoff. It used
 // to be recorded as a final failure with the checkpoint past it, and the RESUME skipped it: a
 // page a rolling deploy lost.
 func TestStopDuringRetryableFailureKeepsItsCheckpoint(t *testing.T) {
@@ -80,9 +82,13 @@ func TestStopDuringRetryableFailureKeepsItsCheckpoint(t *testing.T) {
 			if paused.Status != bt.StatusPaused || paused.Checkpoint != "1" {
 				t.Fatalf("run %d ended %s at checkpoint %q (%s); want PAUSED at checkpoint 1, before t1", paused.ID, paused.Status, paused.Checkpoint, paused.Message)
 			}
-			if e := b.entry(name, "t1"); external && (e == nil || e.State != bt.LedgerTransient || e.Attempt != 1) {
+			if e := b.entry(name, "t1"); e == nil || e.State != bt.LedgerTransient || e.Attempt != 1 {
 				t.Fatalf("t1 after the stop: %+v, want TRANSIENT at attempt 1", e)
 			}
+			if e := b.entry(name, "t2"); e != nil {
+				t.Fatalf("t2 after the stop: %+v, want no row: the run stopped before it", e)
+			}
+			b.wantCounters(paused, counters{processed: 2, succeeded: 1, failed: 1})
 			b.checkCounts(r, name, paused.Generation, paused.ID)
 
 			resumed := b.succeed(r, runner.StartParams{Job: name, Mode: bt.ModeResume})
