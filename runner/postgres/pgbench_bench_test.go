@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -40,6 +39,11 @@ import (
 //     keeps its fence and its counters in the item's own transaction, so a crash never leaves
 //     the counts behind the ledger; what it gains over the item statement is what the fence's
 //     UPDATE of the run row costs.
+//
+// Each also measures its baseline beside it (insert-tps, see pgbenchBench), and the report
+// judges the statement goal and its ceilings by that: the round's own pgbench run comes
+// minutes earlier, and the machine's load between the two moved the ratio by more than the
+// differences it was read for.
 
 func BenchmarkPgbenchItemStatement(b *testing.B) { pgbenchBench(b, 1, itemStatementScript(b)) }
 
@@ -115,6 +119,13 @@ SELECT 'j' || :client_id, %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, id FRO
 // runs run, run+1, …, all of generation gen), and reports its tps and the machine's CPU per
 // transaction (all cores, PostgreSQL and pgbench alike). Every transaction writes a new target
 // (:n is random over 2^62), which it checks by counting the ledger's rows.
+//
+// It also reports insert-tps, the statement's baseline measured beside it: pgbench's
+// single-row INSERT+COMMIT (the script `make bench` measures pgbench by) into a scratch table
+// of the same schema, over the same connections, b.N transactions in all, half just before
+// the statement and half just after. The ratio of tps to insert-tps is the issue-19 goal's
+// with both sides under the same load at the same moment, where the round's own pgbench run
+// comes minutes earlier (ADR 5).
 func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string) {
 	pgbench, err := exec.LookPath("pgbench")
 	if err != nil {
@@ -123,30 +134,23 @@ func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string)
 	u := testenv.Schema(b)
 	s := New(testenv.Pool(b, u))
 	run, gen := runningRuns(b, s, clients)
-	file := filepath.Join(b.TempDir(), "script.sql")
-	text := "\\set n random(1, 4611686018427387904)\n" + regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(run, gen), "") + ";\n"
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+	if _, err := s.pool.Exec(context.Background(), `CREATE TABLE pgbench_insert (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
 	conninfo, err := libpqURL(u)
 	if err != nil {
 		b.Fatal(err)
 	}
+	statement := pgbenchScript(b, "\\set n random(1, 4611686018427387904)\n"+regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(run, gen), "")+";\n")
+	insert := pgbenchScript(b, "INSERT INTO pgbench_insert (v) VALUES (1);\n")
 	n := max(b.N/clients, 1)
 	b.ResetTimer()
+	before := runPgbench(b, pgbench, conninfo, insert, clients, max(n/2, 1))
 	cpu0, cpuErr := readMachineCPU()
-	out, err := exec.Command(pgbench, "-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2)),
-		"-t", strconv.Itoa(n), "-f", file, conninfo).CombinedOutput()
+	tps := runPgbench(b, pgbench, conninfo, statement, clients, n)
 	cpu1, _ := readMachineCPU()
+	after := runPgbench(b, pgbench, conninfo, insert, clients, max(n-n/2, 1))
 	b.StopTimer()
-	if err != nil {
-		b.Fatalf("pgbench: %v\n%s", err, out)
-	}
-	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
-	if m == nil {
-		b.Fatalf("no tps in pgbench's output:\n%s", out)
-	}
-	tps, _ := strconv.ParseFloat(string(m[1]), 64)
 	// Every transaction writes one ledger row: fewer means a fence refused or a script wrote
 	// nothing, and the tps would be of a statement that did not do its work.
 	var written int64
@@ -157,11 +161,48 @@ func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string)
 		b.Fatalf("%d transactions wrote %d ledger rows: the script does not write what it measures", clients*n, written)
 	}
 	b.ReportMetric(tps, "tps")
+	// The two halves' transactions over their time together.
+	nb, na := float64(max(n/2, 1)), float64(max(n-n/2, 1))
+	b.ReportMetric((nb+na)/(nb/before+na/after), "insert-tps")
 	if cpuErr == nil {
 		cores := cpu1.coresSince(cpu0)
 		b.ReportMetric(cores, "machine-cores")
 		b.ReportMetric(cores*1e6/tps, "machine-cpu-us/tx")
 	}
+}
+
+// pgbenchScript writes text to a script file for pgbench and returns its path.
+func pgbenchScript(b *testing.B, text string) string {
+	file, err := os.CreateTemp(b.TempDir(), "script-*.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := file.WriteString(text); err != nil {
+		b.Fatal(err)
+	}
+	if err := file.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return file.Name()
+}
+
+// runPgbench runs pgbench's prepared-statement mode with the script file over clients
+// connections, n transactions each, and returns its tps.
+func runPgbench(b *testing.B, pgbench, conninfo, file string, clients, n int) float64 {
+	out, err := exec.Command(pgbench, "-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 2)),
+		"-t", strconv.Itoa(n), "-f", file, conninfo).CombinedOutput()
+	if err != nil {
+		b.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("no tps in pgbench's output:\n%s", out)
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	if tps <= 0 {
+		b.Fatalf("pgbench reported %v tps:\n%s", tps, out)
+	}
+	return tps
 }
 
 // runningRuns registers jobs "j0" … "j<n-1>" and starts a RUNNING run of each under lease
