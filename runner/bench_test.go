@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/baton-run/baton/internal/testbundle"
 	"github.com/baton-run/baton/internal/testenv"
@@ -157,98 +154,6 @@ func BenchmarkProcessStrictExternal(b *testing.B) { itemsBench(b, 2000, true, 1,
 
 // BenchmarkProcessBatch: 500 items per commit.
 func BenchmarkProcessBatch(b *testing.B) { itemsBench(b, 20000, false, 500, 8) }
-
-// BenchmarkProcessBatchPaired is BenchmarkProcessBatch with its baseline measured beside it:
-// each iteration runs the batch job (20,000 items, 500 per commit) and COPYs 20,000 fresh
-// CONFIRMED rows of another job into the same job_ledger, with the same indexes and the same
-// rows before it, on one connection in one transaction (BenchmarkCopyLedger's COPY), the two
-// in turn and in alternating order. It reports items/s and copy-rows/s: the ratio of the
-// issue-19 batch goal with both sides under the same load, table and moment, where the
-// separate benchmarks run minutes apart in other processes (ADR 5).
-func BenchmarkProcessBatchPaired(b *testing.B) {
-	const n, batch = 20000, 500
-	job := runner.NewJob(runner.JobInfo{Name: "items", Lease: time.Minute}, func(ctx context.Context, run *runner.Run) error {
-		items := make([]runner.Item, 0, batch)
-		for i := range n {
-			items = append(items, runner.Item{Target: fmt.Sprint(i), Checkpoint: fmt.Sprint(i)})
-			if len(items) == batch || i == n-1 {
-				if err := run.ProcessBatch(ctx, items, 8, func(ctx context.Context, _ runner.Item, a *runner.Attempt) error { return nil }); err != nil {
-					return err
-				}
-				items = items[:0]
-			}
-		}
-		return nil
-	})
-	tb := testbundle.New(b, testenv.Schema)
-	f := &testbundle.Finals{}
-	cfg := tb.BenchConfig()
-	cfg.PoolSize, cfg.Events, cfg.DefaultLease = 4, f, 30*time.Second
-	r := tb.NewRunner(cfg, job)
-	ctx := context.Background()
-	conn, err := tb.Pool.Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Release()
-	rows := make([][]any, n)
-	for i := range rows {
-		rows[i] = []any{"copy", int64(0), strconv.Itoa(i), "", "CONFIRMED", int32(1), fmt.Sprintf("bt_%032x", i), "", false, false,
-			(*string)(nil), (*string)(nil), (*string)(nil), (*string)(nil), int32(0), int64(1)}
-	}
-	cols := []string{"job_name", "generation", "target_key", "step", "state", "attempt", "idempotency_key",
-		"input_hash", "input_changed", "external", "effect_ref", "evidence_ref", "last_error", "last_error_sig",
-		"same_error_count", "run_id"}
-	batchRun := func() time.Duration {
-		t0 := time.Now()
-		started, err := r.Start(ctx, runner.StartParams{Job: "items", Mode: bt.ModeRestart})
-		if err != nil {
-			b.Fatal(err)
-		}
-		run := f.Wait(b, started.ID)
-		d := time.Since(t0)
-		for r.Active(started.ID) {
-			runtime.Gosched()
-		}
-		if run.Status != bt.StatusSucceeded || run.Processed != n {
-			b.Fatalf("run %s with %d items", run.Status, run.Processed)
-		}
-		return d
-	}
-	gen := int64(0)
-	copyRows := func() time.Duration {
-		gen++
-		for _, row := range rows {
-			row[1] = gen
-		}
-		t0 := time.Now()
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_ledger"}, cols, pgx.CopyFromRows(rows)); err != nil {
-			b.Fatal(err)
-		}
-		if err := tx.Commit(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(t0)
-	}
-	var batchTotal, copyTotal time.Duration
-	i := 0
-	for b.Loop() {
-		if i%2 == 0 {
-			batchTotal += batchRun()
-			copyTotal += copyRows()
-		} else {
-			copyTotal += copyRows()
-			batchTotal += batchRun()
-		}
-		i++
-	}
-	b.ReportMetric(float64(n*i)/batchTotal.Seconds(), "items/s")
-	b.ReportMetric(float64(n*i)/copyTotal.Seconds(), "copy-rows/s")
-}
 
 // BenchmarkProcessBatchExternal: 500 items per intent commit and per result commit.
 func BenchmarkProcessBatchExternal(b *testing.B) { itemsBench(b, 20000, true, 500, 8) }

@@ -40,6 +40,10 @@ import (
 //     the counts behind the ledger; what it gains over the item statement is what the fence's
 //     UPDATE of the run row costs.
 //
+//   - BenchmarkPgbenchAdvisoryFencedInsert and BenchmarkPgbenchLedgerKeysInsert (below): the
+//     other fence that writes nothing to the run row, and the ledger row with only its keys'
+//     indexes.
+//
 // Each also measures its baseline beside it (insert-tps, see pgbenchBench), and the report
 // judges the statement goal and its ceilings by that: the round's own pgbench run comes
 // minutes earlier, and the machine's load between the two moved the ratio by more than the
@@ -52,6 +56,43 @@ func BenchmarkPgbenchCountedInsert(b *testing.B) { pgbenchBench(b, 1, countedIns
 func BenchmarkPgbenchLedgerInsert(b *testing.B) { pgbenchBench(b, 1, ledgerInsertScript) }
 
 func BenchmarkPgbenchFencedInsert(b *testing.B) { pgbenchBench(b, 1, fencedInsertScript) }
+
+// BenchmarkPgbenchAdvisoryFencedInsert is the ledger row's INSERT behind the other fence a
+// statement can have without writing to the run row: a shared advisory lock on the run
+// (pg_advisory_xact_lock_shared), then the run row read by the lease's conditions with a
+// snapshot taken after the lock, in a VOLATILE PL/pgSQL function so that it stays one
+// statement. A takeover would take the same lock exclusively before changing the lease, so
+// that it waits for writes in flight and they, once it commits, see the new lease. Only the
+// writer's side is measured: what this fence costs each item, against the share-locked read
+// of BenchmarkPgbenchFencedInsert, which writes the lock into the run row's tuple and the WAL.
+func BenchmarkPgbenchAdvisoryFencedInsert(b *testing.B) {
+	pgbenchBench(b, 1, func(run, gen int64) string {
+		return fmt.Sprintf(`SELECT bench_fenced_insert(%d + :client_id, 'tok', 'j' || :client_id, %d, 't' || :n, 'bt_' || :n)`, run, gen)
+	}, `CREATE FUNCTION bench_fenced_insert(r bigint, tok text, job text, gen bigint, target text, key text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+	PERFORM pg_advisory_xact_lock_shared(7, r::int);
+	INSERT INTO job_ledger (job_name, generation, target_key, step, state, attempt, idempotency_key, run_id)
+	SELECT job, gen, target, '', 'CONFIRMED', 1, key, id FROM job_runs
+	WHERE id = r AND lease_token = tok AND status = 'RUNNING' AND lease_until > clock_timestamp();
+	RETURN FOUND;
+END $f$`)
+}
+
+// BenchmarkPgbenchLedgerKeysInsert is BenchmarkPgbenchLedgerInsert on a job_ledger left with
+// only the indexes of its keys (the primary key and the unique (job, generation, target, step)
+// every ledger write is judged by); the indexes that serve the ledger's reads (by run, by job,
+// by target prefix, the partial ones of open states) are dropped first. It is the least a
+// ledger row committed on its own can cost here, however few indexes a design keeps.
+func BenchmarkPgbenchLedgerKeysInsert(b *testing.B) {
+	pgbenchBench(b, 1, ledgerInsertScript, `DO $$
+DECLARE i regclass;
+BEGIN
+	FOR i IN SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'job_ledger'::regclass AND NOT indisprimary AND NOT indisunique LOOP
+		EXECUTE 'DROP INDEX ' || i;
+	END LOOP;
+END $$`)
+}
 
 // The 8-connection forms are the ceilings of 8 concurrent strict runs
 // (BenchmarkProcessStrictConcurrent): each connection writes its own run of its own job, as
@@ -115,7 +156,7 @@ SELECT 'j' || :client_id, %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, id FRO
 }
 
 // pgbenchBench runs the statement script(run, gen) gives b.N times in all from pgbench over
-// clients connections, on a fresh schema holding one RUNNING run per client (jobs "j0"…,
+// clients connections, on a fresh schema (changed first by the setup statements) holding one RUNNING run per client (jobs "j0"…,
 // runs run, run+1, …, all of generation gen), and reports its tps and the machine's CPU per
 // transaction (all cores, PostgreSQL and pgbench alike). Every transaction writes a new target
 // (:n is random over 2^62), which it checks by counting the ledger's rows.
@@ -126,7 +167,7 @@ SELECT 'j' || :client_id, %d, 't' || :n, '', 'CONFIRMED', 1, 'bt_' || :n, id FRO
 // the statement and half just after. The ratio of tps to insert-tps is the issue-19 goal's
 // with both sides under the same load at the same moment, where the round's own pgbench run
 // comes minutes earlier (ADR 5).
-func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string) {
+func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string, setup ...string) {
 	pgbench, err := exec.LookPath("pgbench")
 	if err != nil {
 		b.Skip("pgbench is not installed (Debian: postgresql-client)")
@@ -134,14 +175,16 @@ func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string)
 	u := testenv.Schema(b)
 	s := New(testenv.Pool(b, u))
 	run, gen := runningRuns(b, s, clients)
-	if _, err := s.pool.Exec(context.Background(), `CREATE TABLE pgbench_insert (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int NOT NULL)`); err != nil {
-		b.Fatal(err)
+	for _, sql := range append(setup, `CREATE TABLE pgbench_insert (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int NOT NULL)`) {
+		if _, err := s.pool.Exec(context.Background(), sql); err != nil {
+			b.Fatal(err)
+		}
 	}
 	conninfo, err := libpqURL(u)
 	if err != nil {
 		b.Fatal(err)
 	}
-	statement := pgbenchScript(b, "\\set n random(1, 4611686018427387904)\n"+regexp.MustCompile(`--[^\n]*`).ReplaceAllString(script(run, gen), "")+";\n")
+	statement := pgbenchScript(b, "\\set n random(1, 4611686018427387904)\n"+stripComments(script(run, gen))+";\n")
 	insert := pgbenchScript(b, "INSERT INTO pgbench_insert (v) VALUES (1);\n")
 	n := max(b.N/clients, 1)
 	b.ResetTimer()
@@ -169,6 +212,11 @@ func pgbenchBench(b *testing.B, clients int, script func(run, gen int64) string)
 		b.ReportMetric(cores, "machine-cores")
 		b.ReportMetric(cores*1e6/tps, "machine-cpu-us/tx")
 	}
+}
+
+// stripComments removes the SQL line comments from a statement before it goes into a pgbench script.
+func stripComments(sql string) string {
+	return regexp.MustCompile(`--[^\n]*`).ReplaceAllString(sql, "")
 }
 
 // pgbenchScript writes text to a script file for pgbench and returns its path.

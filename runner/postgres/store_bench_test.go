@@ -122,15 +122,7 @@ func copyLedgerBench(b *testing.B, per, conns int, ordered bool) {
 	ctx := context.Background()
 	pool := testenv.Postgres(b)
 	const n = 20000
-	rows := make([][]any, n)
-	for i := range rows {
-		key := fmt.Sprintf("bt_%032x", i)
-		rows[i] = []any{"items", int64(0), strconv.Itoa(i), "", "CONFIRMED", int32(1), key, "", false, false,
-			(*string)(nil), (*string)(nil), (*string)(nil), (*string)(nil), int32(0), int64(1)}
-	}
-	cols := []string{"job_name", "generation", "target_key", "step", "state", "attempt", "idempotency_key",
-		"input_hash", "input_changed", "external", "effect_ref", "evidence_ref", "last_error", "last_error_sig",
-		"same_error_count", "run_id"}
+	rows, cols := ledgerCopyRows("items", n), ledgerCopyColumns
 	cs := make([]*pgxpool.Conn, conns)
 	for c := range cs {
 		conn, err := pool.Acquire(ctx)
@@ -203,6 +195,23 @@ func copyLedgerBench(b *testing.B, per, conns int, ordered bool) {
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "rows/s")
 }
+
+// ledgerCopyRows returns n fresh CONFIRMED ledger rows of job for a COPY in ledgerCopyColumns,
+// the rows a BenchmarkProcessBatch run writes (targets "0"…, one key each), of generation 0:
+// set each row's [1] to the generation before copying.
+func ledgerCopyRows(job string, n int) [][]any {
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{job, int64(0), strconv.Itoa(i), "", "CONFIRMED", int32(1), fmt.Sprintf("bt_%032x", i), "", false, false,
+			(*string)(nil), (*string)(nil), (*string)(nil), (*string)(nil), int32(0), int64(1)}
+	}
+	return rows
+}
+
+// ledgerCopyColumns are the columns of ledgerCopyRows.
+var ledgerCopyColumns = []string{"job_name", "generation", "target_key", "step", "state", "attempt", "idempotency_key",
+	"input_hash", "input_changed", "external", "effect_ref", "evidence_ref", "last_error", "last_error_sig",
+	"same_error_count", "run_id"}
 
 // BenchmarkWriteItemsBatches is the batch path's own store writes with no runner around them:
 // the 20,000 rows of a BenchmarkProcessBatch run as 40 fenced writes of 500 fresh CONFIRMED
