@@ -13,7 +13,9 @@
 // lease or for an ended run lands nothing and is refused with LEASE_LOST), the ledger's state
 // machine (every cell of store.Transition: a refused move lands nothing and returns its coded
 // error), the counters (the job's and the run's move with the rows, in the same write), the
-// runs list's filters and keyset pages, and the run events each change records.
+// runs list's filters and keyset pages, the run events each change records, and the alarm
+// notifications' channels, routes and outbox (claimed once, within each channel's bucket, a
+// RESOLVE after its TRIGGER).
 // It seeds rows and reads them back with SQL of its own, on Baton's schema (migrations/).
 package storetest
 
@@ -63,6 +65,9 @@ func Run(t *testing.T, open Open) {
 		{"ShardsLifecycle", testShardsLifecycle},
 		{"TraceParentTravels", testTraceParentTravels},
 		{"AlertEpisodesOpenOnce", testAlertEpisodesOpenOnce},
+		{"NotificationChannelsAndRoutes", testNotificationChannelsAndRoutes},
+		{"DeliveriesClaimedOnceWithinTheBucket", testDeliveriesClaimedOnceWithinTheBucket},
+		{"ResolveWaitsForItsTrigger", testResolveWaitsForItsTrigger},
 		{"AuditStoredSanitized", testAuditStoredSanitized},
 		{"RunsFilters", testRunsFilters},
 		{"RunsOfJobsFilters", testRunsOfJobsFilters},
