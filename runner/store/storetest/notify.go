@@ -86,9 +86,17 @@ func testNotificationChannelsAndRoutes(t *testing.T, open Open) {
 		t.Fatalf("channels after two refused updates: %+v, %v", chans, err)
 	}
 
+	checkRoutesAndDeletion(t, s, ops.ID, dev.ID)
+}
+
+// checkRoutesAndDeletion adds and deletes one route of channel dev, deletes channel ops (taking
+// its routes and deliveries) and sees every call on what no longer exists refused as not found.
+func checkRoutesAndDeletion(t *testing.T, s DB, opsID, devID int64) {
+	t.Helper()
+	ctx := context.Background()
 	// Routes one by one.
-	r, err := s.CreateRoute(ctx, bt.NotificationRoute{ChannelID: dev.ID, Kinds: []bt.AlertKind{bt.AlertHeartbeatMissed}, Jobs: []string{}, MinSeverity: bt.SeverityWarning, CreatedBy: "carol"})
-	if err != nil || r.ID == 0 || r.ChannelID != dev.ID {
+	r, err := s.CreateRoute(ctx, bt.NotificationRoute{ChannelID: devID, Kinds: []bt.AlertKind{bt.AlertHeartbeatMissed}, Jobs: []string{}, MinSeverity: bt.SeverityWarning, CreatedBy: "carol"})
+	if err != nil || r.ID == 0 || r.ChannelID != devID {
 		t.Fatalf("create route: %+v, %v", r, err)
 	}
 	if err := s.DeleteRoute(ctx, r.ID); err != nil {
@@ -99,10 +107,10 @@ func testNotificationChannelsAndRoutes(t *testing.T, open Open) {
 	}
 
 	// Deleting a channel takes its routes and deliveries with it.
-	if _, err := s.QueueTest(ctx, ops.ID, testPayload("ops")); err != nil {
+	if _, err := s.QueueTest(ctx, opsID, testPayload("ops")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteChannel(ctx, ops.ID); err != nil {
+	if err := s.DeleteChannel(ctx, opsID); err != nil {
 		t.Fatal(err)
 	}
 	if all, err := s.NotificationRoutes(ctx, 0); err != nil || len(all) != 0 {
@@ -118,7 +126,7 @@ func testNotificationChannelsAndRoutes(t *testing.T, open Open) {
 	// What does not exist.
 	const missing = 1 << 40
 	for what, err := range map[string]error{
-		"DeleteChannel": s.DeleteChannel(ctx, ops.ID),
+		"DeleteChannel": s.DeleteChannel(ctx, opsID),
 		"UpdateChannel": func() error {
 			_, err := s.UpdateChannel(ctx, missing, "x", func(*store.StoredChannel) error { return nil }, nil)
 			return err
@@ -184,7 +192,15 @@ func testDeliveriesClaimedOnceWithinTheBucket(t *testing.T, open Open) {
 		t.Fatalf("a claim with the bucket empty took %d, %v", len(got), err)
 	}
 
-	// Settle the three: one sent, one to retry in an hour, one given up.
+	settleThree(t, s, ch.ID, claimed)
+	checkHeldForNoTime(t, s)
+}
+
+// settleThree settles claimed (three deliveries of channel chID): the first sent, the second
+// to retry in an hour, the third given up; and sees a settled delivery not settled again.
+func settleThree(t *testing.T, s DB, chID int64, claimed []int64) {
+	t.Helper()
+	ctx := context.Background()
 	if err := s.FinishDelivery(ctx, claimed[0], "", 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +211,7 @@ func testDeliveriesClaimedOnceWithinTheBucket(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	byID := map[int64]bt.Delivery{}
-	all, err := s.Deliveries(ctx, bt.DeliveryFilter{ChannelID: ch.ID, Limit: 10})
+	all, err := s.Deliveries(ctx, bt.DeliveryFilter{ChannelID: chID, Limit: 10})
 	if err != nil || len(all) != 5 {
 		t.Fatalf("deliveries: %d, %v; want 5", len(all), err)
 	}
@@ -218,11 +234,17 @@ func testDeliveriesClaimedOnceWithinTheBucket(t *testing.T, open Open) {
 	if err := s.FinishDelivery(ctx, claimed[0], "late error", time.Minute, false); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := s.Deliveries(ctx, bt.DeliveryFilter{ChannelID: ch.ID, BeforeID: claimed[0] + 1, Limit: 1}); err != nil || len(d) != 1 || d[0].Status != bt.DeliverySent || d[0].LastError != "" {
+	if d, err := s.Deliveries(ctx, bt.DeliveryFilter{ChannelID: chID, BeforeID: claimed[0] + 1, Limit: 1}); err != nil || len(d) != 1 || d[0].Status != bt.DeliverySent || d[0].LastError != "" {
 		t.Errorf("the sent delivery after a late error: %+v, %v", d, err)
 	}
 
-	// A claim held for no time, on a channel with room, is due again at once, one attempt on.
+}
+
+// checkHeldForNoTime sees a claim held for no time, on a channel with room, due again at once,
+// one attempt on.
+func checkHeldForNoTime(t *testing.T, s DB) {
+	t.Helper()
+	ctx := context.Background()
 	fast, err := s.CreateChannel(ctx, channel("fast"), nil, "alice")
 	if err != nil {
 		t.Fatal(err)
