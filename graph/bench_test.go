@@ -695,8 +695,32 @@ func readReceived(path string) (map[int][]received, error) {
 // per update delivered (server-cpu-us/update), the figure the subscriber goal is read against.
 func BenchmarkWebSocketFloor(b *testing.B) {
 	for _, n := range subscriberSizes(b) {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { websocketFloor(b, n, testenv.Scaled(6*time.Second, 30*time.Second)) })
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			websocketFloor(b, n, testenv.Scaled(6*time.Second, 30*time.Second), false)
+		})
 	}
+}
+
+// BenchmarkWebSocketOneWriterFloor is BenchmarkWebSocketFloor with no goroutine per
+// connection: the goroutine that has the update writes the prepared frame to every connection
+// in turn, as a transport that fanned shared frames out itself could. What is left is the
+// write system call per subscriber (on loopback it also carries the receiving client's TCP
+// work). It is the lower floor under the 10,000-subscriber, one-core goal.
+func BenchmarkWebSocketOneWriterFloor(b *testing.B) {
+	for _, n := range subscriberSizes(b) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			websocketFloor(b, n, testenv.Scaled(6*time.Second, 30*time.Second), true)
+		})
+	}
+}
+
+// floorSubscriber is one connection of the floor's server: its updates (nil ends them) and,
+// for one writer, the connection that writer writes to, one write at a time.
+type floorSubscriber struct {
+	updates chan *websocket.PreparedMessage
+	mu      sync.Mutex
+	c       *websocket.Conn
+	err     error
 }
 
 // floorUpdate is the message of update k of the floor's one run: the bytes gqlgen sends for
@@ -705,9 +729,9 @@ func floorUpdate(k int64, status string) []byte {
 	return fmt.Appendf(nil, `{"payload":{"data":{"runProgress":{"id":"UnVuOjE","status":%q,"progress":{"processed":%d,"total":null}}}},"id":"1","type":"next"}`, status, k)
 }
 
-func websocketFloor(b *testing.B, n int, busy time.Duration) {
+func websocketFloor(b *testing.B, n int, busy time.Duration, oneWriter bool) {
 	var mu sync.Mutex
-	subscribers := map[chan *websocket.PreparedMessage]struct{}{}
+	subscribers := map[*floorSubscriber]struct{}{}
 	var handlers sync.WaitGroup
 	upgrader := websocket.Upgrader{Subprotocols: []string{"graphql-transport-ws"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -718,17 +742,20 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 		handlers.Add(1)
 		defer handlers.Done()
 		defer c.Close()
-		updates := make(chan *websocket.PreparedMessage, 1)
+		sub := &floorSubscriber{updates: make(chan *websocket.PreparedMessage, 1), c: c}
 		for i, reply := range []string{`{"type":"connection_ack"}`, string(floorUpdate(0, "RUNNING"))} {
 			if _, _, err := c.ReadMessage(); err != nil { // connection_init, then subscribe
 				return
 			}
 			if i == 1 { // subscribed before its snapshot goes: the client counts as ready on it
 				mu.Lock()
-				subscribers[updates] = struct{}{}
+				subscribers[sub] = struct{}{}
 				mu.Unlock()
 			}
-			if err := c.WriteMessage(websocket.TextMessage, []byte(reply)); err != nil {
+			sub.mu.Lock()
+			err := c.WriteMessage(websocket.TextMessage, []byte(reply))
+			sub.mu.Unlock()
+			if err != nil {
 				return
 			}
 		}
@@ -739,7 +766,7 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 				}
 			}
 		}()
-		for m := range updates {
+		for m := range sub.updates { // one writer: only the end comes this way
 			if m == nil {
 				break
 			}
@@ -747,8 +774,10 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 				return
 			}
 		}
+		sub.mu.Lock()
+		defer sub.mu.Unlock()
 		final := floorUpdate(-1, "SUCCEEDED")
-		if c.WriteMessage(websocket.TextMessage, final) == nil {
+		if sub.err == nil && c.WriteMessage(websocket.TextMessage, final) == nil {
 			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"id":"1","type":"complete"}`))
 		}
 	}))
@@ -766,11 +795,19 @@ func websocketFloor(b *testing.B, n int, busy time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		for s := range subscribers {
+			if oneWriter && m != nil {
+				s.mu.Lock()
+				if s.err == nil {
+					s.err = s.c.WritePreparedMessage(m)
+				}
+				s.mu.Unlock()
+				continue
+			}
 			select { // latest wins, as the server's coalescing does
-			case <-s:
+			case <-s.updates:
 			default:
 			}
-			s <- m
+			s.updates <- m
 		}
 	}
 	var busyCPU time.Duration
