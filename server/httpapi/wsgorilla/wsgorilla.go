@@ -30,6 +30,11 @@
 //     write. Gorilla writes each message with its own write call and offers no
 //     way to put two messages in one; gqlgen writes one message per event, so
 //     there is nothing to batch anyway.
+//   - Shared frames: beyond the transport contract, a connection can write a
+//     message framed once for many connections (NextFrame, WritePrepared),
+//     serialised with WriteJSON, and tells the id of the graphql-transport-ws
+//     subscribe message it is reading (SubscribeID), which gqlgen does not pass
+//     on. Baton's shared subscriptions use them (docs/adr/0030).
 //   - Memory: unless the Upgrader has a WriteBufferPool, connections share a
 //     pool of write buffers, so an idle connection holds none (gorilla would
 //     otherwise keep one per connection for its lifetime: 40 MB at 10,000
@@ -195,6 +200,11 @@ type conn struct {
 
 	writeMu sync.Mutex
 
+	// read is the message being read now, up to maxKeptMessage bytes (the read loop's
+	// alone: NextReader and Read run in gqlgen's one reading goroutine).
+	read     []byte
+	readKept bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -223,11 +233,89 @@ func (c *conn) Close() error {
 // back as transport.ErrWebsocketClosed. An expired read deadline closes the
 // connection (see SetReadDeadline).
 func (c *conn) NextReader() (int, io.Reader, error) {
+	c.read, c.readKept = c.read[:0], true
 	messageType, r, err := c.ws.NextReader()
 	if err != nil {
 		return messageType, nil, c.readError(err)
 	}
 	return messageType, &messageReader{c: c, r: r}, nil
+}
+
+// maxKeptMessage bounds the part of an incoming message a conn keeps for SubscribeID: a
+// subscribe message longer than this gets no id (its events go through gqlgen's transport).
+const maxKeptMessage = 64 << 10
+
+// keep adds p, just read, to the message being read.
+func (c *conn) keep(p []byte) {
+	if !c.readKept {
+		return
+	}
+	if len(c.read)+len(p) > maxKeptMessage {
+		c.read, c.readKept = c.read[:0], false
+		return
+	}
+	c.read = append(c.read, p...)
+}
+
+// SubscribeID returns the id of the graphql-transport-ws "subscribe" message read last, false
+// when that message was something else, too long to keep, or the subprotocol is another. It
+// is for the goroutine that reads (gqlgen calls its operation-context mutators there, while it
+// handles the message).
+func (c *conn) SubscribeID() (string, bool) {
+	if c.ws.Subprotocol() != transportWS || !c.readKept {
+		return "", false
+	}
+	var m struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(c.read, &m) != nil || m.Type != "subscribe" || m.ID == "" {
+		return "", false
+	}
+	return m.ID, true
+}
+
+// transportWS is the subprotocol whose "next" messages NextFrame builds.
+const transportWS = "graphql-transport-ws"
+
+// NextFrame returns graphql-transport-ws's "next" message of subscription id carrying
+// payload (a GraphQL response as JSON), framed once for any number of connections: the bytes
+// gqlgen's transport would send for it.
+func NextFrame(payload []byte, id string) (*websocket.PreparedMessage, error) {
+	msg, err := nextMessage(payload, id)
+	if err != nil {
+		return nil, err
+	}
+	return websocket.NewPreparedMessage(websocket.TextMessage, msg)
+}
+
+// nextMessage is the "next" message of subscription id carrying payload, spelt as gqlgen's
+// transport encodes its message struct (payload, id, type; HTML characters escaped).
+func nextMessage(payload []byte, id string) ([]byte, error) {
+	quoted, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	msg := make([]byte, 0, len(payload)+len(quoted)+32)
+	msg = append(msg, `{"payload":`...)
+	msg = append(msg, payload...)
+	msg = append(msg, `,"id":`...)
+	msg = append(msg, quoted...)
+	msg = append(msg, `,"type":"next"}`...)
+	return msg, nil
+}
+
+// WritePrepared writes a prepared message (see NextFrame), serialised with WriteJSON and
+// under the same write timeout.
+func (c *conn) WritePrepared(m *websocket.PreparedMessage) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if c.writeTimeout > 0 {
+		if err := c.ws.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
+			return err
+		}
+	}
+	return c.ws.WritePreparedMessage(m)
 }
 
 // readError maps a gorilla read error to the transport contract.
@@ -324,6 +412,7 @@ type messageReader struct {
 
 func (m *messageReader) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
+	m.c.keep(p[:n])
 	if err != nil && isTimeout(err) {
 		_ = m.c.Close()
 	}
