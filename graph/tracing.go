@@ -57,8 +57,12 @@ func (o operationSpans) InterceptOperation(ctx context.Context, next graphql.Ope
 	if name != "" {
 		span.SetAttributes(attrOperationName.String(name))
 	}
-	responses := next(ctx)
 	stream := op.Operation != nil && op.Operation.Operation == ast.Subscription
+	written := &streamCodes{}
+	if stream {
+		ctx = context.WithValue(ctx, streamCodesKey{}, written)
+	}
+	responses := next(ctx)
 	var codesSeen []string
 	return func(ctx context.Context) *graphql.Response {
 		resp := responses(ctx)
@@ -66,6 +70,7 @@ func (o operationSpans) InterceptOperation(ctx context.Context, next graphql.Ope
 			codesSeen = appendCodes(codesSeen, resp.Errors)
 		}
 		if resp == nil || !stream {
+			codesSeen = appendCodes(codesSeen, written.errs)
 			if len(codesSeen) > 0 {
 				span.SetAttributes(attrErrorCodes.StringSlice(codesSeen))
 				span.SetStatus(codes.Error, strings.Join(codesSeen, ", "))
@@ -92,4 +97,20 @@ func appendCodes(seen []string, errs gqlerror.List) []string {
 		}
 	}
 	return seen
+}
+
+// streamCodes collects the errors of a subscription's events that its connection wrote
+// itself (shared frames, ADR 30): they never come back through the operation's response
+// handler, so the span learns of them here. The subscription's goroutine both adds them and
+// ends the span.
+type streamCodes struct{ errs gqlerror.List }
+
+type streamCodesKey struct{}
+
+// recordWrittenErrors tells the subscription's span, if ctx has one, of errs, sent to the
+// subscriber outside its response handler.
+func recordWrittenErrors(ctx context.Context, errs gqlerror.List) {
+	if c, ok := ctx.Value(streamCodesKey{}).(*streamCodes); ok && len(errs) > 0 {
+		c.errs = append(c.errs, errs...)
+	}
 }
