@@ -154,6 +154,7 @@ func NewServer(cfg Config) *handler.Server {
 	if cfg.AdmitOperation != nil {
 		gql.AroundOperations(cfg.AdmitOperation)
 	}
+	gql.Use(subscriptionIDs{})
 	gql.AroundOperations(newSharedSubscriptions(cfg.LiveStats).intercept)
 	gql.AroundOperations(trackStreams)
 	gql.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {

@@ -34,6 +34,9 @@ type LiveStats struct {
 	Events atomic.Int64
 	// Subscribers is how many subscriptions joined a shared execution.
 	Subscribers atomic.Int64
+	// Frames is how many messages were framed for subscribers' connections to write
+	// themselves: one per event and subscription id, however many subscribers share them.
+	Frames atomic.Int64
 }
 
 // shareKey is what makes two subscriptions the same operation. The role is part of it
@@ -66,7 +69,11 @@ func (s *sharedSubscriptions) intercept(ctx context.Context, next graphql.Operat
 	if !ok {
 		return next(ctx)
 	}
-	return s.join(ctx, key, next).next
+	m := s.join(ctx, key, next)
+	if m.writer != nil {
+		return m.write
+	}
+	return m.next
 }
 
 // shareKeyOf returns the operation's key, false when it is not shared: not a subscription,
@@ -77,10 +84,7 @@ func shareKeyOf(ctx context.Context) (shareKey, bool) {
 	}
 	oc := graphql.GetOperationContext(ctx)
 	v := CallerFrom(ctx)
-	if v == nil || oc.Operation == nil || oc.Operation.Operation != ast.Subscription || len(oc.Operation.SelectionSet) != 1 {
-		return shareKey{}, false
-	}
-	if f, ok := oc.Operation.SelectionSet[0].(*ast.Field); !ok || !sharedRoots[f.Name] {
+	if v == nil || !sharedOperation(oc) {
 		return shareKey{}, false
 	}
 	vars, err := json.Marshal(oc.Variables) // map keys sorted: one spelling per value
@@ -90,10 +94,24 @@ func shareKeyOf(ctx context.Context) (shareKey, bool) {
 	return shareKey{query: oc.RawQuery, operation: oc.OperationName, variables: string(vars), role: v.Role}, true
 }
 
+// sharedOperation reports whether oc is a subscription of one root field of sharedRoots.
+func sharedOperation(oc *graphql.OperationContext) bool {
+	if oc.Operation == nil || oc.Operation.Operation != ast.Subscription || len(oc.Operation.SelectionSet) != 1 {
+		return false
+	}
+	f, ok := oc.Operation.SelectionSet[0].(*ast.Field)
+	return ok && sharedRoots[f.Name]
+}
+
 // join adds a subscriber, with its context ctx, to key's execution, starting one with next
 // when there is none. The subscriber leaves when ctx ends.
 func (s *sharedSubscriptions) join(ctx context.Context, key shareKey, next graphql.OperationHandler) *shareMember {
 	m := &shareMember{ctx: ctx, wake: make(chan struct{}, 1)}
+	if w := subscriptionWriterFrom(ctx); w != nil {
+		if id, ok := graphql.GetOperationContext(ctx).Stats.GetExtension(subscriptionIDKey).(string); ok {
+			m.writer, m.id = w, id
+		}
+	}
 	s.mu.Lock()
 	g := s.groups[key]
 	fresh := g == nil
@@ -140,7 +158,7 @@ type shareGroup struct {
 
 	mu      sync.Mutex
 	members map[*shareMember]struct{}
-	last    *graphql.Response // the latest event, nil before the first
+	last    *SharedEvent // the latest event, nil before the first
 }
 
 // run executes the operation and hands each event to the members, until the stream ends or
@@ -156,12 +174,12 @@ func (g *shareGroup) run(ctx context.Context, responses graphql.ResponseHandler)
 		}
 		owned := *r
 		owned.Data = bytes.Clone(r.Data)
-		r = &owned
+		e := &SharedEvent{Response: &owned, stats: g.s.stats}
 		g.s.stats.Events.Add(1)
 		g.mu.Lock()
-		g.last = r
+		g.last = e
 		for m := range g.members {
-			m.offer(r)
+			m.offer(e)
 		}
 		g.mu.Unlock()
 	}
@@ -189,13 +207,16 @@ type shareMember struct {
 	g    *shareGroup
 	ctx  context.Context // the subscriber's operation
 	wake chan struct{}
+	// writer and id, when the subscriber's connection writes its events itself (write).
+	writer SubscriptionWriter
+	id     string
 
 	mu      sync.Mutex
-	pending *graphql.Response
+	pending *SharedEvent
 	ended   bool
 }
 
-func (m *shareMember) offer(r *graphql.Response) {
+func (m *shareMember) offer(r *SharedEvent) {
 	m.mu.Lock()
 	m.pending = r
 	m.mu.Unlock()
@@ -219,8 +240,35 @@ func (m *shareMember) signal() {
 // next is the subscriber's response handler: its next event, nil at the end of the stream
 // or once the subscriber's context ends. The context it is called with is not the
 // subscriber's for the member that started the execution (gqlgen hands the execution's back),
-// so it waits on its own.
+// so take waits on the subscriber's own.
 func (m *shareMember) next(context.Context) *graphql.Response {
+	if e := m.take(); e != nil {
+		return e.Response
+	}
+	return nil
+}
+
+// write is the response handler of a subscriber whose connection writes its events itself:
+// it writes each event as it comes and returns nil, for the transport to complete the
+// subscription, at the end of the stream, once the subscriber's context ends, or when a write
+// fails (the connection is broken; the transport sees that too).
+func (m *shareMember) write(context.Context) *graphql.Response {
+	for {
+		e := m.take()
+		if e == nil {
+			return nil
+		}
+		if err := m.writer.WriteNext(e, m.id); err != nil {
+			m.leave()
+			return nil
+		}
+		recordWrittenErrors(m.ctx, e.Response.Errors)
+	}
+}
+
+// take returns the subscriber's next event, nil at the end of the stream or once its
+// context ends.
+func (m *shareMember) take() *SharedEvent {
 	ctx := m.ctx
 	for {
 		if ctx.Err() != nil { // stopped: nothing more goes out

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -192,4 +193,101 @@ func TestSharedSubscriptionVariablesSpelling(t *testing.T) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestSharedSubscriptionWritesEachFrameOnce: subscribers of one shared operation over
+// graphql-transport-ws get each event as one frame per event and subscription id, written by
+// their connections, not serialised by gqlgen's transport per subscriber; each frame carries
+// the subscriber's own id, also where one connection has two subscriptions of the operation.
+// A legacy graphql-ws subscriber of the same operation still gets its events from gqlgen's
+// transport.
+func TestSharedSubscriptionWritesEachFrameOnce(t *testing.T) {
+	b := setup(t)
+	gate := make(chan struct{})
+	const items = 3
+	i, stats := sharedInstance(b, &gatedJob{name: "frames", n: items, gate: gate})
+	t.Cleanup(func() { close(gate) })
+	run := i.startJob(t, b.token(model.RoleOperator), "frames")
+	viewer := b.token(model.RoleViewer)
+
+	var subs []*subscriber
+	for _, id := range []string{"1", "1", "1", "a", "a"} {
+		subs = append(subs, newSubscriber(t, i, viewer, id, run))
+	}
+	// One connection, two subscriptions of the operation.
+	both, _, err := i.dialWS(t, protoTransportWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := both.init(map[string]any{"authorization": "Bearer " + viewer}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"p", "q"} {
+		both.subscribe(id, progressSubscription, map[string]any{"id": run})
+		decodeProgress(t, both.next(id, 10*time.Second))
+	}
+	legacy, _, err := i.dialWS(t, protoLegacyWS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := legacy.init(map[string]any{"authorization": "Bearer " + viewer}); err != nil {
+		t.Fatal(err)
+	}
+	legacy.subscribe("L", progressSubscription, map[string]any{"id": run})
+	decodeProgress(t, legacy.next("L", 10*time.Second))
+	if got := stats.Executions.Load(); got != 1 {
+		t.Fatalf("%d executions, want 1", got)
+	}
+
+	for range items {
+		release(t, gate)
+	}
+	received := 0
+	for _, s := range subs {
+		s.until(t, items, "SUCCEEDED")
+		if end := s.w.next(s.id, 10*time.Second); !end.done || len(end.errors) > 0 {
+			t.Fatalf("subscription %s after the final state: %+v, want complete", s.id, end)
+		}
+		received += s.received
+	}
+	finalOf := func(w *wsConn, ids ...string) {
+		t.Helper()
+		final, done := map[string]bool{}, map[string]bool{}
+		for len(done) < len(ids) {
+			m := w.mustRead(10 * time.Second)
+			if !slices.Contains(ids, m.ID) {
+				t.Fatalf("a message of subscription %q on a connection with %v", m.ID, ids)
+			}
+			switch m.Type {
+			case "next", "data":
+				var p struct{ Data progressEvent }
+				if err := json.Unmarshal(m.Payload, &p); err != nil {
+					t.Fatal(err)
+				}
+				final[m.ID] = p.Data.RunProgress.Status == "SUCCEEDED" && p.Data.RunProgress.Progress.Processed == items
+			case "complete":
+				done[m.ID] = true
+			default:
+				t.Fatalf("unexpected %s message: %s", m.Type, m.Payload)
+			}
+		}
+		for _, id := range ids {
+			if !final[id] {
+				t.Fatalf("subscription %s completed without the final state", id)
+			}
+		}
+	}
+	finalOf(both, "p", "q")
+	finalOf(legacy, "L")
+
+	// Four ids over graphql-transport-ws (1, a, p, q): at least the final event's four frames,
+	// at most four frames an event; and fewer frames than the messages the five single
+	// subscribers received, three and two of them sharing an id.
+	frames, events := stats.Frames.Load(), stats.Events.Load()
+	if frames < 4 || frames > 4*events {
+		t.Fatalf("%d frames for %d events and 4 subscription ids, want between 4 and %d", frames, events, 4*events)
+	}
+	if int(frames) >= received {
+		t.Fatalf("%d frames for %d messages received by subscribers sharing ids: the frames were not shared", frames, received)
+	}
 }

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,17 @@ func TestOperationSpans(t *testing.T) {
 		t.Fatalf("after a finished run's snapshot: %+v, want complete", end)
 	}
 	testenv.Eventually(t, 10*time.Second, "the subscription's span to end", func() bool { return len(ended("subscription Follow")) == 1 })
+
+	// A subscription whose event is an error: the span names its code, also when the
+	// connection wrote the event itself (a shared frame).
+	w.subscribe("2", `subscription FollowMissing($id: ID!) { runProgress(runId: $id) { id status } }`, map[string]any{"id": "not-an-id"})
+	if ev := w.next("2", 10*time.Second); len(ev.errors) == 0 {
+		t.Fatalf("subscription to a malformed run id: %+v, want an error", ev)
+	}
+	testenv.Eventually(t, 10*time.Second, "the failed subscription's span to end", func() bool {
+		return len(ended("subscription FollowMissing")) == 1
+	})
+	if s := ended("subscription FollowMissing")[0]; s.Status().Code != codes.Error || !strings.Contains(s.Status().Description, "BAD_USER_INPUT") {
+		t.Fatalf("span of a subscription whose event was an error: status %+v, want an error naming BAD_USER_INPUT", s.Status())
+	}
 }

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/gorilla/websocket"
 
 	"github.com/baton-run/baton/graph"
 	"github.com/baton-run/baton/graph/model"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/server/httpapi/wsgorilla"
 )
 
 // TokenPrefix starts every API token, so that a leaked token is easy to recognise (and to
@@ -218,6 +220,42 @@ type wsSession struct {
 	cancel  context.CancelFunc // ends the connection's context: gqlgen then closes it
 	code    int                // the close code to send instead of gqlgen's, when non-zero
 	reason  string
+	conn    framedConn // the connection, once accepted, if it writes prepared frames
+}
+
+// framedConn is a connection that writes shared subscriptions' frames itself (wsgorilla's).
+type framedConn interface {
+	SubscribeID() (string, bool)
+	WritePrepared(*websocket.PreparedMessage) error
+}
+
+var _ graph.SubscriptionWriter = (*wsSession)(nil)
+
+// SubscribeID returns the id of the subscribe message the connection is handling now.
+func (s *wsSession) SubscribeID() (string, bool) {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	if c == nil {
+		return "", false
+	}
+	return c.SubscribeID()
+}
+
+// WriteNext writes event e of subscription id: the frame every connection with a subscriber
+// of id writes, built once.
+func (s *wsSession) WriteNext(e *graph.SharedEvent, id string) error {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	if c == nil {
+		return errors.New("httpapi: no connection to write to")
+	}
+	f, err := e.Frame(id, func(payload []byte, id string) (any, error) { return wsgorilla.NextFrame(payload, id) })
+	if err != nil {
+		return err
+	}
+	return c.WritePrepared(f.(*websocket.PreparedMessage))
 }
 
 type wsSessionKey struct{}
@@ -261,6 +299,11 @@ func (i sessionImplementation) Accept(w http.ResponseWriter, r *http.Request, o 
 	s := sessionFrom(r.Context())
 	if s == nil {
 		return c, nil
+	}
+	if f, ok := c.(framedConn); ok {
+		s.mu.Lock()
+		s.conn = f
+		s.mu.Unlock()
 	}
 	return &sessionConn{WebsocketConn: c, s: s}, nil
 }

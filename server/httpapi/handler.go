@@ -268,7 +268,9 @@ func (s *server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if upgrade {
-		ctx = context.WithValue(ctx, wsSessionKey{}, &wsSession{expires: expires})
+		sess := &wsSession{expires: expires}
+		ctx = context.WithValue(ctx, wsSessionKey{}, sess)
+		ctx = graph.WithSubscriptionWriter(ctx, sess)
 	}
 
 	if r.Method == http.MethodPost && !s.readBody(w, r) {
