@@ -290,8 +290,12 @@ func TestWriteBehindStagesOnlyBehindAHeldWrite(t *testing.T) {
 			if err := run.ProcessBatch(ctx, batchOf("v", 0, 10), 4, noop); err != nil {
 				return err
 			}
-			if n := pool.Stat().AcquiredConns(); n != 1 {
-				problem("%d connections held with the second write waiting, want 1: the third was staged behind a write without a connection", n)
+			// One connection, the waiting write's. Other parts of the runner take one for a
+			// moment now and then, so the count is read until it settles; a third write
+			// staged behind the waiting one would hold its connection until the lock goes.
+			if !testenv.Within(5*time.Second, func() bool { return pool.Stat().AcquiredConns() == 1 }) {
+				problem("%d connections held with the second write waiting, want 1: the third was staged behind a write without a connection",
+					pool.Stat().AcquiredConns())
 			}
 			if err := lock.Rollback(ctx); err != nil {
 				return err

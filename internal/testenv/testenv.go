@@ -149,14 +149,22 @@ func Redis(t testing.TB) (*redis.Client, string) {
 // Eventually polls cond until it returns true or the deadline passes, then fails the test.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Within(within, cond) {
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+	}
+}
+
+// Within polls cond until it returns true (true) or within has passed (false), for a caller
+// that must not fail the test from where it is (a job's goroutine).
+func Within(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	wait := 5 * time.Millisecond
 	for {
 		if cond() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
+			return false
 		}
 		time.Sleep(wait)
 		if wait < 100*time.Millisecond {
