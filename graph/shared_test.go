@@ -214,27 +214,23 @@ func TestSharedSubscriptionWritesEachFrameOnce(t *testing.T) {
 	for _, id := range []string{"1", "1", "1", "a", "a"} {
 		subs = append(subs, newSubscriber(t, i, viewer, id, run))
 	}
-	// One connection, two subscriptions of the operation.
-	both, _, err := i.dialWS(t, protoTransportWS, nil)
-	if err != nil {
-		t.Fatal(err)
+	// One connection with two subscriptions of the operation, and a legacy one.
+	connected := func(proto string, ids ...string) *wsConn {
+		t.Helper()
+		w, _, err := i.dialWS(t, proto, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.init(map[string]any{"authorization": "Bearer " + viewer}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			w.subscribe(id, progressSubscription, map[string]any{"id": run})
+			decodeProgress(t, w.next(id, 10*time.Second))
+		}
+		return w
 	}
-	if err := both.init(map[string]any{"authorization": "Bearer " + viewer}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"p", "q"} {
-		both.subscribe(id, progressSubscription, map[string]any{"id": run})
-		decodeProgress(t, both.next(id, 10*time.Second))
-	}
-	legacy, _, err := i.dialWS(t, protoLegacyWS, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := legacy.init(map[string]any{"authorization": "Bearer " + viewer}); err != nil {
-		t.Fatal(err)
-	}
-	legacy.subscribe("L", progressSubscription, map[string]any{"id": run})
-	decodeProgress(t, legacy.next("L", 10*time.Second))
+	both, legacy := connected(protoTransportWS, "p", "q"), connected(protoLegacyWS, "L")
 	if got := stats.Executions.Load(); got != 1 {
 		t.Fatalf("%d executions, want 1", got)
 	}
