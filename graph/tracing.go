@@ -108,9 +108,13 @@ type streamCodes struct{ errs gqlerror.List }
 type streamCodesKey struct{}
 
 // recordWrittenErrors tells the subscription's span, if ctx has one, of errs, sent to the
-// subscriber outside its response handler.
+// subscriber outside its response handler. It looks into ctx only when there are errors: the
+// lookup walks the whole context chain, and most events have none.
 func recordWrittenErrors(ctx context.Context, errs gqlerror.List) {
-	if c, ok := ctx.Value(streamCodesKey{}).(*streamCodes); ok && len(errs) > 0 {
+	if len(errs) == 0 {
+		return
+	}
+	if c, ok := ctx.Value(streamCodesKey{}).(*streamCodes); ok {
 		c.errs = append(c.errs, errs...)
 	}
 }
