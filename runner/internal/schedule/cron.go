@@ -61,6 +61,9 @@ func Parse(spec, tz string) (*Schedule, error) {
 	if len(spec) > 200 {
 		return nil, &bt.Error{Code: bt.CodeInvalidCron, Message: "cron expression is longer than 200 characters", Field: "cron"}
 	}
+	if err := checkEvery(spec); err != nil {
+		return nil, err
+	}
 	parsed, err := cronParser.Parse(spec)
 	if err != nil {
 		return nil, &bt.Error{Code: bt.CodeInvalidCron, Message: "invalid cron expression " + quote(spec) + ": " + err.Error(), Field: "cron"}
@@ -81,6 +84,34 @@ func Parse(spec, tz string) (*Schedule, error) {
 		return nil, &bt.Error{Code: bt.CodeInvalidCron, Message: "cron expression " + quote(spec) + " never fires", Field: "cron"}
 	}
 	return s, nil
+}
+
+// MinEvery and MaxEvery bound the interval of an @every schedule.
+const (
+	MinEvery = time.Second
+	MaxEvery = 8760 * time.Hour
+)
+
+// checkEvery refuses an @every interval the cron library would silently change: it rounds
+// anything under a second up to one (so @every 0s, @every -5s and @every 500ms all fire every
+// second) and drops fractions of a second. The interval must be a whole number of seconds from
+// MinEvery to MaxEvery.
+func checkEvery(spec string) error {
+	rest, ok := strings.CutPrefix(spec, "@every ")
+	if !ok {
+		return nil
+	}
+	rest = strings.TrimSpace(rest)
+	d, err := time.ParseDuration(rest)
+	if err != nil {
+		return &bt.Error{Code: bt.CodeInvalidCron, Field: "cron",
+			Message: "cron " + quote(spec) + ": the @every interval is not a duration; write one such as 90s, 10m or 1h30m, a whole number of seconds from 1s to 8760h"}
+	}
+	if d < MinEvery || d > MaxEvery || d%time.Second != 0 {
+		return &bt.Error{Code: bt.CodeInvalidCron, Field: "cron",
+			Message: "cron " + quote(spec) + ": the @every interval is out of range; it must be a whole number of seconds from 1s to 8760h"}
+	}
+	return nil
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
