@@ -31,7 +31,9 @@ func (r *Runner) Alarms() *AlarmService { return &AlarmService{r} }
 //   - AMBIGUOUS_EFFECT: any target whose effect is in doubt;
 //   - AUTO_RESUME_EXHAUSTED: a job's latest run ended by a lost holder, a shutdown or the
 //     database after the last attempt its auto-resume policy allows: nothing continues it
-//     until an operator does (a RESUME clears the alarm).
+//     until an operator does (a RESUME clears the alarm);
+//   - SCHEDULED_FIRE_BLOCKED: a job's latest scheduled fire was a RESTART refused because its
+//     current generation holds targets in doubt, and no run of the job has started since.
 //
 // Each call records what it finds in the cluster-wide alarm history (any instance's call
 // opens, refreshes and resolves episodes for all of them) and returns the active alarms with
@@ -157,6 +159,12 @@ func (s *AlarmService) judge(ctx context.Context) ([]bt.Alert, error) {
 			Message: fmt.Sprintf("run %d of %s ended %s after %d automatic resume(s), the last its policy allows: start it with RESUME to continue from checkpoint %q",
 				id, job, run.StopReason, run.Attempt, run.Checkpoint)})
 	}
+	for job, f := range f.Blocked {
+		out = append(out, bt.Alert{ID: fmt.Sprintf("%s:job:%s", bt.AlertScheduledFireBlocked, job), Kind: bt.AlertScheduledFireBlocked,
+			Severity: "CRITICAL", JobName: job, Value: 1, Since: f.At,
+			Message: fmt.Sprintf("the scheduled RESTART of %s due %s was refused, and its schedule starts nothing until the targets in doubt are settled: %s",
+				job, f.ScheduledFor.UTC().Format(time.RFC3339), f.Detail)})
+	}
 	if degraded := r.ds.degradedInstances(); len(degraded) > 0 {
 		out = append(out, bt.Alert{ID: string(bt.AlertDownstreamDegraded), Kind: bt.AlertDownstreamDegraded,
 			Severity: "CRITICAL", Value: float64(len(degraded)), Since: f.Now,
@@ -202,7 +210,7 @@ func (c *alertCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	counts, values := map[bt.AlertKind]float64{}, map[bt.AlertKind]float64{}
 	for _, k := range []bt.AlertKind{bt.AlertHeartbeatMissed, bt.AlertCheckpointStalled, bt.AlertTargetRetried,
-		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect, bt.AlertAutoResumeExhausted, bt.AlertDownstreamDegraded} {
+		bt.AlertDownstreamErrors, bt.AlertNoLedgerWrites, bt.AlertAmbiguousEffect, bt.AlertAutoResumeExhausted, bt.AlertDownstreamDegraded, bt.AlertScheduledFireBlocked} {
 		counts[k], values[k] = 0, 0
 	}
 	for _, a := range alerts {

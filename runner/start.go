@@ -152,6 +152,9 @@ func (a *startAttempt) startLocally(ctx context.Context) (*RunRecord, error) {
 	if claimed, err := a.claimFire(ctx, callerCtx); err != nil || !claimed {
 		return nil, err
 	}
+	if err := a.gateFire(ctx); err != nil {
+		return nil, err
+	}
 	ctx, span := a.startSpan(ctx)
 	if err := a.lock(ctx); err != nil {
 		endRefused(span, err)
@@ -211,6 +214,34 @@ func (a *startAttempt) claimFire(ctx, callerCtx context.Context) (bool, error) {
 	due := p.Due
 	a.scheduledFor = &due
 	return true, nil
+}
+
+// gateFire passes a claimed SCHEDULED RESTART fire through the RESTART gate's in-doubt check,
+// the one a manual RESTART meets: a new generation would call the targets in doubt again under
+// new keys. A blocked fire is recorded BLOCKED_IN_DOUBT, counted, and raised as the
+// SCHEDULED_FIRE_BLOCKED alarm (judged from that record) until a run of the job starts.
+func (a *startAttempt) gateFire(ctx context.Context) error {
+	r, p := a.r, a.p
+	if a.scheduledFor == nil || p.Mode != bt.ModeRestart {
+		return nil
+	}
+	err := r.replays.InDoubtGate(ctx, p.Job)
+	if err == nil {
+		return nil
+	}
+	switch bt.CodeOf(err) {
+	case "":
+		a.recordSkip(ctx, "SKIPPED_ERROR", err.Error())
+	case bt.CodeReplayBlocked:
+		r.metrics.FiresBlocked.Inc()
+		r.log.Warn("scheduled RESTART blocked: targets in doubt", "job", p.Job, "fire", p.Due, "err", err)
+		a.recordEvent(ctx, "BLOCKED_IN_DOUBT", err.Error())
+	case bt.CodeAlreadyRunning:
+		a.recordSkip(ctx, "SKIPPED_RUNNING", "active run in database")
+	default:
+		a.recordSkip(ctx, "SKIPPED_"+string(bt.CodeOf(err)), err.Error())
+	}
+	return err
 }
 
 // lock takes the job's Redis lock for the lease. Redis is the fast path, not the guard: the
@@ -298,11 +329,19 @@ func (a *startAttempt) handOff(ctx context.Context, run *RunRecord, span trace.S
 
 // recordSkip records a scheduled fire that did not start a run.
 func (a *startAttempt) recordSkip(ctx context.Context, outcome, detail string) {
+	if a.scheduledFor == nil {
+		return
+	}
+	a.r.metrics.FiresSkipped.Inc()
+	a.recordEvent(ctx, outcome, detail)
+}
+
+// recordEvent records the outcome of a scheduled fire that did not start a run.
+func (a *startAttempt) recordEvent(ctx context.Context, outcome, detail string) {
 	r, p, at := a.r, a.p, a.scheduledFor
 	if at == nil {
 		return
 	}
-	r.metrics.FiresSkipped.Inc()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	if _, err := connretry.OnConnect(ctx, func() (struct{}, error) {

@@ -4231,6 +4231,8 @@ enum AlertKind {
   AMBIGUOUS_EFFECT
   "A job's latest run ended by a lost holder, a shutdown or the database after the last attempt its auto-resume policy allows."
   AUTO_RESUME_EXHAUSTED
+  "A job's latest scheduled fire was a RESTART refused because its current generation holds targets in doubt (schedule event BLOCKED_IN_DOUBT), and no run of the job has started since."
+  SCHEDULED_FIRE_BLOCKED
 }
 
 type AlertConnection {

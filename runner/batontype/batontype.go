@@ -545,6 +545,10 @@ const (
 	// AlertAutoResumeExhausted: a job's latest run ended in a way auto-resume covers, after
 	// its last attempt; nothing continues it until an operator does.
 	AlertAutoResumeExhausted AlertKind = "AUTO_RESUME_EXHAUSTED"
+	// AlertScheduledFireBlocked: a job's latest scheduled fire was a RESTART refused because
+	// its current generation holds targets in doubt (BLOCKED_IN_DOUBT), and no run of the job
+	// has started since: its schedule does nothing until they are settled.
+	AlertScheduledFireBlocked AlertKind = "SCHEDULED_FIRE_BLOCKED"
 )
 
 // Alert is one active alarm. Its ID is stable while the condition lasts.

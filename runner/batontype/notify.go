@@ -169,4 +169,4 @@ type NotificationMessage struct {
 
 // KnownAlertKinds are the alarm kinds a route may name.
 var KnownAlertKinds = []AlertKind{AlertHeartbeatMissed, AlertCheckpointStalled, AlertTargetRetried, AlertDownstreamErrors,
-	AlertNoLedgerWrites, AlertAmbiguousEffect, AlertAutoResumeExhausted, AlertDownstreamDegraded}
+	AlertNoLedgerWrites, AlertAmbiguousEffect, AlertAutoResumeExhausted, AlertDownstreamDegraded, AlertScheduledFireBlocked}

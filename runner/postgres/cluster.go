@@ -108,6 +108,23 @@ func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) 
 	if err != nil {
 		return nil, err
 	}
+	rows, err = s.pool.Query(ctx, `SELECT js.name, e.scheduled_for, e.created_at, e.detail FROM job_settings js
+		CROSS JOIN LATERAL (SELECT scheduled_for, created_at, detail, outcome FROM job_schedule_events
+			WHERE job_name = js.name ORDER BY id DESC LIMIT 1) e
+		WHERE e.outcome = 'BLOCKED_IN_DOUBT'
+		AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_name = js.name AND r.started_at >= e.created_at)`)
+	blocked, err := collect(rows, err, "read blocked fires", func(row pgx.Row) (blockedRow, error) {
+		var b blockedRow
+		err := row.Scan(&b.job, &b.ScheduledFor, &b.At, &b.Detail)
+		return b, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Blocked = make(map[string]store.BlockedFire, len(blocked))
+	for _, b := range blocked {
+		out.Blocked[b.job] = b.BlockedFire
+	}
 	out.Exhausted = make(map[string]*bt.RunRecord, len(exhausted))
 	for _, run := range exhausted {
 		out.Exhausted[run.JobName] = run
@@ -122,6 +139,12 @@ func (s clusterStore) AlertFacts(ctx context.Context) (*store.AlertRows, error) 
 		out.Downstream[c.job] = c.n
 	}
 	return out, nil
+}
+
+// blockedRow is a job and its blocked fire.
+type blockedRow struct {
+	job string
+	store.BlockedFire
 }
 
 // jobCounts is a job and up to three counts of it.

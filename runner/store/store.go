@@ -99,4 +99,13 @@ type AlertRows struct {
 	// Exhausted: job → its latest run, when that run ended in a way auto-resume covers after
 	// the policy's last attempt.
 	Exhausted map[string]*bt.RunRecord
+	// Blocked: job → its latest scheduled fire, when that fire was a RESTART blocked by targets
+	// in doubt (BLOCKED_IN_DOUBT) and no run of the job has started since.
+	Blocked map[string]BlockedFire
+}
+
+// BlockedFire is a scheduled fire refused by the RESTART gate.
+type BlockedFire struct {
+	ScheduledFor, At time.Time
+	Detail           string
 }

@@ -19,6 +19,8 @@ export type AlertKind =
   | 'DOWNSTREAM_LIMIT_DEGRADED'
   | 'HEARTBEAT_MISSED'
   | 'NO_LEDGER_WRITES'
+  /** A job's latest scheduled fire was a RESTART refused because its current generation holds targets in doubt (schedule event BLOCKED_IN_DOUBT), and no run of the job has started since. */
+  | 'SCHEDULED_FIRE_BLOCKED'
   | 'TARGET_RETRIED';
 
 export type AmbiguousResolution =

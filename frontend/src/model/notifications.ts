@@ -12,6 +12,7 @@ export const ALERT_KINDS: readonly AlertKind[] = [
   'AMBIGUOUS_EFFECT',
   'AUTO_RESUME_EXHAUSTED',
   'DOWNSTREAM_LIMIT_DEGRADED',
+  'SCHEDULED_FIRE_BLOCKED',
 ];
 
 export interface ChannelDraft {

@@ -214,6 +214,7 @@ const ALERT_KIND: Record<AlertKind, string> = {
   AMBIGUOUS_EFFECT: 'Ambiguous effect',
   AUTO_RESUME_EXHAUSTED: 'Auto-resume gave up',
   DOWNSTREAM_LIMIT_DEGRADED: 'Downstream limit on local share',
+  SCHEDULED_FIRE_BLOCKED: 'Scheduled RESTART blocked',
 };
 
 export function alertKindLabel(k: AlertKind): string {

@@ -19,6 +19,7 @@ type Metrics struct {
 	LockErrors       prometheus.Counter
 	CapacityExceeded prometheus.Counter
 	FiresSkipped     prometheus.Counter
+	FiresBlocked     prometheus.Counter
 	Recovered        prometheus.Counter
 	AutoResumed      prometheus.Counter
 	ShardsClaimed    prometheus.Counter
@@ -62,6 +63,9 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 		FiresSkipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_scheduled_fires_skipped_total", Help: "Scheduled fires recorded as skipped.",
 		}),
+		FiresBlocked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "baton_scheduled_fires_blocked_total", Help: "Scheduled RESTART fires refused because the job's current generation held targets in doubt.",
+		}),
 		Recovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "baton_runs_recovered_total", Help: "Runs failed by the recoverer because their lease expired.",
 		}),
@@ -101,7 +105,7 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 	}, func() float64 { return float64(redone()) })
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.RunsStarted, m.RunsFinished, m.Items, m.LeaseRenewals, m.LeaseLost,
-			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness,
+			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.FiresBlocked, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness,
 			m.NotificationsSent, m.NotificationsPending, redoneWrites} {
 			if err := reg.Register(c); err != nil {
 				return nil, err

@@ -11,7 +11,14 @@ import (
 // current generation holds AMBIGUOUS_EFFECT or IN_FLIGHT targets, APPROVAL_REQUIRED for a
 // HIGH-risk job. Either message names the way to go on. A job that has never run is not gated:
 // there is nothing to repeat.
-func (s *Service) Gate(ctx context.Context, job string) error {
+func (s *Service) Gate(ctx context.Context, job string) error { return s.gate(ctx, job, true) }
+
+// InDoubtGate is the gate of a scheduled RESTART fire: Gate's REPLAY_BLOCKED (and
+// ALREADY_RUNNING) without its HIGH-risk approval, which a HIGH-risk job's schedule got when
+// it was set (a SCHEDULE request approved by a second person).
+func (s *Service) InDoubtGate(ctx context.Context, job string) error { return s.gate(ctx, job, false) }
+
+func (s *Service) gate(ctx context.Context, job string, approval bool) error {
 	settings, err := s.cfg.Store.Job(ctx, job)
 	if err != nil {
 		return fmt.Errorf("restart gate of %s: %w", job, err)
@@ -44,7 +51,7 @@ func (s *Service) Gate(ctx context.Context, job string) error {
 				"Settle them first (reconcileEntry or resolveAmbiguous; IN_FLIGHT targets become AMBIGUOUS_EFFECT once their run is found gone), "+
 				"then RESTART again, or request it with the requestRestart mutation (baton jobs restart %s --request)", job, gen, amb, inFlight, job)}
 	}
-	if settings.RiskLevel == bt.RiskHigh {
+	if approval && settings.RiskLevel == bt.RiskHigh {
 		return &bt.Error{Code: bt.CodeApprovalRequired, Field: "mode", Message: fmt.Sprintf(
 			"RESTART of HIGH-risk job %s refused: it opens generation %d and calls every target again under new keys, so it needs a preflight and a second person's approval. "+
 				"Request it with the requestRestart mutation, with a reason and a compensation reference (baton jobs restart %s --request --reason ... --compensation-ref ...); "+
