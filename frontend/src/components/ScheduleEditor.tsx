@@ -45,6 +45,26 @@ export function scheduleChanges(job: ScheduleJob, cron: string, timezone: string
   return changed ? input : null;
 }
 
+/** The lease override's range, in seconds, as the API takes it. */
+export const MIN_LEASE_SECONDS = 1;
+export const MAX_LEASE_SECONDS = 86400;
+
+/**
+ * leaseInputError is the refusal of what the lease box holds, in the API's words (INVALID_INPUT
+ * on leaseSeconds, naming the range), or null when it is a lease the API takes or empty (which
+ * clears the override). Nothing is clamped: an out-of-range value is shown as typed, refused.
+ */
+export function leaseInputError(value: number | string): UserErrorLike | null {
+  if (value === '') return null;
+  const n = typeof value === 'number' ? value : Number(value);
+  if (Number.isInteger(n) && n >= MIN_LEASE_SECONDS && n <= MAX_LEASE_SECONDS) return null;
+  return {
+    code: 'INVALID_INPUT',
+    field: 'leaseSeconds',
+    message: `leaseSeconds must be a whole number between ${MIN_LEASE_SECONDS} and ${MAX_LEASE_SECONDS} (empty clears the override), not ${String(value)}`,
+  };
+}
+
 /** fieldError renders a user error under its field: the code in words, the code, the server's detail. */
 function fieldError(e: UserErrorLike | undefined): ReactNode {
   if (!e) return undefined;
@@ -59,7 +79,9 @@ export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: ()
   const [cron, setCron] = useState(job.cron);
   const [tz, setTz] = useState(job.timezone || 'UTC');
   const [enabled, setEnabled] = useState(job.enabled);
-  const [lease, setLease] = useState<number | null>(job.leaseSeconds ?? null);
+  const [leaseText, setLeaseText] = useState<number | string>(job.leaseSeconds ?? '');
+  const leaseError = leaseInputError(leaseText);
+  const lease = leaseText === '' || leaseError ? null : Number(leaseText);
   const [saveErrors, setSaveErrors] = useState<UserErrorLike[]>([]);
   const [saving, setSaving] = useState(false);
   const [, update] = useMutation(UpdateJobScheduleMutation);
@@ -80,13 +102,16 @@ export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: ()
   const saveCronError = saveErrors.find((e) => e.field === 'cron' || e.code === 'INVALID_CRON');
 
   const changes = scheduleChanges(job, cron, tz, enabled, lease);
-  const blocked = !changes
-    ? 'Nothing changed.'
-    : cron.trim() !== '' && !settled
-      ? 'Checking the cron…'
-      : pv && !pv.valid
-        ? 'Fix the schedule first: the server says it is not valid.'
-        : null;
+  const saveLeaseError = saveErrors.find((e) => e.field === 'leaseSeconds');
+  const blocked = leaseError
+    ? `Fix the lease override first: ${leaseError.message}.`
+    : !changes
+      ? 'Nothing changed.'
+      : cron.trim() !== '' && !settled
+        ? 'Checking the cron…'
+        : pv && !pv.valid
+          ? 'Fix the schedule first: the server says it is not valid.'
+          : null;
 
   const save = async () => {
     if (!changes) return;
@@ -161,26 +186,34 @@ export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: ()
         <NumberInput
           label="Lease override (seconds)"
           description="empty: the job's or the instance's default"
-          value={lease ?? ''}
-          onChange={(v) => setLease(typeof v === 'number' && v > 0 ? v : null)}
-          min={1}
-          max={86400}
+          value={leaseText}
+          onChange={(v) => {
+            setLeaseText(v);
+            setSaveErrors([]);
+          }}
+          clampBehavior="none"
+          allowDecimal={false}
+          min={MIN_LEASE_SECONDS}
+          max={MAX_LEASE_SECONDS}
+          error={fieldError(leaseError ?? saveLeaseError)}
+          errorProps={{ 'data-testid': 'lease-error' }}
           w={220}
+          data-testid="lease-input"
         />
       </Group>
-      <UserErrorList errors={saveErrors.filter((e) => e !== saveCronError)} />
+      <UserErrorList errors={saveErrors.filter((e) => e !== saveCronError && e !== saveLeaseError)} />
       <Group>
         <ActionButton need="OPERATOR" blockedBy={blocked} loading={saving} onClick={() => void save()} data-testid="schedule-save">
           Save schedule
         </ActionButton>
         <Button
           variant="subtle"
-          disabled={!changes}
+          disabled={!changes && !leaseError}
           onClick={() => {
             setCron(job.cron);
             setTz(job.timezone || 'UTC');
             setEnabled(job.enabled);
-            setLease(job.leaseSeconds ?? null);
+            setLeaseText(job.leaseSeconds ?? '');
             setSaveErrors([]);
           }}
         >
