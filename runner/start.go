@@ -43,6 +43,9 @@ type StartParams struct {
 	// approvedRestart is set for the RESTART run of an approved request: the approval is
 	// the gate's answer.
 	approvedRestart bool
+	// requestClaim is the claim an execute holds on the request of ReplayRequestID: the run's
+	// insert marks the request EXECUTED under it, in the same transaction.
+	requestClaim string
 }
 
 // Start starts a run of a job on this instance's pool and returns the run it made at once
