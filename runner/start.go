@@ -246,7 +246,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
 			LeaseSeconds: leaseSecondsFor(a.lease), JobVersion: a.job.Info().Version, ScheduledFor: a.scheduledFor,
 			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID, AutoResumeOf: p.autoResumeOf,
-			TraceParent: pipeline.TraceParent(ctx),
+			TraceParent: pipeline.TraceParent(ctx), RequestClaim: p.requestClaim,
 		})
 	})
 	if err == nil {
@@ -264,6 +264,9 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 		// run is its record. Like a claim lost to another instance, there is nothing to do.
 		r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)
 		return nil, nil
+	}
+	if errors.Is(err, store.ErrClaimLost) {
+		return nil, bt.Errorf(bt.CodeConflict, "the claim on request %d lapsed and another execute took it, or the request was decided again: this run did not start", *p.ReplayRequestID)
 	}
 	if errors.Is(err, bt.ErrAlreadyRunning) {
 		r.metrics.LockContention.Inc()
