@@ -26,6 +26,11 @@ type remoteStart struct {
 	Sent   time.Time `json:"sent"`
 }
 
+// startWire is a start on its way to a worker: every field of StartParams but the two the
+// worker sets for itself (noAudit: the handing instance audits the start; local: the worker
+// never hands it on). TestHandOffCarriesEveryStartField fails when a field of StartParams is
+// neither carried nor named there as set by the worker. A worker of an older version ignores
+// the fields it does not know: upgrade workers before API-only instances.
 type startWire struct {
 	Job             string         `json:"job"`
 	Trigger         bt.Trigger     `json:"trigger"`
@@ -37,9 +42,31 @@ type startWire struct {
 	FromStart       bool           `json:"fromStart,omitempty"`
 	ReplayRequestID *int64         `json:"replayRequestId,omitempty"`
 	ReplayScope     bt.ReplayScope `json:"replayScope,omitempty"`
-	Missed          []time.Time    `json:"missed,omitempty"`
+	// ReplayTargets is nil for a replay of every target of its scope; never empty otherwise.
+	ReplayTargets   []string    `json:"replayTargets,omitempty"`
+	Missed          []time.Time `json:"missed,omitempty"`
+	AutoResumeOf    int64       `json:"autoResumeOf,omitempty"`
+	ApprovedRestart bool        `json:"approvedRestart,omitempty"`
+	RequestClaim    string      `json:"requestClaim,omitempty"`
 	// TraceParent is the caller's trace context: the run's span is its child on the worker.
 	TraceParent string `json:"traceParent,omitempty"`
+}
+
+// wireOf is the hand-off of p, with the caller's trace context.
+func wireOf(p StartParams, traceParent string) startWire {
+	return startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Due: p.Due, Next: p.Next,
+		Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope,
+		ReplayTargets: p.ReplayTargets, Missed: p.Missed, AutoResumeOf: p.autoResumeOf, ApprovedRestart: p.approvedRestart,
+		RequestClaim: p.requestClaim, TraceParent: traceParent}
+}
+
+// params is the start a worker makes of a hand-off: on its own pool, audited by the instance
+// that handed it over.
+func (w startWire) params() StartParams {
+	return StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
+		Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
+		ReplayTargets: w.ReplayTargets, Missed: w.Missed, autoResumeOf: w.AutoResumeOf, approvedRestart: w.ApprovedRestart,
+		requestClaim: w.RequestClaim, noAudit: true, local: true}
 }
 
 type remoteReply struct {
@@ -60,9 +87,7 @@ func (h handover) replyKey(id string) string {
 // back from the database, or nil for a fire already taken.
 func (h handover) start(ctx context.Context, p StartParams) (*RunRecord, error) {
 	r := h.r
-	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: startWire{Job: p.Job, Trigger: p.Trigger, Mode: p.Mode,
-		Actor: p.Actor, Due: p.Due, Next: p.Next, Generation: p.Generation, FromStart: p.FromStart,
-		ReplayRequestID: p.ReplayRequestID, ReplayScope: p.ReplayScope, Missed: p.Missed, TraceParent: pipeline.TraceParent(ctx)}}
+	req := remoteStart{ID: newToken(), Sent: time.Now(), Params: wireOf(p, pipeline.TraceParent(ctx))}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -133,9 +158,7 @@ func (h handover) serve(ctx context.Context) {
 			continue
 		}
 		w := req.Params
-		run, err := r.Start(pipeline.WithTraceParent(ctx, w.TraceParent), StartParams{Job: w.Job, Trigger: w.Trigger, Mode: w.Mode, Actor: w.Actor, Due: w.Due, Next: w.Next,
-			Generation: w.Generation, FromStart: w.FromStart, ReplayRequestID: w.ReplayRequestID, ReplayScope: w.ReplayScope,
-			Missed: w.Missed, noAudit: true, local: true})
+		run, err := r.Start(pipeline.WithTraceParent(ctx, w.TraceParent), w.params())
 		rep := remoteReply{RunID: runIDOf(run)}
 		if err != nil {
 			rep.Code, rep.Message = bt.CodeOf(err), err.Error()

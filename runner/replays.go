@@ -110,10 +110,11 @@ func (s *ReplayService) Get(ctx context.Context, id int64) (*bt.ReplayRequest, e
 func (r *Runner) startReplay(ctx context.Context, q replay.StartRequest) (*RunRecord, error) {
 	id := q.RequestID
 	p := StartParams{Job: q.Job, Trigger: bt.TriggerReplay, Mode: bt.ModeResume, Actor: q.Actor,
-		Generation: q.Generation, FromStart: true, ReplayRequestID: &id, ReplayScope: q.Scope, ReplayTargets: q.Targets}
+		Generation: q.Generation, FromStart: true, ReplayRequestID: &id, ReplayScope: q.Scope, ReplayTargets: q.Targets,
+		requestClaim: q.Claim}
 	if q.Restart {
 		p = StartParams{Job: q.Job, Trigger: bt.TriggerManual, Mode: bt.ModeRestart, Actor: q.Actor,
-			ReplayRequestID: &id, approvedRestart: true, noAudit: true}
+			ReplayRequestID: &id, approvedRestart: true, noAudit: true, requestClaim: q.Claim}
 	}
 	return r.Start(ctx, p)
 }

@@ -43,6 +43,9 @@ type StartParams struct {
 	// approvedRestart is set for the RESTART run of an approved request: the approval is
 	// the gate's answer.
 	approvedRestart bool
+	// requestClaim is the claim an execute holds on the request of ReplayRequestID: the run's
+	// insert marks the request EXECUTED under it, in the same transaction.
+	requestClaim string
 }
 
 // Start starts a run of a job on this instance's pool and returns the run it made at once
@@ -274,7 +277,7 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 			JobName: p.Job, Trigger: p.Trigger, Mode: p.Mode, Actor: p.Actor, Instance: r.cfg.Instance, Token: a.token,
 			LeaseSeconds: leaseSecondsFor(a.lease), JobVersion: a.job.Info().Version, ScheduledFor: a.scheduledFor,
 			Generation: p.Generation, FromStart: p.FromStart, ReplayRequestID: p.ReplayRequestID, AutoResumeOf: p.autoResumeOf,
-			TraceParent: pipeline.TraceParent(ctx),
+			TraceParent: pipeline.TraceParent(ctx), RequestClaim: p.requestClaim,
 		})
 	})
 	if err == nil {
@@ -292,6 +295,9 @@ func (a *startAttempt) insertRun(ctx context.Context) (*RunRecord, error) {
 		// run is its record. Like a claim lost to another instance, there is nothing to do.
 		r.log.Warn("fire already started a run; not starting it again", "job", p.Job, "fire", p.Due)
 		return nil, nil
+	}
+	if errors.Is(err, store.ErrClaimLost) {
+		return nil, bt.Errorf(bt.CodeConflict, "the claim on request %d lapsed and another execute took it, or the request was decided again: this run did not start", *p.ReplayRequestID)
 	}
 	if errors.Is(err, bt.ErrAlreadyRunning) {
 		r.metrics.LockContention.Inc()

@@ -529,6 +529,12 @@ type ReplayRequest struct {
 	CreatedAt          time.Time
 	DecidedAt          *time.Time
 	ExecutedAt         *time.Time
+	// ClaimedUntil is set while an execute holds the APPROVED request's claim: until then no
+	// other execute may start its run. A claim that lapses (its claimer went away) can be taken.
+	ClaimedUntil *time.Time
+	// ReopenReason says why the request went back to PENDING_APPROVAL: judged again when it was
+	// approved or executed, the job asked for more than the request had been judged for.
+	ReopenReason *string
 }
 
 // AlertKind names a stuck or dangerous signal.

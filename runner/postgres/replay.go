@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,7 +18,7 @@ type replayStore struct{ *Store }
 
 const replayColumns = `id, job_name, source_run_id, generation, scope, status, preflight, reason, compensation_ref,
 	requested_by, decided_by, decision_note, replay_run_id, created_at, decided_at, executed_at,
-	kind, requested_by_token_id, decided_by_token_id, target_keys`
+	kind, requested_by_token_id, decided_by_token_id, target_keys, claim_until, reopen_reason`
 
 func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	var r bt.ReplayRequest
@@ -24,7 +26,7 @@ func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	var pf []byte
 	err := row.Scan(&r.ID, &r.JobName, &r.SourceRunID, &r.Generation, &scope, &status, &pf, &r.Reason, &r.CompensationRef,
 		&r.RequestedBy, &r.DecidedBy, &r.DecisionNote, &r.ReplayRunID, &r.CreatedAt, &r.DecidedAt, &r.ExecutedAt,
-		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID, &r.TargetKeys)
+		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID, &r.TargetKeys, &r.ClaimedUntil, &r.ReopenReason)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,8 @@ func itoa(n int64) string {
 }
 
 // DecideReplay applies d to request id and audits it, or returns CONFLICT when the request is
-// no longer in d.From.
+// no longer in d.From. A move to another status ends any claim on the request; a move back to
+// PENDING_APPROVAL (d.Reopen) also drops the decision it had.
 func (s replayStore) DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error) {
 	var pf []byte
 	if d.Preflight != nil {
@@ -92,14 +95,18 @@ func (s replayStore) DecideReplay(ctx context.Context, id int64, d store.ReplayD
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	out, err := scanReplay(tx.QueryRow(ctx, `UPDATE replay_requests SET status = $3,
-			decided_by = COALESCE($4, decided_by), decision_note = COALESCE($5, decision_note),
-			decided_at = CASE WHEN $4::text IS NOT NULL THEN now() ELSE decided_at END,
-			decided_by_token_id = CASE WHEN $4::text IS NOT NULL THEN $8::bigint ELSE decided_by_token_id END,
+			decided_by = CASE WHEN $9::text IS NOT NULL THEN NULL ELSE COALESCE($4, decided_by) END,
+			decision_note = CASE WHEN $9::text IS NOT NULL THEN NULL ELSE COALESCE($5, decision_note) END,
+			decided_at = CASE WHEN $9::text IS NOT NULL THEN NULL WHEN $4::text IS NOT NULL THEN now() ELSE decided_at END,
+			decided_by_token_id = CASE WHEN $9::text IS NOT NULL THEN NULL WHEN $4::text IS NOT NULL THEN $8::bigint ELSE decided_by_token_id END,
+			reopen_reason = COALESCE($9, reopen_reason),
 			preflight = COALESCE($6, preflight),
 			replay_run_id = COALESCE($7, replay_run_id),
-			executed_at = CASE WHEN $3 = 'EXECUTED' THEN now() ELSE executed_at END
+			executed_at = CASE WHEN $3 = 'EXECUTED' THEN now() ELSE executed_at END,
+			claim_token = CASE WHEN $3 = $2 THEN claim_token END,
+			claim_until = CASE WHEN $3 = $2 THEN claim_until END
 		WHERE id = $1 AND status = $2 RETURNING `+replayColumns,
-		id, string(d.From), string(d.To), d.DecidedBy, d.Note, pf, d.RunID, d.DecidedByTokenID))
+		id, string(d.From), string(d.To), d.DecidedBy, d.Note, pf, d.RunID, d.DecidedByTokenID, d.Reopen))
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, err := s.ReplayRequest(ctx, id)
 		if err != nil {
@@ -115,6 +122,52 @@ func (s replayStore) DecideReplay(ctx context.Context, id int64, d store.ReplayD
 		return nil, err
 	}
 	return out, tx.Commit(ctx)
+}
+
+// ClaimReplay claims APPROVED request id for token until lapse from now, by the database
+// clock: CONFLICT when the request is not APPROVED, or another claim on it has not lapsed.
+func (s replayStore) ClaimReplay(ctx context.Context, id int64, token string, lapse time.Duration) (*bt.ReplayRequest, error) {
+	out, err := scanReplay(s.pool.QueryRow(ctx, `UPDATE replay_requests
+		SET claim_token = $2, claim_until = statement_timestamp() + make_interval(secs => $3::double precision)
+		WHERE id = $1 AND status = 'APPROVED' AND (claim_until IS NULL OR claim_until <= statement_timestamp())
+		RETURNING `+replayColumns, id, token, lapse.Seconds()))
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return out, err
+	}
+	cur, err := s.ReplayRequest(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Status != bt.ReplayApproved {
+		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", id, cur.Status)
+	}
+	until := "now"
+	if cur.ClaimedUntil != nil {
+		until = cur.ClaimedUntil.UTC().Format(time.RFC3339)
+	}
+	return nil, bt.Errorf(bt.CodeConflict, "replay request %d is being executed by another call (its claim holds until %s)", id, until)
+}
+
+// ReleaseReplayClaim gives up token's claim on request id; a claim already lost is left alone.
+func (s replayStore) ReleaseReplayClaim(ctx context.Context, id int64, token string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE replay_requests SET claim_token = NULL, claim_until = NULL
+		WHERE id = $1 AND claim_token = $2`, id, token)
+	return err
+}
+
+// executeClaimed marks request id EXECUTED by run runID, in tx (the run's insert), if token
+// still holds its claim; otherwise store.ErrClaimLost.
+func executeClaimed(ctx context.Context, tx pgx.Tx, id, runID int64, token string) error {
+	tag, err := tx.Exec(ctx, `UPDATE replay_requests SET status = 'EXECUTED', replay_run_id = $2, executed_at = now(),
+			claim_token = NULL, claim_until = NULL
+		WHERE id = $1 AND status = 'APPROVED' AND claim_token = $3`, id, runID, token)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("request %d: %w", id, store.ErrClaimLost)
+	}
+	return nil
 }
 
 // ReplayRequest returns one request, or NOT_FOUND.

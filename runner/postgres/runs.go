@@ -122,6 +122,11 @@ func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord,
 	if err != nil {
 		return nil, fmt.Errorf("insert run of %s: %w", n.JobName, err)
 	}
+	if n.RequestClaim != "" && n.ReplayRequestID != nil {
+		if err := executeClaimed(ctx, tx, *n.ReplayRequestID, run.ID, n.RequestClaim); err != nil {
+			return nil, err
+		}
+	}
 	if n.AutoResumeOf != 0 {
 		if err := markResumed(ctx, tx, n.AutoResumeOf, run.ID); err != nil {
 			return nil, fmt.Errorf("mark run %d resumed: %w", n.AutoResumeOf, err)

@@ -80,6 +80,10 @@ type NewRun struct {
 	AutoResumeOf int64
 	// TraceParent is the W3C traceparent of the run's span; "" for none.
 	TraceParent string
+	// RequestClaim, with ReplayRequestID, is the claim an execute holds on that APPROVED
+	// request: the insert marks the request EXECUTED by the run in the same transaction, or,
+	// when the claim no longer holds, writes nothing and returns ErrClaimLost.
+	RequestClaim string
 }
 
 // DueResume is an ended run whose auto-resume is due.

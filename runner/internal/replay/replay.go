@@ -29,6 +29,9 @@ type Store interface {
 	ResolveAmbiguousMany(ctx context.Context, ids []int64, to bt.LedgerState, evidenceRef *string, note string, audit store.BulkAuditFunc) ([]*bt.LedgerEntry, map[int64]error, error)
 	InsertReplay(ctx context.Context, r *bt.ReplayRequest, audit store.AuditRecord) (*bt.ReplayRequest, error)
 	DecideReplay(ctx context.Context, id int64, d store.ReplayDecision, audit store.AuditRecord) (*bt.ReplayRequest, error)
+	ClaimReplay(ctx context.Context, id int64, token string, lapse time.Duration) (*bt.ReplayRequest, error)
+	ReleaseReplayClaim(ctx context.Context, id int64, token string) error
+	Audit(ctx context.Context, a store.AuditRecord) error
 	ReplayRequest(ctx context.Context, id int64) (*bt.ReplayRequest, error)
 	ReplayRequests(ctx context.Context, statuses []bt.ReplayStatus, beforeID int64, limit int) ([]*bt.ReplayRequest, error)
 }
@@ -58,8 +61,11 @@ type DownstreamLimit struct {
 type StartRequest struct {
 	Job string
 	// Actor is the request's requester, recorded as the run's requestedBy.
-	Actor      string
-	RequestID  int64
+	Actor     string
+	RequestID int64
+	// Claim is the execute's claim on the request: the run's insert marks the request
+	// EXECUTED under it.
+	Claim      string
 	Restart    bool
 	Generation int64
 	Scope      bt.ReplayScope

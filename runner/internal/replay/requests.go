@@ -2,9 +2,12 @@ package replay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -124,7 +127,7 @@ func (s *Service) recordRequest(ctx context.Context, req *bt.ReplayRequest, comp
 	case bt.ReplayBlocked:
 		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(out) + " blocked: " + strings.Join(pf.BlockingReasons, "; ")}
 	case bt.ReplayApproved:
-		return s.execute(ctx, out, by)
+		return s.claimAndExecute(ctx, out, by)
 	}
 	return out, nil
 }
@@ -179,9 +182,12 @@ func (s *Service) RequestRestart(ctx context.Context, p RestartParams) (req *bt.
 
 // Approve approves a PENDING_APPROVAL request (a replay, or a RESTART) and starts its
 // run; the request becomes EXECUTED. The approver must be another identity than the requester
-// (SELF_APPROVAL; see Actor). The preflight is computed again: a request that has become
-// blocked is marked BLOCKED instead, REPLAY_BLOCKED returned beside it. A request whose run
-// could not start stays APPROVED, the error returned: Execute starts it later.
+// (SELF_APPROVAL; see Actor). The request is judged again against the job as it is now: one
+// that has become blocked is marked BLOCKED instead, REPLAY_BLOCKED returned beside it; one
+// that asks for more than it was judged for (see rejudge) stays PENDING_APPROVAL with the
+// reason, its fresh preflight stored, and APPROVAL_REQUIRED returned beside it: the approver
+// looks again. A request whose run could not start stays APPROVED, the error returned:
+// Execute starts it later.
 func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note string) (req *bt.ReplayRequest, err error) {
 	args := map[string]any{"requestId": requestID, "note": note}
 	defer func() {
@@ -213,13 +219,76 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 		}
 		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was requested: " + strings.Join(pf.BlockingReasons, "; ")}
 	}
+	if changed := rejudge(cur, pf, true); len(changed) > 0 {
+		return s.reopen(ctx, cur, bt.ReplayPendingApproval, pf, changed, by, "approveReplay", args)
+	}
 	req, err = s.cfg.Store.DecideReplay(ctx, requestID, store.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
 		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
 		store.AuditRecord{Actor: name, Action: "approveReplay", Arguments: args, Outcome: string(bt.ReplayApproved)})
 	if err != nil {
 		return nil, err
 	}
-	return s.execute(ctx, req, by)
+	return s.claimAndExecute(ctx, req, by)
+}
+
+// rejudge compares the judgement a request was recorded (or last approved) with to pf, its
+// preflight against the job as it is now, and returns what now asks for more: a higher risk
+// level, other code, more targets in scope, a compensation reference the request lacks, or a
+// second person's approval it does not have. decided is whether an identity other than the
+// requester approves it (or has approved it). Nothing returned: the judgement stands.
+func rejudge(req *bt.ReplayRequest, pf *bt.Preflight, decided bool) []string {
+	was := req.Preflight
+	var out []string
+	if riskRank(pf.RiskLevel) > riskRank(was.RiskLevel) {
+		out = append(out, fmt.Sprintf("the job's risk rose from %s to %s", riskWord(was.RiskLevel), riskWord(pf.RiskLevel)))
+	}
+	if pf.CurrentJobVersion != was.CurrentJobVersion {
+		out = append(out, fmt.Sprintf("the job's code changed from version %q to %q", was.CurrentJobVersion, pf.CurrentJobVersion))
+	}
+	if pf.TargetsInScope > was.TargetsInScope {
+		out = append(out, fmt.Sprintf("its scope grew from %d to %d target(s)", was.TargetsInScope, pf.TargetsInScope))
+	}
+	if pf.RiskLevel == bt.RiskHigh && (req.CompensationRef == nil || *req.CompensationRef == "") {
+		out = append(out, "a HIGH-risk "+kindWord(req)+" needs a compensation reference, which this request lacks: reject it and request it again with one")
+	}
+	if pf.RequiresApproval && !decided {
+		out = append(out, "it now needs a second person's approval ("+strings.Join(pf.ApprovalReasons, "; ")+")")
+	}
+	return out
+}
+
+func riskRank(r bt.RiskLevel) int {
+	switch r {
+	case bt.RiskHigh:
+		return 3
+	case bt.RiskMedium:
+		return 2
+	case bt.RiskLow:
+		return 1
+	}
+	return 0
+}
+
+func riskWord(r bt.RiskLevel) string {
+	if r == "" {
+		return "unset"
+	}
+	return string(r)
+}
+
+// reopen moves a request whose judgement changed back to PENDING_APPROVAL, its decision
+// dropped, its fresh preflight and the reason stored, and returns it with APPROVAL_REQUIRED:
+// nothing starts until a second person approves it as it is now.
+func (s *Service) reopen(ctx context.Context, cur *bt.ReplayRequest, from bt.ReplayStatus, pf *bt.Preflight, changed []string,
+	by Actor, action string, args map[string]any) (*bt.ReplayRequest, error) {
+	reason := "judged again at " + strings.TrimSuffix(action, "Replay") + ": " + strings.Join(changed, "; ")
+	out, err := s.cfg.Store.DecideReplay(ctx, cur.ID, store.ReplayDecision{From: from, To: bt.ReplayPendingApproval, Preflight: pf, Reopen: &reason},
+		store.AuditRecord{Actor: by.name(), Action: action, Arguments: args, Outcome: string(bt.CodeApprovalRequired)})
+	if err != nil {
+		return nil, err
+	}
+	return out, &bt.Error{Code: bt.CodeApprovalRequired, Message: fmt.Sprintf(
+		"%s %d is PENDING_APPROVAL again, nothing started: %s", kindWord(cur), cur.ID, reason)}
 }
 
 // requestPreflight computes a request's preflight again. A RESTART request is blocked once
@@ -244,12 +313,21 @@ func (s *Service) requestPreflight(ctx context.Context, req *bt.ReplayRequest) (
 	return pf, nil
 }
 
+// ClaimLapse is how long an execute's claim on a request holds: a claimer that went away
+// (its instance died between claim and start) loses it after this, and another execute may
+// take it. It is longer than any start takes, a hand-off's wait included.
+const ClaimLapse = 2 * time.Minute
+
 // Execute starts the run of an APPROVED request whose run could not start when it was
 // approved (no free slot, the job paused, another run active). The approval stands, so any
-// caller allowed to execute may (the API gives it to approvers), the requester too. While the
-// job has an active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise the
-// preflight is computed again, and a request that has become blocked is marked BLOCKED,
-// REPLAY_BLOCKED returned beside it.
+// caller allowed to execute may (the API gives it to approvers), the requester too. The
+// request is claimed first: a second execute while the claim holds is CONFLICT, and only the
+// claim's holder can insert the run, which marks the request EXECUTED in the same
+// transaction. While the job has an active run it is ALREADY_RUNNING and the request stays
+// APPROVED. Otherwise it is judged again against the job as it is now: a request that has
+// become blocked is marked BLOCKED, REPLAY_BLOCKED returned beside it; one that asks for more
+// than it was approved for (see rejudge) goes back to PENDING_APPROVAL with the reason,
+// APPROVAL_REQUIRED returned beside it, and nothing starts.
 func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *bt.ReplayRequest, err error) {
 	defer func() {
 		if err != nil && req == nil {
@@ -263,6 +341,16 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 	if cur.Status != bt.ReplayApproved {
 		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, cur.Status)
 	}
+	token := newClaimToken()
+	if cur, err = s.cfg.Store.ClaimReplay(ctx, requestID, token, ClaimLapse); err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.release(ctx, requestID, token)
+		}
+	}()
 	if active, err := s.cfg.Store.ActiveRun(ctx, cur.JobName); err != nil {
 		return nil, err
 	} else if active != nil {
@@ -281,21 +369,71 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 		}
 		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was approved: " + strings.Join(pf.BlockingReasons, "; ")}
 	}
-	return s.execute(ctx, cur, by)
+	if changed := rejudge(cur, pf, decidedByOther(cur)); len(changed) > 0 {
+		return s.reopen(ctx, cur, bt.ReplayApproved, pf, changed, by, "executeReplay", nil)
+	}
+	started = true // execute releases the claim of a start that fails
+	return s.execute(ctx, cur, token, by)
 }
 
-// execute starts an APPROVED request's run: a REPLAY of its generation, or a RESTART
-// (past the gate, which the approval answered). A start that fails leaves the request
-// APPROVED and returns it with the error.
+// decidedByOther reports whether an identity other than the requester decided req.
+func decidedByOther(req *bt.ReplayRequest) bool {
+	if req.DecidedBy == nil {
+		return false
+	}
+	return !isRequester(req, Actor{Name: *req.DecidedBy, TokenID: derefID(req.DecidedByTokenID)})
+}
+
+func derefID(id *int64) int64 {
+	if id == nil {
+		return 0
+	}
+	return *id
+}
+
+// claimAndExecute claims an APPROVED request just recorded or approved, and starts its run.
+func (s *Service) claimAndExecute(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
+	token := newClaimToken()
+	claimed, err := s.cfg.Store.ClaimReplay(ctx, req.ID, token, ClaimLapse)
+	if err != nil {
+		return req, err
+	}
+	return s.execute(ctx, claimed, token, by)
+}
+
+// release gives up a claim whose start did not happen; the request stays APPROVED.
+func (s *Service) release(ctx context.Context, id int64, token string) {
+	if err := s.cfg.Store.ReleaseReplayClaim(context.WithoutCancel(ctx), id, token); err != nil {
+		s.cfg.Logger.Warn("release the claim on a request; it lapses by itself", "request", id, "err", err)
+	}
+}
+
+// execute starts the run of an APPROVED request claimed with token: a REPLAY of its
+// generation, or a RESTART (past the gate, which the approval answered). The run's insert
+// marks the request EXECUTED. A start that fails releases the claim and returns the request,
+// still APPROVED, with the error.
 //
 // The run is requested by the request's requester: the approver decided (decidedBy), the
 // requester asked. by, who executes, is audited.
-func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
+func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, token string, by Actor) (*bt.ReplayRequest, error) {
 	id, actor := req.ID, by.name()
-	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: NameOr(req.RequestedBy), RequestID: id,
+	target := fmt.Sprintf("replay:%d", id)
+	run, err := s.cfg.StartFunc(ctx, StartRequest{Job: req.JobName, Actor: NameOr(req.RequestedBy), RequestID: id, Claim: token,
 		Restart: req.Kind == bt.KindRestart, Generation: req.Generation, Scope: req.Scope, Targets: req.TargetKeys})
+	if err == nil && run == nil {
+		err = fmt.Errorf("the start of request %d made no run", id)
+	}
 	if err != nil {
-		s.cfg.AuditFunc(ctx, actor, "executeReplay", fmt.Sprintf("replay:%d", id), nil, err)
+		s.release(ctx, id, token)
+		if cur, gerr := s.cfg.Store.ReplayRequest(context.WithoutCancel(ctx), id); gerr == nil {
+			if cur.Status == bt.ReplayExecuted && cur.ReplayRunID != nil {
+				// The run was inserted (on a worker whose answer was lost): the request is done.
+				s.auditExecuted(ctx, actor, target, *cur.ReplayRunID)
+				return cur, nil
+			}
+			req = cur
+		}
+		s.cfg.AuditFunc(ctx, actor, "executeReplay", target, nil, err)
 		var be *bt.Error
 		if errors.As(err, &be) { // the code stays the start's; the message says what is left to do
 			return req, &bt.Error{Code: be.Code, Field: be.Field, Message: fmt.Sprintf(
@@ -303,9 +441,22 @@ func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, by Actor) 
 		}
 		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
-	runID := run.ID
-	return s.cfg.Store.DecideReplay(ctx, id, store.ReplayDecision{From: bt.ReplayApproved, To: bt.ReplayExecuted, RunID: &runID},
-		store.AuditRecord{Actor: actor, Action: "executeReplay", Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)})
+	s.auditExecuted(ctx, actor, target, run.ID)
+	return s.cfg.Store.ReplayRequest(ctx, id)
+}
+
+// auditExecuted records the execute of a request whose run's insert marked it EXECUTED.
+func (s *Service) auditExecuted(ctx context.Context, actor, target string, runID int64) {
+	if err := s.cfg.Store.Audit(context.WithoutCancel(ctx), store.AuditRecord{Actor: actor, Action: "executeReplay", Target: target,
+		Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)}); err != nil {
+		s.cfg.Logger.Error("write audit row", "action", "executeReplay", "err", err)
+	}
+}
+
+func newClaimToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Reject rejects a PENDING_APPROVAL request. As with approval, the decider must be

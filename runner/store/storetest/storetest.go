@@ -72,6 +72,7 @@ func Run(t *testing.T, open Open) {
 		{"RunsFilters", testRunsFilters},
 		{"RunsOfJobsFilters", testRunsOfJobsFilters},
 		{"RunEventsRecorded", testRunEventsRecorded},
+		{"RequestClaimedOnce", testRequestClaimedOnce},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
