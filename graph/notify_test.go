@@ -167,8 +167,8 @@ func TestNotificationSecretKeyMissing(t *testing.T) {
 	if ue := out.SaveNotificationChannel.UserErrors; len(ue) != 1 || ue[0].Code != "SECRET_KEY_MISSING" {
 		t.Fatalf("literal without a key: %+v, want SECRET_KEY_MISSING", out.SaveNotificationChannel)
 	}
-	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "env:PD_ROUTING_KEY"}}).decode(t, &out)
-	if c := out.SaveNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:PD_ROUTING_KEY" {
+	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "env:BATON_NOTIFY_PD_ROUTING_KEY"}}).decode(t, &out)
+	if c := out.SaveNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:BATON_NOTIFY_PD_ROUTING_KEY" {
 		t.Fatalf("env reference: %+v", out.SaveNotificationChannel)
 	}
 }
