@@ -399,7 +399,7 @@ func TestNotifyEnvReferenceAllowList(t *testing.T) {
 		c.LookupEnvFunc = func(n string) (string, bool) { v, ok := env[n]; return v, ok }
 	}))
 	n := r.Alarms().Notifications()
-	for _, name := range []string{"BATON_DATABASE_URL", "BATON_SECRET_KEY", "HOME", "BATON_NOTIFY", "baton_notify_x"} {
+	for _, name := range []string{"BATON_DATABASE_URL", "BATON_SECRET_KEY", "HOME", "BATON_NOTIFY_", "baton_notify_x", "BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS"} {
 		_, err := n.CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("pd"), Kind: bt.ChannelPagerDuty, URL: ptr(rc.URL), Secret: ptr("env:" + name)})
 		var e *bt.Error
 		if bt.CodeOf(err) != runner.CodeSecretEnvRefused || !errors.As(err, &e) || e.Field != "secret" || !strings.Contains(e.Message, "BATON_NOTIFY_") {

@@ -105,7 +105,8 @@ func (b *secretBox) open(stored string, lookup func(string) (string, bool)) (str
 // checkEnvName refuses an environment variable an "env:NAME" secret may not read: one whose
 // name does not start with NotifyEnvPrefix (SECRET_ENV_REFUSED, on the field secret).
 func checkEnvName(name string) error {
-	if !strings.HasPrefix(name, NotifyEnvPrefix) || len(name) == len(NotifyEnvPrefix) {
+	// BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS is a setting of the server, not a secret.
+	if !strings.HasPrefix(name, NotifyEnvPrefix) || len(name) == len(NotifyEnvPrefix) || name == "BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS" {
 		return &bt.Error{Code: CodeSecretEnvRefused, Field: "secret",
 			Message: fmt.Sprintf("env: reads only environment variables named %s<NAME> (such as %sPAGERDUTY_KEY), not %q: rename the variable on every instance",
 				NotifyEnvPrefix, NotifyEnvPrefix, bt.Truncate(name, 40))}

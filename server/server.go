@@ -237,7 +237,7 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention, TracerProvider: tp,
-		Notify: runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: key},
+		Notify: runner.NotifyConfig{Sender: &notify.Sender{AllowPrivateNetworks: o.NotifyAllowPrivateNetworks}, SecretKey: key},
 	})
 	if err != nil {
 		return nil, nil, err
