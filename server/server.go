@@ -123,6 +123,7 @@ func adminToken(ctx context.Context, o Config, tokens *httpapi.TokenStore) strin
 	if o.AdminTokenName == "" {
 		return ""
 	}
+	tokens = tokens.As("server:" + o.Instance)
 	_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
 	t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
 	if err != nil {
