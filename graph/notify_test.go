@@ -47,7 +47,7 @@ func TestNotificationsOverGraphQL(t *testing.T) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(rcv.Close)
 	i := b.instance(instanceOpts{runner: func(c *runner.Config) {
-		c.Notify = runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: []byte("0123456789abcdef0123456789abcdef"), Interval: 50 * time.Millisecond}
+		c.Notify = runner.NotifyConfig{Sender: &notify.Sender{AllowPrivateNetworks: true}, SecretKey: []byte("0123456789abcdef0123456789abcdef"), Interval: 50 * time.Millisecond}
 	}})
 	admin, operator := b.token(model.RoleAdmin), b.token(model.RoleOperator)
 	const secret = "hmac-secret-that-must-not-leak-42"
@@ -167,8 +167,8 @@ func TestNotificationSecretKeyMissing(t *testing.T) {
 	if ue := out.SaveNotificationChannel.UserErrors; len(ue) != 1 || ue[0].Code != "SECRET_KEY_MISSING" {
 		t.Fatalf("literal without a key: %+v, want SECRET_KEY_MISSING", out.SaveNotificationChannel)
 	}
-	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "env:PD_ROUTING_KEY"}}).decode(t, &out)
-	if c := out.SaveNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:PD_ROUTING_KEY" {
+	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "env:BATON_NOTIFY_PD_ROUTING_KEY"}}).decode(t, &out)
+	if c := out.SaveNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:BATON_NOTIFY_PD_ROUTING_KEY" {
 		t.Fatalf("env reference: %+v", out.SaveNotificationChannel)
 	}
 }

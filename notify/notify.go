@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -38,14 +39,25 @@ const (
 	DefaultTolerance = 5 * time.Minute
 )
 
-// Sender posts notifications over HTTP.
+// Sender posts notifications over HTTP. Unless AllowPrivateNetworks is set it connects only
+// to public addresses, judged on the address dialled (after the name is resolved); it uses no
+// proxy from the environment and follows no redirect: a 3xx answer is a failure. An error
+// answer is kept as its status line, never its body (docs/operator-runbook.md, "Threat
+// model").
 type Sender struct {
-	// Client makes the requests; nil means a client with a 10 s timeout.
+	// Client makes the requests in place of the sender's own, whose rules above it then
+	// replaces; nil means the sender's own client, with a 10 s timeout.
 	Client *http.Client
 	// NowFunc stamps webhooks; nil means time.Now.
 	NowFunc func() time.Time
 	// ConsoleURL, when set, links the console's alarms page from Slack and PagerDuty.
 	ConsoleURL string
+	// AllowPrivateNetworks lets deliveries reach loopback, link-local and private addresses
+	// (--notify-allow-private-networks).
+	AllowPrivateNetworks bool
+
+	once   sync.Once
+	client *http.Client
 }
 
 // WebhookEvent is the body of a webhook: the event ("alert.trigger", "alert.resolve" or
@@ -96,7 +108,8 @@ func (s *Sender) post(ctx context.Context, target string, header http.Header, bo
 	req.Header = header
 	client := s.Client
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		s.once.Do(func() { s.client = newClient(s.AllowPrivateNetworks) })
+		client = s.client
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -107,9 +120,15 @@ func (s *Sender) post(ctx context.Context, target string, header http.Header, bo
 		return fmt.Errorf("post: %w", err)
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("the receiver answered %s: %s", resp.Status, strings.TrimSpace(string(answer)))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // read, never kept: the connection is reused
+	// The status line alone, in Go's words: neither the body nor the receiver's reason phrase,
+	// which could carry what an internal service says about itself.
+	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	switch {
+	case resp.StatusCode/100 == 3:
+		return fmt.Errorf("%s: redirects are not followed", strings.TrimSpace(status))
+	case resp.StatusCode/100 != 2:
+		return errors.New(strings.TrimSpace(status))
 	}
 	return nil
 }

@@ -334,7 +334,7 @@ func checkSecret(k bt.ChannelKind, secret string) error {
 		if !envName.MatchString(name) {
 			return invalidChannel("secret", "env: names an environment variable (letters, digits, '_'), not %q", bt.Truncate(name, 40))
 		}
-		return nil
+		return checkEnvName(name)
 	}
 	if k == bt.ChannelSlack {
 		if err := checkHTTPURL("secret", secret); err != nil {

@@ -84,7 +84,7 @@ func (rc *receiver) wait(t *testing.T, n int, what string) []received {
 // notifying sets a runner to deliver notifications fast: a 50ms poll, 100ms first retry.
 func notifying(mod func(*runner.NotifyConfig)) func(*runner.Config) {
 	return func(c *runner.Config) {
-		c.Notify = runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: testSecretKey,
+		c.Notify = runner.NotifyConfig{Sender: &notify.Sender{AllowPrivateNetworks: true}, SecretKey: testSecretKey,
 			Interval: 50 * time.Millisecond, RetryBase: 100 * time.Millisecond, RetryMax: 400 * time.Millisecond, Timeout: 2 * time.Second}
 		if mod != nil {
 			mod(&c.Notify)

@@ -75,13 +75,13 @@ func TestNotifySlackAndPagerDutyShapes(t *testing.T) {
 	ctx := context.Background()
 	slack, pd := newReceiver(t), newReceiver(t)
 	doubt, _ := settleJob("doubt", "amb")
-	env := map[string]string{"PD_KEY": "R0UTINGKEY0123456789"}
+	env := map[string]string{"BATON_NOTIFY_PD_KEY": "R0UTINGKEY0123456789"}
 	r := b.runner(notifying(func(c *runner.NotifyConfig) {
 		c.LookupEnvFunc = func(n string) (string, bool) { v, ok := env[n]; return v, ok }
 	}), doubt)
 	s := channel(t, r, bt.ChannelInput{Name: ptr("slack"), Kind: bt.ChannelSlack, Secret: ptr(slack.URL + "/services/T/B/x")})
-	p := channel(t, r, bt.ChannelInput{Name: ptr("pager"), Kind: bt.ChannelPagerDuty, URL: ptr(pd.URL), Secret: ptr("env:PD_KEY")})
-	if p.SecretHint != "env:PD_KEY" || !s.SecretSet || s.URL != "" {
+	p := channel(t, r, bt.ChannelInput{Name: ptr("pager"), Kind: bt.ChannelPagerDuty, URL: ptr(pd.URL), Secret: ptr("env:BATON_NOTIFY_PD_KEY")})
+	if p.SecretHint != "env:BATON_NOTIFY_PD_KEY" || !s.SecretSet || s.URL != "" {
 		t.Fatalf("channels %+v %+v: want the env reference as the hint, Slack's URL kept secret", p, s)
 	}
 	route(t, r, bt.NotificationRoute{ChannelID: s.ID})
@@ -96,7 +96,7 @@ func TestNotifySlackAndPagerDutyShapes(t *testing.T) {
 	}
 	trig := pd.wait(t, 1, "the PagerDuty trigger")[0].decode(t)
 	payload, _ := trig["payload"].(map[string]any)
-	if trig["event_action"] != "trigger" || trig["dedup_key"] != doubtAlarm || trig["routing_key"] != env["PD_KEY"] ||
+	if trig["event_action"] != "trigger" || trig["dedup_key"] != doubtAlarm || trig["routing_key"] != env["BATON_NOTIFY_PD_KEY"] ||
 		payload["severity"] != "critical" || payload["summary"] == "" || payload["source"] == "" {
 		t.Fatalf("PagerDuty trigger %v", trig)
 	}
@@ -104,7 +104,7 @@ func TestNotifySlackAndPagerDutyShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := pd.wait(t, 2, "the PagerDuty resolve")[1].decode(t)
-	if res["event_action"] != "resolve" || res["dedup_key"] != doubtAlarm || res["routing_key"] != env["PD_KEY"] {
+	if res["event_action"] != "resolve" || res["dedup_key"] != doubtAlarm || res["routing_key"] != env["BATON_NOTIFY_PD_KEY"] {
 		t.Fatalf("PagerDuty resolve %v, want resolve of dedup_key %s", res, doubtAlarm)
 	}
 	if msgs := slack.wait(t, 2, "Slack's resolve"); !strings.Contains(string(msgs[1].Body), "RESOLVED") {
@@ -120,7 +120,7 @@ func TestNotifyRetriesAndSurvivesRestart(t *testing.T) {
 	rc.status.Store(http.StatusServiceUnavailable)
 	doubt, _ := settleJob("doubt", "amb")
 	withKey := func(c *runner.NotifyConfig) {
-		c.LookupEnvFunc = func(n string) (string, bool) { return "k3y", n == "HOOK_KEY" }
+		c.LookupEnvFunc = func(n string) (string, bool) { return "k3y", n == "BATON_NOTIFY_HOOK_KEY" }
 	}
 	cfg := b.Config()
 	notifying(withKey)(&cfg)
@@ -128,7 +128,7 @@ func TestNotifyRetriesAndSurvivesRestart(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = first.Run(ctx) }()
-	c := channel(t, first, bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr(rc.URL), Secret: ptr("env:HOOK_KEY")})
+	c := channel(t, first, bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr(rc.URL), Secret: ptr("env:BATON_NOTIFY_HOOK_KEY")})
 	route(t, first, bt.NotificationRoute{ChannelID: c.ID})
 	b.succeed(first, runner.StartParams{Job: "doubt"})
 	testenv.Eventually(t, 20*time.Second, "the first instance to try and fail twice", func() bool {
@@ -344,7 +344,7 @@ func TestNotifyValidationAndSecrets(t *testing.T) {
 		t.Fatalf("%d channels stored after refusals, want 0", n)
 	}
 	// Without a key an environment reference is taken.
-	if _, err := keyless.Alarms().Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("env-only"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr("env:HOOK")}); err != nil {
+	if _, err := keyless.Alarms().Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("env-only"), Kind: bt.ChannelWebhook, URL: ptr("http://x"), Secret: ptr("env:BATON_NOTIFY_HOOK")}); err != nil {
 		t.Fatalf("env reference without a key: %v", err)
 	}
 	c := channel(t, r, bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr("https://example.com/h"), Secret: ptr(secret)})
@@ -384,5 +384,52 @@ func TestNotifyValidationAndSecrets(t *testing.T) {
 	}
 	if err := r.Alarms().Notifications().DeleteChannel(ctx, "alice", c.ID); bt.CodeOf(err) != bt.CodeNotFound {
 		t.Fatalf("deleting it again: %v, want NOT_FOUND", err)
+	}
+}
+
+// An env: secret names only a variable with the prefix BATON_NOTIFY_: any other name (the
+// database URL, the secret key) is refused with a coded error naming the field and the rule
+// when the channel is saved, and a channel stored with one before is not delivered.
+func TestNotifyEnvReferenceAllowList(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	rc := newReceiver(t)
+	env := map[string]string{"BATON_DATABASE_URL": "postgres://postgres:hunter2@127.0.0.1:5432/baton", "BATON_NOTIFY_PD_KEY": "R0UTINGKEY0123456789"}
+	r := b.runner(notifying(func(c *runner.NotifyConfig) {
+		c.LookupEnvFunc = func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	}))
+	n := r.Alarms().Notifications()
+	for _, name := range []string{"BATON_DATABASE_URL", "BATON_SECRET_KEY", "HOME", "BATON_NOTIFY_", "baton_notify_x", "BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS"} {
+		_, err := n.CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("pd"), Kind: bt.ChannelPagerDuty, URL: ptr(rc.URL), Secret: ptr("env:" + name)})
+		var e *bt.Error
+		if bt.CodeOf(err) != runner.CodeSecretEnvRefused || !errors.As(err, &e) || e.Field != "secret" || !strings.Contains(e.Message, "BATON_NOTIFY_") {
+			t.Errorf("env:%s: %v, want %s on field secret naming BATON_NOTIFY_", name, err, runner.CodeSecretEnvRefused)
+		}
+	}
+	if c := b.count(`SELECT count(*) FROM notification_channels`); c != 0 {
+		t.Fatalf("%d channels stored after refusals, want 0", c)
+	}
+	ok := channel(t, r, bt.ChannelInput{Name: ptr("pd-ok"), Kind: bt.ChannelPagerDuty, URL: ptr(rc.URL), Secret: ptr("env:BATON_NOTIFY_PD_KEY")})
+	if _, err := n.UpdateChannel(ctx, "alice", ok.ID, bt.ChannelInput{Secret: ptr("env:BATON_DATABASE_URL")}); bt.CodeOf(err) != runner.CodeSecretEnvRefused {
+		t.Fatalf("update to env:BATON_DATABASE_URL: %v, want %s", err, runner.CodeSecretEnvRefused)
+	}
+	// A channel stored before the rule (written straight to the table) is refused at delivery.
+	if _, err := b.Pool.Exec(ctx, `UPDATE notification_channels SET secret = 'env:BATON_DATABASE_URL' WHERE id = $1`, ok.ID); err != nil {
+		t.Fatal(err)
+	}
+	d, err := n.SendTest(ctx, "olivia", ok.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the test delivery to fail", func() bool {
+		return b.count(`SELECT count(*) FROM notification_outbox WHERE id = $1 AND attempts > 0 AND last_error LIKE '%BATON_NOTIFY_%'`, d.ID) == 1
+	})
+	for _, got := range rc.requests() {
+		if strings.Contains(string(got.Body), "hunter2") {
+			t.Fatalf("the receiver got the database URL: %s", got.Body)
+		}
+	}
+	if len(rc.requests()) != 0 || rc.refused.Load() != 0 {
+		t.Fatalf("the receiver was called %d times", len(rc.requests())+int(rc.refused.Load()))
 	}
 }

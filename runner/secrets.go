@@ -17,6 +17,13 @@ import (
 // variable ("env:NAME") needs no key.
 const CodeSecretKeyMissing bt.Code = "SECRET_KEY_MISSING"
 
+// CodeSecretEnvRefused refuses an "env:NAME" secret whose NAME lacks the prefix
+// NotifyEnvPrefix: the API is no way to read the server's environment.
+const CodeSecretEnvRefused bt.Code = "SECRET_ENV_REFUSED"
+
+// NotifyEnvPrefix starts the name of every environment variable an "env:NAME" secret may read.
+const NotifyEnvPrefix = "BATON_NOTIFY_"
+
 // The stored forms of a channel's secret.
 const (
 	sealedPrefix = "enc:v1:"
@@ -69,6 +76,9 @@ func (b *secretBox) open(stored string, lookup func(string) (string, bool)) (str
 	switch {
 	case strings.HasPrefix(stored, envPrefix):
 		name := strings.TrimPrefix(stored, envPrefix)
+		if err := checkEnvName(name); err != nil {
+			return "", err
+		}
 		v, ok := lookup(name)
 		if !ok || v == "" {
 			return "", fmt.Errorf("environment variable %s is not set on this instance", name)
@@ -90,6 +100,18 @@ func (b *secretBox) open(stored string, lookup func(string) (string, bool)) (str
 		return string(plain), nil
 	}
 	return "", errors.New("the channel has no secret")
+}
+
+// checkEnvName refuses an environment variable an "env:NAME" secret may not read: one whose
+// name does not start with NotifyEnvPrefix (SECRET_ENV_REFUSED, on the field secret).
+func checkEnvName(name string) error {
+	// BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS is a setting of the server, not a secret.
+	if !strings.HasPrefix(name, NotifyEnvPrefix) || len(name) == len(NotifyEnvPrefix) || name == "BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS" {
+		return &bt.Error{Code: CodeSecretEnvRefused, Field: "secret",
+			Message: fmt.Sprintf("env: reads only environment variables named %s<NAME> (such as %sPAGERDUTY_KEY), not %q: rename the variable on every instance",
+				NotifyEnvPrefix, NotifyEnvPrefix, bt.Truncate(name, 40))}
+	}
+	return nil
 }
 
 // secretHint says which secret a channel holds without giving it away: the environment

@@ -92,6 +92,10 @@ type Config struct {
 	// as base64 or 64 hex digits, the same on every instance. "" stores no literal secret:
 	// channels then take only env:NAME references (docs/deployment.md).
 	SecretKey string
+	// NotifyAllowPrivateNetworks lets notification deliveries reach loopback, link-local and
+	// private addresses (RFC 1918, ULA, carrier-grade NAT); without it they reach public
+	// addresses only (docs/operator-runbook.md, "Threat model").
+	NotifyAllowPrivateNetworks bool
 
 	// The fields below are for a program embedding Baton; they are no settings of `baton
 	// serve`.
@@ -200,8 +204,10 @@ var settings = []Setting{
 		func(c *Config) *[]string { return &c.AllowedOrigins }, newListValue),
 	setting("db-max-conns", "int", 0, "PostgreSQL pool size; 0 means 2 × pool-size + 8",
 		func(c *Config) *int { return &c.DBMaxConns }, newIntValue),
-	stringSetting("secret-key", "", "", "key encrypting notification channel secrets at rest: 32 bytes as base64 or 64 hex digits, the same on every instance; empty refuses literal secrets (env:NAME references still work)",
+	stringSetting("secret-key", "", "", "key encrypting notification channel secrets at rest: 32 bytes as base64 or 64 hex digits, the same on every instance; empty refuses literal secrets (env:BATON_NOTIFY_NAME references still work)",
 		func(c *Config) *string { return &c.SecretKey }),
+	setting("notify-allow-private-networks", "bool", false, "let notification deliveries reach loopback, link-local and private addresses; off, they reach public addresses only",
+		func(c *Config) *bool { return &c.NotifyAllowPrivateNetworks }, newBoolValue),
 	daysSetting("retention-runs-days", runner.DefaultRunRetention, "days ended runs are kept; 0 keeps them forever",
 		func(c *Config) *time.Duration { return &c.Retention.Runs }),
 	daysSetting("retention-run-errors-days", runner.DefaultRunErrorRetention, "days run error rows are kept; 0 keeps them forever",

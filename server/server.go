@@ -123,6 +123,7 @@ func adminToken(ctx context.Context, o Config, tokens *httpapi.TokenStore) strin
 	if o.AdminTokenName == "" {
 		return ""
 	}
+	tokens = tokens.As("server:" + o.Instance)
 	_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
 	t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
 	if err != nil {
@@ -237,7 +238,7 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention, TracerProvider: tp,
-		Notify: runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: key},
+		Notify: runner.NotifyConfig{Sender: &notify.Sender{AllowPrivateNetworks: o.NotifyAllowPrivateNetworks}, SecretKey: key},
 	})
 	if err != nil {
 		return nil, nil, err

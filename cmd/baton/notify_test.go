@@ -61,7 +61,7 @@ func TestNotifyCommands(t *testing.T) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(rcv.Close)
 	ctx, _, tokens, srv := cliServerWith(t, func(c *runner.Config) {
-		c.Notify = runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: []byte("0123456789abcdef0123456789abcdef"), Interval: 50 * time.Millisecond}
+		c.Notify = runner.NotifyConfig{Sender: &notify.Sender{AllowPrivateNetworks: true}, SecretKey: []byte("0123456789abcdef0123456789abcdef"), Interval: 50 * time.Millisecond}
 	})
 	admin, _, err := httpapi.CreateToken(ctx, tokens, "cli-notify-admin", "ADMIN")
 	if err != nil {

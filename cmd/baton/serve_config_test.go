@@ -94,7 +94,7 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 	c, err = parseServeConfig([]string{"--pool-size", "7", "--scheduler=false"}, env(map[string]string{
 		"BATON_POOL_SIZE": "3", "BATON_LEASE": "45s", "DATABASE_URL": "postgres://old", "REDIS_URL": "redis://old",
 		"BATON_REDIS_URL": "redis://new", "BATON_ALLOWED_ORIGINS": " https://a.example, ,https://b.example",
-		"BATON_RETENTION_AUDIT_DAYS": "0",
+		"BATON_RETENTION_AUDIT_DAYS": "0", "BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS": "true",
 	}), io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +110,14 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 		t.Errorf("BATON_ALLOWED_ORIGINS: %q", c.AllowedOrigins)
 	case c.Retention.AuditLog >= 0:
 		t.Errorf("BATON_RETENTION_AUDIT_DAYS=0: %v, want kept forever", c.Retention.AuditLog)
+	case !c.NotifyAllowPrivateNetworks:
+		t.Errorf("BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS=true: private networks still refused")
+	}
+	if d := server.DefaultConfig(); d.NotifyAllowPrivateNetworks {
+		t.Errorf("private networks are allowed by default")
 	}
 	for k, v := range map[string]string{"BATON_POOL_SIZE": "four", "BATON_SCHEDULER": "maybe", "BATON_POLL_INTERVAL": "10",
-		"BATON_RETENTION_RUNS_DAYS": "-2", "BATON_LOG_LEVEL": "loud"} {
+		"BATON_RETENTION_RUNS_DAYS": "-2", "BATON_LOG_LEVEL": "loud", "BATON_NOTIFY_ALLOW_PRIVATE_NETWORKS": "sometimes"} {
 		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(k, "BATON_")), "_", "-")
 		if _, err := parseServeConfig(nil, env(map[string]string{k: v}), io.Discard, io.Discard); err == nil ||
 			!strings.Contains(strings.ReplaceAll(strings.ToLower(err.Error()), "_", "-"), name) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -85,7 +87,7 @@ func tokenCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("token: open database: %w", err)
 	}
 	defer pool.Close()
-	store := httpapi.NewTokenStore(pool)
+	store := httpapi.NewTokenStore(pool).As(cliActor())
 
 	switch sub {
 	case "create":
@@ -192,4 +194,19 @@ func tokenError(op string, err error) error {
 		return fmt.Errorf("token %s: the database has no api_tokens table; run `baton migrate up` first", op)
 	}
 	return fmt.Errorf("token %s: %w", op, err)
+}
+
+// cliActor names whoever runs the CLI in the audit log: cli:user@host.
+func cliActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	} else if v := os.Getenv("USER"); v != "" {
+		name = v
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return "cli:" + name + "@" + host
 }

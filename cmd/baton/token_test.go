@@ -293,3 +293,62 @@ func TestTokenExpiry(t *testing.T) {
 	}
 	close(ticks)
 }
+
+// `baton token create` and `revoke` write an audit row each, naming the token, its role and
+// who ran the command (cli:user@host), never the token; a refused create is audited too.
+func TestTokenCommandsAudited(t *testing.T) {
+	t.Parallel()
+	url := testenv.Schema(t)
+	pool := testenv.Pool(t, url)
+	ctx := context.Background()
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := tokenCommand(ctx, append(args, "--database-url", url), &out, &errOut)
+		return out.String(), err
+	}
+	out, err := run("create", "--name", "audited-bot", "--role", "approver", "--expires", "30d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+	if _, err := run("create", "--name", "audited-bot", "--role", "admin"); err == nil {
+		t.Fatal("a taken name was issued again")
+	}
+	if _, err := run("revoke", "--name", "audited-bot"); err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ actor, action, target, outcome, args string }
+	rows, err := pool.Query(ctx, `SELECT actor, action, target, outcome, arguments::text FROM audit_log ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.actor, &r.action, &r.target, &r.outcome, &r.args); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ action, outcome, arg string }{{"createToken", "ok", `"role": "approver"`}, {"createToken", "CONFLICT", `"role": "admin"`}, {"revokeToken", "ok", `"role": "approver"`}}
+	if len(got) != len(want) {
+		t.Fatalf("audit rows %+v, want %d", got, len(want))
+	}
+	actor := cliActor()
+	if !strings.HasPrefix(actor, "cli:") || !strings.Contains(actor, "@") {
+		t.Fatalf("the CLI's actor %q, want cli:user@host", actor)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.action != w.action || g.outcome != w.outcome || g.target != "token:audited-bot" || g.actor != actor || !strings.Contains(g.args, w.arg) {
+			t.Errorf("audit row %d: %+v, want %s by %s on token:audited-bot, outcome %s, arguments with %s", i, g, w.action, actor, w.outcome, w.arg)
+		}
+		if strings.Contains(g.args, token) || strings.Contains(g.args, httpapi.HashToken(token)) {
+			t.Errorf("audit row %d holds the token or its hash: %s", i, g.args)
+		}
+	}
+}

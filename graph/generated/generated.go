@@ -5182,6 +5182,8 @@ type SendTestNotificationPayload {
 extend enum UserErrorCode {
   "A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key."
   SECRET_KEY_MISSING
+  "An env:NAME secret whose NAME does not start with BATON_NOTIFY_: only those variables may be read."
+  SECRET_ENV_REFUSED
 }
 `, BuiltIn: false},
 	{Name: "../outcome.graphqls", Input: `# Outcome: whether a run needs an operator's attention, whatever its status says.

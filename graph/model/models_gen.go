@@ -936,6 +936,8 @@ const (
 	UserErrorCodeShuttingDown     UserErrorCode = "SHUTTING_DOWN"
 	// A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key.
 	UserErrorCodeSecretKeyMissing UserErrorCode = "SECRET_KEY_MISSING"
+	// An env:NAME secret whose NAME does not start with BATON_NOTIFY_: only those variables may be read.
+	UserErrorCodeSecretEnvRefused UserErrorCode = "SECRET_ENV_REFUSED"
 )
 
 var AllUserErrorCode = []UserErrorCode{
@@ -954,11 +956,12 @@ var AllUserErrorCode = []UserErrorCode{
 	UserErrorCodeConflict,
 	UserErrorCodeShuttingDown,
 	UserErrorCodeSecretKeyMissing,
+	UserErrorCodeSecretEnvRefused,
 }
 
 func (e UserErrorCode) IsValid() bool {
 	switch e {
-	case UserErrorCodeNotFound, UserErrorCodeAlreadyRunning, UserErrorCodeCapacityExceeded, UserErrorCodeInvalidCron, UserErrorCodeInvalidTimezone, UserErrorCodeInvalidInput, UserErrorCodeJobPaused, UserErrorCodeMaintenance, UserErrorCodeNotActive, UserErrorCodeApprovalRequired, UserErrorCodeReplayBlocked, UserErrorCodeSelfApproval, UserErrorCodeConflict, UserErrorCodeShuttingDown, UserErrorCodeSecretKeyMissing:
+	case UserErrorCodeNotFound, UserErrorCodeAlreadyRunning, UserErrorCodeCapacityExceeded, UserErrorCodeInvalidCron, UserErrorCodeInvalidTimezone, UserErrorCodeInvalidInput, UserErrorCodeJobPaused, UserErrorCodeMaintenance, UserErrorCodeNotActive, UserErrorCodeApprovalRequired, UserErrorCodeReplayBlocked, UserErrorCodeSelfApproval, UserErrorCodeConflict, UserErrorCodeShuttingDown, UserErrorCodeSecretKeyMissing, UserErrorCodeSecretEnvRefused:
 		return true
 	}
 	return false

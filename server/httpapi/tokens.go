@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // TokenStore keeps the API tokens (table api_tokens): authentication reads them, `baton token`
@@ -19,6 +21,41 @@ import (
 type TokenStore struct {
 	pool   *pgxpool.Pool
 	listen *pgxpool.Pool // the pool ListenTokenRevocations LISTENs on; nil means pool
+	actor  string        // who creates and revokes tokens, in the audit log; "" means "system"
+}
+
+// As returns the store on the same pools whose creations and revocations the audit log
+// records as actor's ("cli:ada@ops-1", "server:baton-1").
+func (s *TokenStore) As(actor string) *TokenStore {
+	c := *s
+	c.actor = actor
+	return &c
+}
+
+// audit writes the audit row of a token's creation or revocation on q: the token's name and
+// role, never the token or its hash.
+func (s *TokenStore) audit(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, action, name string, args map[string]any, err error) error {
+	actor := s.actor
+	if actor == "" {
+		actor = "system"
+	}
+	outcome := "ok"
+	if err != nil {
+		if outcome = string(bt.CodeOf(err)); outcome == "" {
+			outcome = "error"
+		}
+	}
+	args["name"] = name
+	a := store.AuditRecord{Actor: actor, Action: action, Target: "token:" + name, Arguments: args, Outcome: outcome}.Sanitize()
+	b, jerr := json.Marshal(a.Arguments)
+	if jerr != nil {
+		return jerr
+	}
+	_, xerr := q.Exec(ctx, `INSERT INTO audit_log (actor, action, target, arguments, outcome) VALUES ($1, $2, $3, $4, $5)`,
+		a.Actor, a.Action, a.Target, b, a.Outcome)
+	return xerr
 }
 
 // ListenOn makes ListenTokenRevocations LISTEN on pool, one that reaches PostgreSQL directly,
@@ -61,26 +98,52 @@ func scanToken(row pgx.Row) (*APIToken, error) {
 // back as CONFLICT: names are never reissued, so that a name recorded in runs, the audit log
 // and replay requests always means one token (migration 10 keeps every name issued). An
 // unknown role comes back as INVALID_INPUT.
+//
+// The creation is audited (action createToken, target token:NAME) in its transaction, and a
+// refusal after its own row; the audit row names the token and its role, never the token.
 func (s *TokenStore) CreateToken(ctx context.Context, name, role, hash string, ttl time.Duration) (*APIToken, error) {
+	args := map[string]any{"role": role}
+	if ttl > 0 {
+		args["expiresInSeconds"] = int64(ttl.Seconds())
+	}
+	refused := func(err error) (*APIToken, error) {
+		if aerr := s.audit(ctx, s.pool, "createToken", name, args, err); aerr != nil {
+			return nil, fmt.Errorf("%w (and its audit row: %v)", err, aerr)
+		}
+		return nil, err
+	}
 	switch role {
 	case "viewer", "operator", "approver", "admin":
 	default:
-		return nil, &bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown role %q", role), Field: "role"}
+		return refused(&bt.Error{Code: bt.CodeInvalidInput, Message: fmt.Sprintf("unknown role %q", role), Field: "role"})
 	}
 	var ttlSeconds *float64
 	if ttl > 0 {
 		secs := ttl.Seconds()
 		ttlSeconds = &secs
 	}
-	t, err := scanToken(s.pool.QueryRow(ctx, `INSERT INTO api_tokens (name, role, token_hash, expires_at)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create token %s: %w", name, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	t, err := scanToken(tx.QueryRow(ctx, `INSERT INTO api_tokens (name, role, token_hash, expires_at)
 		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
 		RETURNING `+tokenColumns, name, role, hash, ttlSeconds))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return nil, &bt.Error{Code: bt.CodeConflict, Field: "name",
-			Message: fmt.Sprintf("a token named %q was issued before: token names are never reissued, even after revocation; pick another name", name)}
+		_ = tx.Rollback(ctx)
+		return refused(&bt.Error{Code: bt.CodeConflict, Field: "name",
+			Message: fmt.Sprintf("a token named %q was issued before: token names are never reissued, even after revocation; pick another name", name)})
 	}
 	if err != nil {
+		return nil, fmt.Errorf("create token %s: %w", name, err)
+	}
+	args["tokenId"] = t.ID
+	if err := s.audit(ctx, tx, "createToken", name, args, nil); err != nil {
+		return nil, fmt.Errorf("create token %s: audit: %w", name, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("create token %s: %w", name, err)
 	}
 	return t, nil
@@ -120,7 +183,8 @@ func (s *TokenStore) Tokens(ctx context.Context) ([]*APIToken, error) {
 const TokenRevokedChannel = "baton_token_revoked"
 
 // RevokeToken revokes the live token with the given name, or returns NOT_FOUND. The revocation
-// is announced on TokenRevokedChannel when it commits.
+// is announced on TokenRevokedChannel when it commits, and audited (action revokeToken, target
+// token:NAME) in its transaction; a revocation of no live token is audited as NOT_FOUND.
 func (s *TokenStore) RevokeToken(ctx context.Context, name string) (*APIToken, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -130,10 +194,18 @@ func (s *TokenStore) RevokeToken(ctx context.Context, name string) (*APIToken, e
 	t, err := scanToken(tx.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = now()
 		WHERE name = $1 AND revoked_at IS NULL RETURNING `+tokenColumns, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, bt.Errorf(bt.CodeNotFound, "no live token named %q", name)
+		_ = tx.Rollback(ctx)
+		err = bt.Errorf(bt.CodeNotFound, "no live token named %q", name)
+		if aerr := s.audit(ctx, s.pool, "revokeToken", name, map[string]any{}, err); aerr != nil {
+			return nil, fmt.Errorf("%w (and its audit row: %v)", err, aerr)
+		}
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	if err := s.audit(ctx, tx, "revokeToken", name, map[string]any{"role": t.Role, "tokenId": t.ID}, nil); err != nil {
+		return nil, fmt.Errorf("revoke token %s: audit: %w", name, err)
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, TokenRevokedChannel, strconv.FormatInt(t.ID, 10)); err != nil {
 		return nil, fmt.Errorf("revoke token %s: announce: %w", name, err)

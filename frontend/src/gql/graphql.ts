@@ -416,6 +416,8 @@ export type UserErrorCode =
   | 'NOT_ACTIVE'
   | 'NOT_FOUND'
   | 'REPLAY_BLOCKED'
+  /** An env:NAME secret whose NAME does not start with BATON_NOTIFY_: only those variables may be read. */
+  | 'SECRET_ENV_REFUSED'
   /** A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key. */
   | 'SECRET_KEY_MISSING'
   | 'SELF_APPROVAL'
