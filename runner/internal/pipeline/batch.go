@@ -202,6 +202,10 @@ func (b *batch) decide(ctx context.Context, priors map[store.TargetStep]store.Le
 // no call (skipped, left quarantined or turned ambiguous), adding its outcome to decided.
 func (b *batch) decideKnown(st *itemState, prior store.LedgerRow) bool {
 	w := b.decided
+	if b.run.started.Shard != nil && prior.RunID == b.run.fence.RunID && b.countOwn(prior.State) {
+		b.run.d.Metrics.Items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+		return true
+	}
 	switch {
 	case prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped:
 		w.Delta.Processed++
@@ -229,6 +233,29 @@ func (b *batch) decideKnown(st *itemState, prior store.LedgerRow) bool {
 		w.Delta.Skipped++
 	}
 	b.run.d.Metrics.Items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+	return true
+}
+
+// countOwn counts a target an earlier holder of this shard settled after the shard's
+// checkpoint: its next holder starts again from that checkpoint, with the counters as they
+// stood there, so it counts the target as the earlier holder did — once — and calls nothing.
+// It reports false for a state that is not settled (IN_FLIGHT, TRANSIENT, NOT_APPLIED),
+// which the item goes on to handle as any holder would.
+func (b *batch) countOwn(state bt.LedgerState) bool {
+	d := &b.decided.Delta
+	switch state {
+	case bt.LedgerInFlight, bt.LedgerTransient, bt.LedgerNotApplied:
+		return false
+	case bt.LedgerConfirmed:
+		d.Succeeded++
+	case bt.LedgerSkipped:
+		d.Skipped++
+	case bt.LedgerAmbiguous:
+		d.Ambiguous++
+	default:
+		d.Failed++ // a rejected class or BUG_SUSPECTED, as setFailure counted it
+	}
+	d.Processed++
 	return true
 }
 
