@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,9 @@ type downstreams struct {
 	// a shard of one of them waiting for a slot (the claimer's safety net; nil: not asked).
 	jobsFunc    func() []string
 	pendingFunc func()
+
+	// acquireFault, when set (tests), fails Acquire with its error before the limiter is asked.
+	acquireFault atomic.Pointer[func(name string) error]
 }
 
 func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downstreams, error) {
@@ -202,19 +206,29 @@ type quotaHold struct {
 func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Time) (pipeline.Turn, error) {
 	s, ok := d.get(name)
 	if ok && s.Limits.Paused {
-		return nil, errors.New("the downstream is paused")
+		return nil, fmt.Errorf("%w: the downstream is paused", pipeline.ErrWaiting)
 	}
 	if !ok {
 		d.note(name)
 	}
 	lim := limitsOf(s.Limits)
-	p, err := d.lim.Acquire(ctx, name, lim, deadline)
+	var p *limiter.Permit
+	var err error
+	if fault := d.acquireFault.Load(); fault != nil {
+		err = (*fault)(name)
+	}
+	if err == nil {
+		p, err = d.lim.Acquire(ctx, name, lim, deadline)
+	}
 	if err != nil {
 		var held *limiter.HeldError
 		if errors.As(err, &held) {
 			d.mu.Lock()
 			d.quotaEnd[name] = quotaHold{until: held.Until, version: s.Version}
 			d.mu.Unlock()
+		}
+		if held != nil || errors.Is(err, limiter.ErrNoTurn) {
+			err = fmt.Errorf("%w: %w", pipeline.ErrWaiting, err) // its turn comes later
 		}
 		d.m.calls.WithLabelValues(name, "not_called").Inc()
 		return nil, err

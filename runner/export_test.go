@@ -29,3 +29,13 @@ func (r *Runner) DownstreamLimits(name string) (DownstreamLimits, bool) {
 // AskToStop asks run to stop at its next boundary for reason, at once, as a pause seen by the
 // worker or a shutdown does: a call under way returns to a run that knows it must stop.
 func (run *Run) AskToStop(reason bt.StopReason) { run.requestStop(reason) }
+
+// FailDownstreamAcquire makes every Acquire of r's downstreams fail with fault's error (nil
+// error: ask the limiter as usual); a nil fault lifts it.
+func (r *Runner) FailDownstreamAcquire(fault func(name string) error) {
+	if fault == nil {
+		r.ds.acquireFault.Store(nil)
+		return
+	}
+	r.ds.acquireFault.Store(&fault)
+}

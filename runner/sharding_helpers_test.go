@@ -32,6 +32,10 @@ type shardedJob struct {
 	itemErr func(shard runner.ShardInfo, item int) error
 	// started receives each shard's key as its Run begins, if not nil.
 	started chan string
+	// batch works each shard's items in one ProcessBatch (its checkpoint the last item's).
+	batch bool
+	// retry is the job's retry policy; nil: one attempt.
+	retry *runner.RetryPolicy
 
 	b *bundle
 
@@ -53,8 +57,12 @@ func (j *shardedJob) Info() runner.JobInfo {
 	if conds == nil {
 		conds = []runner.StopCondition{}
 	}
+	retry := runner.RetryPolicy{MaxAttempts: 1}
+	if j.retry != nil {
+		retry = *j.retry
+	}
 	return runner.JobInfo{Name: j.name, Version: "1", Lease: j.lease, Shards: s, AutoResume: j.policy, StopConditions: conds,
-		Retry: runner.RetryPolicy{MaxAttempts: 1}}
+		Retry: retry}
 }
 
 func (j *shardedJob) Run(ctx context.Context, run *runner.Run) error {
@@ -76,28 +84,46 @@ func (j *shardedJob) Run(ctx context.Context, run *runner.Run) error {
 	if err := run.SetTotal(ctx, int64(j.perShard)); err != nil {
 		return err
 	}
+	call := func(ctx context.Context, target string, i int, a *runner.Attempt) error {
+		j.mu.Lock()
+		if j.holders[shard.Key] == nil {
+			j.holders[shard.Key] = map[int64]bool{}
+		}
+		j.holders[shard.Key][run.ID()] = true
+		j.mu.Unlock()
+		if j.gate != nil {
+			if g := j.gate(shard, i); g != nil {
+				<-g
+			}
+		}
+		if _, err := j.b.Pool.Exec(context.Background(), `INSERT INTO shard_effects (target, idem) VALUES ($1, $2)`, target, a.IdempotencyKey); err != nil {
+			return err
+		}
+		if j.itemErr != nil {
+			return j.itemErr(shard, i)
+		}
+		return nil
+	}
+	if j.batch {
+		var items []runner.Item
+		index := map[string]int{}
+		for i := start; i <= j.perShard; i++ {
+			target := fmt.Sprintf("s%s-%d", shard.Key, i)
+			index[target] = i
+			items = append(items, runner.Item{Target: target, Checkpoint: strconv.Itoa(i), External: true})
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		return run.ProcessBatch(ctx, items, 1, func(ctx context.Context, item runner.Item, a *runner.Attempt) error {
+			return call(ctx, item.Target, index[item.Target], a)
+		})
+	}
 	for i := start; i <= j.perShard; i++ {
 		target := fmt.Sprintf("s%s-%d", shard.Key, i)
 		item := runner.Item{Target: target, Checkpoint: strconv.Itoa(i), External: true}
 		err := run.Process(ctx, item, func(ctx context.Context, a *runner.Attempt) error {
-			j.mu.Lock()
-			if j.holders[shard.Key] == nil {
-				j.holders[shard.Key] = map[int64]bool{}
-			}
-			j.holders[shard.Key][run.ID()] = true
-			j.mu.Unlock()
-			if j.gate != nil {
-				if g := j.gate(shard, i); g != nil {
-					<-g
-				}
-			}
-			if _, err := j.b.Pool.Exec(context.Background(), `INSERT INTO shard_effects (target, idem) VALUES ($1, $2)`, target, a.IdempotencyKey); err != nil {
-				return err
-			}
-			if j.itemErr != nil {
-				return j.itemErr(shard, i)
-			}
-			return nil
+			return call(ctx, target, i, a)
 		})
 		if err != nil {
 			return err

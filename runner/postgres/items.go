@@ -152,6 +152,13 @@ func fenceCTE(hasRows, clock string) string {
 	UPDATE job_runs SET
 		processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5,
 		skipped = skipped + $6, ambiguous = ambiguous + $7,
+		-- The counters as of the checkpoint, where a shard made PENDING again resumes them
+		-- (migration 28).
+		checkpoint_processed = CASE WHEN $8::text IS NOT NULL THEN processed + $3 ELSE checkpoint_processed END,
+		checkpoint_succeeded = CASE WHEN $8::text IS NOT NULL THEN succeeded + $4 ELSE checkpoint_succeeded END,
+		checkpoint_failed = CASE WHEN $8::text IS NOT NULL THEN failed + $5 ELSE checkpoint_failed END,
+		checkpoint_skipped = CASE WHEN $8::text IS NOT NULL THEN skipped + $6 ELSE checkpoint_skipped END,
+		checkpoint_ambiguous = CASE WHEN $8::text IS NOT NULL THEN ambiguous + $7 ELSE checkpoint_ambiguous END,
 		last_checkpoint_at = CASE WHEN $8::text IS NOT NULL AND $8 IS DISTINCT FROM checkpoint THEN ` + clock + ` ELSE last_checkpoint_at END,
 		checkpoint = COALESCE($8, checkpoint),
 		heartbeat_at = ` + clock + `,
@@ -604,7 +611,7 @@ func (s itemStore) LedgerRows(ctx context.Context, job string, gen int64, keys [
 		targets[i], steps[i] = k.Target, k.Step
 	}
 	rows, err := s.pool.Query(ctx, `SELECT l.target_key, l.step, l.state, l.attempt, l.input_hash, l.input_changed,
-			COALESCE(l.last_error_sig, ''), l.same_error_count
+			COALESCE(l.last_error_sig, ''), l.same_error_count, l.run_id
 		FROM unnest($3::text[], $4::text[]) AS k(target, step) CROSS JOIN LATERAL (
 			SELECT * FROM job_ledger WHERE job_name = $1 AND generation = $2 AND target_key = k.target AND step = k.step LIMIT 1
 		) l`, job, gen, targets, steps)
@@ -615,7 +622,7 @@ func (s itemStore) LedgerRows(ctx context.Context, job string, gen int64, keys [
 func scanLedgerRow(row pgx.Row) (store.LedgerRow, error) {
 	var r store.LedgerRow
 	var state string
-	err := row.Scan(&r.Target, &r.Step, &state, &r.Attempt, &r.InputHash, &r.InputChanged, &r.ErrorSig, &r.SameErrorCount)
+	err := row.Scan(&r.Target, &r.Step, &state, &r.Attempt, &r.InputHash, &r.InputChanged, &r.ErrorSig, &r.SameErrorCount, &r.RunID)
 	r.State = bt.LedgerState(state)
 	return r, err
 }

@@ -141,7 +141,9 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 	if err != nil {
 		return nil, err
 	}
-	run.Ambiguous += amb[run.ID]
+	if run.Status != bt.StatusPending {
+		run.Ambiguous += amb[run.ID] // a shard made PENDING counts it when its next holder meets it
+	}
 	if run.Shard != nil {
 		// The shard's run ends with its last shard. Settled here, after everything this end
 		// writes, so that the one shard whose end settles the run knows it (the trigger at
@@ -277,7 +279,9 @@ func scanExpiredRun(row pgx.Row) (store.ExpiredRun, error) {
 }
 
 // markAmbiguous turns the IN_FLIGHT ledger rows of the given runs into AMBIGUOUS_EFFECT and
-// keeps the counters in step. It returns how many rows each run had.
+// keeps the counters in step. It returns how many rows each run had. A shard made PENDING
+// again (requeued) is not counted here: its counters went back to its checkpoint, and its
+// next holder counts each such target when it meets it.
 func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (map[int64]int64, error) {
 	rows, err := tx.Query(ctx, `
 		WITH amb AS (
@@ -306,7 +310,7 @@ func markAmbiguous(ctx context.Context, tx pgx.Tx, runIDs []int64, why string) (
 		out[c.runID] = c.n
 	}
 	for id, n := range out {
-		if _, err := tx.Exec(ctx, `UPDATE job_runs SET ambiguous = ambiguous + $2 WHERE id = $1`, id, n); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE job_runs SET ambiguous = ambiguous + $2 WHERE id = $1 AND status <> 'PENDING'`, id, n); err != nil {
 			return nil, err
 		}
 	}

@@ -161,7 +161,10 @@ func (s shardStore) ClaimShard(ctx context.Context, c store.ShardClaim) (*bt.Run
 	rec, err := scanRun(tx.QueryRow(ctx, `WITH c AS (
 			UPDATE job_runs SET status = 'STARTING', instance = $2, lease_token = $3,
 				lease_until = statement_timestamp() + make_interval(secs => lease_seconds), heartbeat_at = statement_timestamp(),
-				start_checkpoint = checkpoint, auto_resume_at = NULL, finished_at = NULL, stop_reason = NULL, message = '',
+				start_checkpoint = checkpoint, auto_resume_at = NULL,
+				-- The holder counts every target after the checkpoint, once (migration 28).
+				processed = checkpoint_processed, succeeded = checkpoint_succeeded, failed = checkpoint_failed,
+				skipped = checkpoint_skipped, ambiguous = checkpoint_ambiguous, finished_at = NULL, stop_reason = NULL, message = '',
 				auto_resume_outcome = NULL, last_progress_at = statement_timestamp(), last_checkpoint_at = statement_timestamp()
 			WHERE id = $1 RETURNING *
 		), e AS (

@@ -165,6 +165,8 @@ type LedgerRow struct {
 	InputChanged   bool
 	ErrorSig       string
 	SameErrorCount int
+	// RunID is the run (or shard) whose write left the row in its state.
+	RunID int64
 }
 
 // TargetStep names one target's step.

@@ -29,6 +29,11 @@ type batch struct {
 	states  []itemState       // one allocation for the batch
 	pending []*itemState      // the items the next round calls
 	decided *store.ItemsWrite // outcomes decided without a call, for the first result commit
+
+	// intentMu serialises the intents written one by one, each once its call has its turn
+	// at its downstream; intentErr is the first that failed, which stops the batch.
+	intentMu  sync.Mutex
+	intentErr error
 }
 
 // itemState is one item's progress through a batch.
@@ -38,6 +43,9 @@ type itemState struct {
 	attempt   int
 	prevSig   string
 	prevCount int
+	// notCalled counts the rounds the item's downstream failed to give it a turn (not the
+	// waits for one): an Acquire error that does not clear ends the item after a few.
+	notCalled int
 	// outcome of the latest call
 	err error
 	a   *Attempt
@@ -202,6 +210,10 @@ func (b *batch) decide(ctx context.Context, priors map[store.TargetStep]store.Le
 // no call (skipped, left quarantined or turned ambiguous), adding its outcome to decided.
 func (b *batch) decideKnown(st *itemState, prior store.LedgerRow) bool {
 	w := b.decided
+	if b.run.started.Shard != nil && prior.RunID == b.run.fence.RunID && b.countOwn(prior.State) {
+		b.run.d.Metrics.Items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+		return true
+	}
 	switch {
 	case prior.State == bt.LedgerConfirmed || prior.State == bt.LedgerSkipped:
 		w.Delta.Processed++
@@ -229,6 +241,29 @@ func (b *batch) decideKnown(st *itemState, prior store.LedgerRow) bool {
 		w.Delta.Skipped++
 	}
 	b.run.d.Metrics.Items.WithLabelValues("LEDGER_" + string(prior.State)).Inc()
+	return true
+}
+
+// countOwn counts a target an earlier holder of this shard settled after the shard's
+// checkpoint: its next holder starts again from that checkpoint, with the counters as they
+// stood there, so it counts the target as the earlier holder did — once — and calls nothing.
+// It reports false for a state that is not settled (IN_FLIGHT, TRANSIENT, NOT_APPLIED),
+// which the item goes on to handle as any holder would.
+func (b *batch) countOwn(state bt.LedgerState) bool {
+	d := &b.decided.Delta
+	switch state {
+	case bt.LedgerInFlight, bt.LedgerTransient, bt.LedgerNotApplied:
+		return false
+	case bt.LedgerConfirmed:
+		d.Succeeded++
+	case bt.LedgerSkipped:
+		d.Skipped++
+	case bt.LedgerAmbiguous:
+		d.Ambiguous++
+	default:
+		d.Failed++ // a rejected class or BUG_SUSPECTED, as setFailure counted it
+	}
+	d.Processed++
 	return true
 }
 
@@ -268,6 +303,11 @@ func (b *batch) call(ctx context.Context, round int) (*results, error) {
 		return nil, err
 	}
 	b.calls(ctx)
+	if b.intentErr != nil {
+		// An intent written after its turn failed (the lease is lost, or the database):
+		// the run stops as after any failed write.
+		return nil, b.intentErr
+	}
 	for _, st := range b.pending {
 		if st.err == nil {
 			b.confirm(st, res)
@@ -278,12 +318,15 @@ func (b *batch) call(ctx context.Context, round int) (*results, error) {
 	return res, nil
 }
 
-// intents commits IN_FLIGHT for every external pending item before any call is made.
+// intents commits IN_FLIGHT for every external pending item that takes no turn at a
+// downstream, before any call is made. An item that takes a turn has its intent committed
+// once it has its turn (intent): a holder that dies while it waits leaves the target as it
+// was, not in doubt (docs/adr/0018-downstream-limits.md).
 func (b *batch) intents(ctx context.Context) error {
 	w := &store.ItemsWrite{}
 	for _, st := range b.pending {
 		st.attempt++
-		if st.item.External {
+		if st.item.External && !b.takesTurn(st.item) {
 			l := st.base
 			l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, store.WriteIntent
 			w.Ledger = append(w.Ledger, l)
@@ -296,10 +339,33 @@ func (b *batch) intents(ctx context.Context) error {
 		return err
 	}
 	for _, st := range b.pending {
-		if st.item.External {
+		if st.item.External && !b.takesTurn(st.item) {
 			st.base.Fresh, st.base.Prior = false, bt.LedgerInFlight // the intent's row is there now
 		}
 	}
+	return nil
+}
+
+// takesTurn reports whether item's call waits for a turn at its downstream.
+func (b *batch) takesTurn(item bt.Item) bool {
+	return b.run.d.Downstreams != nil && item.Downstream != ""
+}
+
+// intent commits the IN_FLIGHT intent of one external item whose call has its turn, just
+// before the call. It fails once any intent of the batch failed.
+func (b *batch) intent(ctx context.Context, st *itemState) error {
+	b.intentMu.Lock()
+	defer b.intentMu.Unlock()
+	if b.intentErr != nil {
+		return b.intentErr
+	}
+	l := st.base
+	l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, store.WriteIntent
+	if err := b.run.writes.write(ctx, &store.ItemsWrite{Ledger: []store.LedgerWrite{l}}, nil); err != nil {
+		b.intentErr = err
+		return err
+	}
+	st.base.Fresh, st.base.Prior = false, bt.LedgerInFlight
 	return nil
 }
 
@@ -322,6 +388,14 @@ func (b *batch) calls(ctx context.Context) {
 			st.err = err // not called: neither a call nor a failure for the stop conditions
 			endCallSpan(span, err)
 			return
+		}
+		if turn != nil && st.item.External {
+			if err := b.intent(ctx, st); err != nil {
+				turn.Done(err) // frees the slot; the call is not made
+				st.err = NotCalled(err)
+				endCallSpan(span, st.err)
+				return
+			}
 		}
 		st.err = callItem(cctx, run.log, st.item, b.fn, st.a)
 		endCallSpan(span, st.err)
@@ -438,14 +512,21 @@ func (b *batch) settleFailure(st *itemState, round int, res *results) {
 		state = bt.LedgerBugSuspected
 	}
 	notCalled := isNotCalled(st.err)
+	if notCalled && !isWaiting(st.err) {
+		st.notCalled++
+	}
 	// A run asked to stop still keeps such a target to retry: the backoff then stops at once
-	// and stopRetrying records it with the checkpoint before it, so a RESUME retries it.
-	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled) {
+	// and stopRetrying records it with the checkpoint before it, so a RESUME retries it. A
+	// call that waited for its turn in vain waits again, as long as the run goes on; one whose
+	// downstream failed to give it a turn tries a bounded number of rounds.
+	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled && st.notCalled < maxNotCalled(run.retry)) {
 		res.retry = append(res.retry, st)
 		if notCalled {
-			// No call was made: the retry's intent takes this attempt's number again (the
-			// write below, settling this attempt's own intent, still carries it).
-			defer func() { st.attempt-- }()
+			// No call was made, and no intent written (the turn comes before the intent): the
+			// target's row stays as it was, and the retry's intent takes this attempt's
+			// number again.
+			st.attempt--
+			return
 		}
 		if st.item.External {
 			// The job says no effect happened: record that, so a crash during the backoff
@@ -458,11 +539,38 @@ func (b *batch) settleFailure(st *itemState, round int, res *results) {
 		}
 		return
 	}
+	if notCalled {
+		b.notCalledOutcome(st, res.w)
+		return
+	}
 	l := st.base
 	setFailure(run.log, &l, &res.w.Delta, failure{state: state, cause: st.err, attempt: st.attempt, sig: sig, same: st.prevCount})
 	res.w.Ledger = append(res.w.Ledger, l)
 	res.w.Delta.Processed++
 	run.d.Metrics.Items.WithLabelValues(string(state)).Inc()
+}
+
+// maxNotCalled is how many rounds an item whose downstream fails to give it a turn is tried
+// before it ends TRANSIENT, not called.
+func maxNotCalled(p Retry) int { return max(p.MaxAttempts, 3) }
+
+// notCalledOutcome adds to w the end of an item whose call was never made, its downstream
+// giving it no turn: TRANSIENT with the reason, so that a RESUME tries it again — unless the
+// target is in a rejected (or settled) class a replay was retrying, which stays as it is: no
+// call was made to change it. Either way it is counted once, failed.
+func (b *batch) notCalledOutcome(st *itemState, w *store.ItemsWrite) {
+	run := b.run
+	switch st.base.Prior {
+	case "", bt.LedgerTransient, bt.LedgerNotApplied:
+		l := st.base
+		setFailure(run.log, &l, &w.Delta, failure{state: bt.LedgerTransient, cause: st.err, attempt: max(st.attempt, 1),
+			sig: st.prevSig, same: st.prevCount})
+		w.Ledger = append(w.Ledger, l)
+	default:
+		w.Delta.Failed++
+	}
+	w.Delta.Processed++
+	run.d.Metrics.Items.WithLabelValues("NOT_CALLED").Inc()
 }
 
 // commitResults commits a round's results, with the batch's checkpoint once nothing is left
@@ -524,6 +632,10 @@ func (b *batch) stopRetrying(ctx context.Context, retry []*itemState, err error)
 	}
 	stop := &store.ItemsWrite{}
 	for _, st := range retry {
+		if isNotCalled(st.err) {
+			b.notCalledOutcome(st, stop)
+			continue
+		}
 		l := st.base
 		setFailure(b.run.log, &l, &stop.Delta, failure{state: bt.LedgerTransient, cause: st.err, attempt: st.attempt, sig: st.prevSig, same: st.prevCount})
 		stop.Ledger = append(stop.Ledger, l)

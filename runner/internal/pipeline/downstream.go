@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -72,8 +73,19 @@ func (b *batch) turn(ictx context.Context, item bt.Item) (Turn, error) {
 		deadline = now.Add(dl.Sub(now) / 2)
 	}
 	t, err := ds.Acquire(ictx, item.Downstream, deadline)
+	if err != nil && ictx.Err() != nil {
+		err = fmt.Errorf("%w: %w", ErrWaiting, err) // the lease or the run ended the wait
+	}
 	if err != nil {
 		return nil, NotCalled(fmt.Errorf("not called: downstream %q gave no turn: %w", item.Downstream, err))
 	}
 	return t, nil
 }
+
+// ErrWaiting marks an Acquire error that is a wait for a turn, not a failure to give one: no
+// turn came in time, the downstream is held (paused, its quota spent), or the wait was ended.
+// Such a call waits for its turn again as long as the run goes on; a call whose downstream
+// fails otherwise is tried a bounded number of rounds (maxNotCalled).
+var ErrWaiting = errors.New("waiting for a turn")
+
+func isWaiting(err error) bool { return errors.Is(err, ErrWaiting) }
