@@ -147,7 +147,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "\nBaton is up.\n  admin console  %s/admin/\n  GraphQL        %s/graphql\n  playground     %s/playground\n  health         %s/healthz  %s/readyz  %s/metrics\n",
 			base, base, base, base, base, base)
 		if token != "" {
-			fmt.Fprintf(stdout, "  admin token    %s\n\nLog in to the console with the admin token above.\n", token)
+			fmt.Fprintf(stdout, "  admin token    %s\n\nLog in to the console with the admin token above: it is this instance's own,\nnew at every start and revoked when the instance stops cleanly.\n", token)
 		}
 	}
 	return server.Serve(ctx, o)
