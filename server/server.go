@@ -93,13 +93,7 @@ func Serve(ctx context.Context, o Config) error {
 	base := "http://" + displayAddr(ln.Addr())
 	log.Info("baton serving", "url", base, "instance", r.Instance(), "env", o.Env,
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
-	if o.Ready != nil {
-		name, token := mintAdminToken(ctx, o, tokens)
-		if name != "" {
-			defer revokeAdminToken(o, tokens, name)
-		}
-		o.Ready(base, token)
-	}
+	defer announce(ctx, o, tokens, base)()
 
 	select {
 	case <-ctx.Done():
@@ -121,6 +115,20 @@ func Serve(ctx context.Context, o Config) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// announce calls Config.Ready, if set, with base and the admin token it mints, and returns
+// what to do as the instance stops: revoke that token.
+func announce(ctx context.Context, o Config, tokens *httpapi.TokenStore, base string) (stop func()) {
+	if o.Ready == nil {
+		return func() {}
+	}
+	name, token := mintAdminToken(ctx, o, tokens)
+	o.Ready(base, token)
+	if name == "" {
+		return func() {}
+	}
+	return func() { revokeAdminToken(o, tokens, name) }
 }
 
 // mintAdminToken mints the instance's own admin token when Config.AdminTokenName asks for
