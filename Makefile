@@ -41,6 +41,12 @@ run: build ## Start PostgreSQL+Redis if needed, migrate database `baton`, serve 
 	scripts/dev-services.sh up --db baton >/dev/null
 	. .data/env && ./$(BIN) migrate up && BATON_LOG_FORMAT=$${BATON_LOG_FORMAT:-text} exec ./$(BIN) serve --demo
 
+.PHONY: example
+example: ## Serve examples/embed beside `make run`: database baton_example, Env example, http://localhost:8090
+	eval "$$(env -u DATABASE_URL scripts/dev-services.sh up --db baton_example)" && \
+		BATON_DATABASE_URL=$$DATABASE_URL BATON_REDIS_URL=$$REDIS_URL BATON_LOG_FORMAT=$${BATON_LOG_FORMAT:-text} \
+		$(GO) build -o bin/embed ./examples/embed && exec bin/embed
+
 .PHONY: services
 services: ## Make PostgreSQL and Redis reachable and write .data/env (scripts/dev-services.sh up)
 	scripts/dev-services.sh up

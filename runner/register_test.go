@@ -88,3 +88,21 @@ func TestSchedulerSkipsJobsItDoesNotRun(t *testing.T) {
 		t.Fatal("the scheduler computed the next fire of a job it does not run")
 	}
 }
+
+// TestRunStoppedAtOnceStopsCleanly: a runner asked to stop before it has registered its
+// maintenance job still registers it and stops without an error.
+func TestRunStoppedAtOnceStopsCleanly(t *testing.T) {
+	b := setup(t)
+	r, err := runner.New(runner.Config{DB: b.Pool, Redis: b.Redis, Env: b.Env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run, stopped at once: %v", err)
+	}
+	if got := b.count(`SELECT count(*) FROM job_settings WHERE name = '` + runner.MaintenanceJobName + `'`); got != 1 {
+		t.Fatalf("%d maintenance jobs registered, want 1", got)
+	}
+}

@@ -372,7 +372,12 @@ func (r *Runner) Run(ctx context.Context) error {
 			if cron == "" {
 				cron = "@hourly"
 			}
-			if err := r.Register(ctx, maintenanceJob{r: r, cron: cron}); err != nil {
+			// A stop asked for at once still lets the registration finish: it is one short
+			// write, and an instance told to stop right after it started stops cleanly.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			err := r.Register(rctx, maintenanceJob{r: r, cron: cron})
+			cancel()
+			if err != nil {
 				return fmt.Errorf("register %s: %w", MaintenanceJobName, err)
 			}
 		}

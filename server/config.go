@@ -109,8 +109,10 @@ type Config struct {
 	// JobsFunc, if set, makes more jobs once the database pool is open (jobs that keep
 	// their own tables use it).
 	JobsFunc func(pool *pgxpool.Pool) ([]runner.Job, error)
-	// AdminTokenName, when set, mints a fresh admin token under that name at start (revoking
-	// the previous one of the name) and passes it to Ready. For development.
+	// AdminTokenName, when set, mints a fresh admin token of this instance's own at every
+	// start and passes it to Ready: named AdminTokenName, the Instance and the start's number
+	// (dev-admin-web-1.3), since token names are never reissued. It is revoked when the
+	// instance stops cleanly; other instances' tokens are left alone. For development.
 	AdminTokenName string
 	// Ready, if set, is called once the instance serves, with its base URL and the minted
 	// admin token (if any).

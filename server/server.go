@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/baton-run/baton/notify"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/server/httpapi"
 	"github.com/baton-run/baton/tracing"
 )
@@ -91,9 +93,7 @@ func Serve(ctx context.Context, o Config) error {
 	base := "http://" + displayAddr(ln.Addr())
 	log.Info("baton serving", "url", base, "instance", r.Instance(), "env", o.Env,
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
-	if o.Ready != nil {
-		o.Ready(base, adminToken(ctx, o, tokens))
-	}
+	defer announce(ctx, o, tokens, base)()
 
 	select {
 	case <-ctx.Done():
@@ -117,19 +117,86 @@ func Serve(ctx context.Context, o Config) error {
 	return nil
 }
 
-// adminToken mints the ready admin token Config.AdminTokenName asks for (replacing one of the
-// same name), or returns "" when it asks for none.
-func adminToken(ctx context.Context, o Config, tokens *httpapi.TokenStore) string {
+// announce calls Config.Ready, if set, with base and the admin token it mints, and returns
+// what to do as the instance stops: revoke that token.
+func announce(ctx context.Context, o Config, tokens *httpapi.TokenStore, base string) (stop func()) {
+	if o.Ready == nil {
+		return func() {}
+	}
+	name, token := mintAdminToken(ctx, o, tokens)
+	o.Ready(base, token)
+	if name == "" {
+		return func() {}
+	}
+	return func() { revokeAdminToken(o, tokens, name) }
+}
+
+// mintAdminToken mints the instance's own admin token when Config.AdminTokenName asks for
+// one, and returns its name and the token; "" and "" when it asks for none or the token
+// cannot be minted (which is logged). Token names are never reissued, so each start takes a
+// fresh name: AdminTokenName, the instance and a number one higher than any the instance had,
+// as in dev-admin-web-1.3. The tokens of other instances are left alone: they serve too.
+func mintAdminToken(ctx context.Context, o Config, tokens *httpapi.TokenStore) (name, token string) {
 	if o.AdminTokenName == "" {
-		return ""
+		return "", ""
 	}
 	tokens = tokens.As("server:" + o.Instance)
-	_, _ = tokens.RevokeToken(ctx, o.AdminTokenName)
-	t, _, err := httpapi.CreateToken(ctx, tokens, o.AdminTokenName, model.RoleAdmin)
-	if err != nil {
-		o.Logger.Error("mint admin token", "err", err)
+	prefix := adminTokenPrefix(o.AdminTokenName, o.Instance)
+	for attempt := 0; attempt < 5; attempt++ {
+		existing, err := tokens.Tokens(ctx)
+		if err != nil {
+			o.Logger.Error("mint admin token", "err", err)
+			return "", ""
+		}
+		n := 0
+		for _, t := range existing {
+			if rest, ok := strings.CutPrefix(t.Name, prefix); ok {
+				if k, err := strconv.Atoi(rest); err == nil && k > n {
+					n = k
+				}
+			}
+		}
+		name = prefix + strconv.Itoa(n+1)
+		token, _, err = httpapi.CreateToken(ctx, tokens, name, model.RoleAdmin)
+		if err == nil {
+			return name, token
+		}
+		// Another start of an instance of the same name took the number first: count again.
+		if bt.CodeOf(err) != bt.CodeConflict {
+			o.Logger.Error("mint admin token", "name", name, "err", err)
+			return "", ""
+		}
 	}
-	return t
+	o.Logger.Error("mint admin token: every name tried was taken", "prefix", prefix)
+	return "", ""
+}
+
+// adminTokenPrefix is the name of an instance's admin tokens without their number: base, the
+// instance with the characters a token name should not hold replaced, and a dot. It stays
+// short enough for the number to fit a token name's 100 characters.
+func adminTokenPrefix(base, instance string) string {
+	clean := []byte(instance)
+	for i, c := range clean {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			clean[i] = '_'
+		}
+	}
+	prefix := base + "-" + string(clean)
+	if len(prefix) > 88 {
+		prefix = prefix[:88]
+	}
+	return prefix + "."
+}
+
+// revokeAdminToken revokes the admin token the instance minted at start, as it stops.
+func revokeAdminToken(o Config, tokens *httpapi.TokenStore, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := tokens.As("server:"+o.Instance).RevokeToken(ctx, name); err != nil {
+		o.Logger.Warn("revoke admin token", "name", name, "err", err)
+		return
+	}
+	o.Logger.Info("revoked admin token", "name", name)
 }
 
 // databases are an instance's PostgreSQL pools: main for its queries (perhaps through

@@ -28,12 +28,10 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*server.Config, e
 func parseServeConfig(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (*server.Config, error) {
 	fs := newFlagSet("serve", stderr)
 	c := server.DefaultConfig()
+	if err := c.LoadEnv(lookupEnv); err != nil {
+		return nil, usageErrorf("serve: %w", err)
+	}
 	for _, s := range server.Settings() {
-		if name, text, ok := settingEnv(s, lookupEnv); ok {
-			if err := s.Value(&c).Set(text); err != nil {
-				return nil, usageErrorf("serve: %s: %w", name, err)
-			}
-		}
 		fs.Var(s.Value(&c), s.Name, s.Usage)
 	}
 	if err := fs.Parse(args); err != nil {
@@ -64,18 +62,9 @@ func parseServeConfig(args []string, lookupEnv func(string) (string, bool), stdo
 	return &c, nil
 }
 
-// settingEnv returns the variable that sets s, and its text: Env, or else OldEnv. An empty
-// variable counts as unset, as it always has.
+// settingEnv returns the variable that sets s, and its text (server.Setting.LookupEnv).
 func settingEnv(s server.Setting, lookupEnv func(string) (string, bool)) (name, text string, ok bool) {
-	for _, name := range []string{s.Env, s.OldEnv} {
-		if name == "" {
-			continue
-		}
-		if v, set := lookupEnv(name); set && v != "" {
-			return name, v, true
-		}
-	}
-	return "", "", false
+	return s.LookupEnv(lookupEnv)
 }
 
 // printServeUsage lists every setting with its flag, variable and default.
@@ -147,7 +136,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "\nBaton is up.\n  admin console  %s/admin/\n  GraphQL        %s/graphql\n  playground     %s/playground\n  health         %s/healthz  %s/readyz  %s/metrics\n",
 			base, base, base, base, base, base)
 		if token != "" {
-			fmt.Fprintf(stdout, "  admin token    %s\n\nLog in to the console with the admin token above.\n", token)
+			fmt.Fprintf(stdout, "  admin token    %s\n\nLog in to the console with the admin token above: it is this instance's own,\nnew at every start and revoked when the instance stops cleanly.\n", token)
 		}
 	}
 	return server.Serve(ctx, o)
