@@ -29,9 +29,13 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 COPY --from=frontend /src/frontend/dist ./frontend/dist
+# The context holds no .git: give the version and commit as build arguments
+# (docker build --build-arg VERSION=$(git describe --tags) --build-arg COMMIT=$(git rev-parse --short=12 HEAD) .).
+ARG VERSION=
+ARG COMMIT=
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags='-s -w' -o /out/baton ./cmd/baton
+    VERSION=$VERSION COMMIT=$COMMIT go build -trimpath -ldflags="-s -w $(scripts/ldflags.sh)" -o /out/baton ./cmd/baton
 
 # --- runtime --------------------------------------------------------------------------------
 # static-debian12 carries CA certificates and tzdata (cron time zones) and a nonroot user.

@@ -22,8 +22,8 @@ help: ## Show this help
 	@echo
 
 .PHONY: build
-build: frontend ## Build bin/baton (static, -trimpath), embedding the SPA; runs no code generation
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN) ./cmd/baton
+build: frontend ## Build bin/baton (static, -trimpath, version and commit stamped), embedding the SPA; runs no code generation
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(GO_LDFLAGS) $$(scripts/ldflags.sh)" -o $(BIN) ./cmd/baton
 
 .PHONY: frontend
 frontend: ## Build the SPA into frontend/dist (a no-op until frontend/package.json exists)

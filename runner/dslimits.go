@@ -331,6 +331,11 @@ func (m dsMetrics) setLimits(name string, l bt.DownstreamLimits) {
 	if l.Paused {
 		paused = 1
 	}
+	// The downstream's counters exist at zero from the start, so a rule's rate sees the first.
+	m.throttled.WithLabelValues(name)
+	for _, outcome := range []string{"ok", "error", "throttled", "not_called"} {
+		m.calls.WithLabelValues(name, outcome)
+	}
 	m.limit.WithLabelValues(name, "rate").Set(l.RatePerSecond)
 	m.limit.WithLabelValues(name, "burst").Set(float64(l.Burst))
 	m.limit.WithLabelValues(name, "concurrency").Set(float64(l.Concurrency))

@@ -9,6 +9,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/baton-run/baton/graph"
 )
 
 // httpMetrics counts and times the instance's HTTP requests, by the route that served them:
@@ -51,6 +53,8 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Help: "Top-level GraphQL errors answered, by extensions.code (INTERNAL_SERVER_ERROR: a failure of the server, logged under the ref it carries).",
 		}, []string{"code"}),
 	}
+	// At zero from the start, so that a rule's rate sees the first internal error.
+	m.errors.WithLabelValues(graph.CodeInternal)
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.sockets, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

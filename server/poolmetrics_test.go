@@ -55,14 +55,14 @@ func TestPoolMetrics(t *testing.T) {
 		want    float64
 		atLeast bool // want is a floor, not the value
 	}{
-		{"main pool's max conns", held.value("baton_pgxpool_max_conns", "main"), 3, false},
-		{"listen pool's max conns", held.value("baton_pgxpool_max_conns", "listen"), 1, false},
-		{"main pool's acquired conns while one is held", held.value("baton_pgxpool_acquired_conns", "main"), 1, false},
-		{"main pool's acquired conns once it is back", back.value("baton_pgxpool_acquired_conns", "main"), 0, false},
-		{"main pool's idle conns once it is back", back.value("baton_pgxpool_idle_conns", "main"), 1, false},
-		{"main pool's acquires", back.value("baton_pgxpool_acquire_count", "main"), 1, false},
-		{"main pool's acquires that waited for a connection", back.value("baton_pgxpool_empty_acquire", "main"), 1, false},
-		{"listen pool's acquires", back.value("baton_pgxpool_acquire_count", "listen"), 0, false},
+		{"main pool's max conns", held.value("baton_pgxpool_max_connections", "main"), 3, false},
+		{"listen pool's max conns", held.value("baton_pgxpool_max_connections", "listen"), 1, false},
+		{"main pool's acquired conns while one is held", held.value("baton_pgxpool_acquired_connections", "main"), 1, false},
+		{"main pool's acquired conns once it is back", back.value("baton_pgxpool_acquired_connections", "main"), 0, false},
+		{"main pool's idle conns once it is back", back.value("baton_pgxpool_idle_connections", "main"), 1, false},
+		{"main pool's acquires", back.value("baton_pgxpool_acquires_total", "main"), 1, false},
+		{"main pool's acquires that waited for a connection", back.value("baton_pgxpool_empty_acquires_total", "main"), 1, false},
+		{"listen pool's acquires", back.value("baton_pgxpool_acquires_total", "listen"), 0, false},
 		{"Redis pool's open connections", held.value("baton_redis_pool_connections", "total"), 1, true},
 		{"Redis pool's hits and misses", held.value("baton_redis_pool_hits_total", "") + held.value("baton_redis_pool_misses_total", ""), 1, true},
 	} {
@@ -77,8 +77,8 @@ func TestPoolMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := gather(t, reg)
-	if n := one.count("baton_pgxpool_max_conns"); n != 1 || one.value("baton_pgxpool_max_conns", "main") != 3 {
-		t.Errorf("one pool for both: %d baton_pgxpool_max_conns series (main %v), want 1 (3)", n, one.value("baton_pgxpool_max_conns", "main"))
+	if n := one.count("baton_pgxpool_max_connections"); n != 1 || one.value("baton_pgxpool_max_connections", "main") != 3 {
+		t.Errorf("one pool for both: %d baton_pgxpool_max_connections series (main %v), want 1 (3)", n, one.value("baton_pgxpool_max_connections", "main"))
 	}
 }
 

@@ -13,10 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/baton-run/baton/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the build's version, stamped at build time (internal/buildinfo, scripts/ldflags.sh).
+var version = buildinfo.Version()
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -83,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "notify":
 		return notifyCommand(ctx, args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, version)
+		fmt.Fprintln(stdout, buildinfo.String())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -90,6 +90,18 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
 	}
+	// The runs' and items' counters from the start, at zero, by the values a dashboard or a
+	// rule reads: a series that appears only with its first increase is one a rate misses.
+	for _, tr := range []bt.Trigger{bt.TriggerScheduled, bt.TriggerManual, bt.TriggerReplay, bt.TriggerReconcile, bt.TriggerAutoResume} {
+		m.RunsStarted.WithLabelValues(string(tr))
+	}
+	for _, st := range []bt.RunStatus{bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled, bt.StatusPaused} {
+		m.RunsFinished.WithLabelValues(string(st))
+	}
+	for _, st := range []bt.LedgerState{bt.LedgerConfirmed, bt.LedgerTransient, bt.LedgerValidationRejected, bt.LedgerConflict,
+		bt.LedgerAmbiguous, bt.LedgerPolicyBlocked, bt.LedgerBugSuspected, bt.LedgerNotApplied, bt.LedgerSkipped} {
+		m.Items.WithLabelValues(string(st))
+	}
 	// Every channel kind and result from the start, so a rule's rate or increase sees the
 	// first failure.
 	for _, k := range []bt.ChannelKind{bt.ChannelWebhook, bt.ChannelSlack, bt.ChannelPagerDuty} {
