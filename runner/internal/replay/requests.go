@@ -199,6 +199,9 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 	if isRequester(cur, by) {
 		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot approve it: a second person must", cur.RequestedBy, kindWord(cur))
 	}
+	if cur.Kind == bt.KindSchedule {
+		return s.approveSchedule(ctx, cur, by, note, args)
+	}
 	pf, err := s.requestPreflight(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -262,6 +265,9 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 	}
 	if cur.Status != bt.ReplayApproved {
 		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, cur.Status)
+	}
+	if cur.Kind == bt.KindSchedule {
+		return s.applySchedule(ctx, cur, by)
 	}
 	if active, err := s.cfg.Store.ActiveRun(ctx, cur.JobName); err != nil {
 		return nil, err
