@@ -148,7 +148,13 @@ export type ReplayKind =
   /** A REPLAY run: the scope's targets of the source run's generation, under their recorded keys. */
   | 'REPLAY'
   /** A RESTART run: a new generation, every target called again under new keys. Its scope is FULL. */
-  | 'RESTART';
+  | 'RESTART'
+  /**
+   * A change to a HIGH-risk job's schedule that can make it fire (its scheduleChange), asked for
+   * through updateJobSchedule. Approved by another token, the change applies; it starts no run.
+   * Its preflight is the job's RESTART preflight, what each fire would do.
+   */
+  | 'SCHEDULE';
 
 export type ReplayScope =
   /** Also retry VALIDATION_REJECTED, CONFLICT and POLICY_BLOCKED targets. */
@@ -399,6 +405,8 @@ export type UpdateJobScheduleInput = {
   /** A lease override in seconds (1 to 86400); 0 clears it. */
   leaseSeconds?: number | null | undefined;
   name: string;
+  /** Why: the reason of the SCHEDULE request a change on a HIGH-risk job becomes (up to 2000 characters). */
+  reason?: string | null | undefined;
   timezone?: string | null | undefined;
 };
 
