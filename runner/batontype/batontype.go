@@ -540,8 +540,8 @@ type ReplayRequest struct {
 	// ScheduleChange is what a SCHEDULE request applies once approved; nil for other kinds.
 	ScheduleChange *ScheduleChange
 	CreatedAt      time.Time
-	DecidedAt          *time.Time
-	ExecutedAt         *time.Time
+	DecidedAt      *time.Time
+	ExecutedAt     *time.Time
 }
 
 // AlertKind names a stuck or dangerous signal.
