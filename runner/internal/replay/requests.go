@@ -200,7 +200,7 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot approve it: a second person must", cur.RequestedBy, kindWord(cur))
 	}
 	if cur.Kind == bt.KindSchedule {
-		return s.approveSchedule(ctx, cur, by, note, args)
+		return scheduleDecisions{s}.approve(ctx, cur, by, note, args)
 	}
 	pf, err := s.requestPreflight(ctx, cur)
 	if err != nil {
@@ -267,7 +267,7 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, cur.Status)
 	}
 	if cur.Kind == bt.KindSchedule {
-		return s.applySchedule(ctx, cur, by)
+		return scheduleDecisions{s}.apply(ctx, cur, by)
 	}
 	if active, err := s.cfg.Store.ActiveRun(ctx, cur.JobName); err != nil {
 		return nil, err

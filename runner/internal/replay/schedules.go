@@ -72,9 +72,14 @@ func scheduleArgs(job string, c bt.ScheduleChange) map[string]any {
 	return args
 }
 
-// approveSchedule approves a PENDING_APPROVAL SCHEDULE request (its approver already checked
-// to be another identity) and applies its change.
-func (s *Service) approveSchedule(ctx context.Context, cur *bt.ReplayRequest, by Actor, note string, args map[string]any) (*bt.ReplayRequest, error) {
+// scheduleDecisions decides SCHEDULE requests for a Service: Approve and Execute hand them
+// here, since they start no run.
+type scheduleDecisions struct{ s *Service }
+
+// approve approves a PENDING_APPROVAL SCHEDULE request (its approver already checked to be
+// another identity) and applies its change.
+func (d scheduleDecisions) approve(ctx context.Context, cur *bt.ReplayRequest, by Actor, note string, args map[string]any) (*bt.ReplayRequest, error) {
+	s := d.s
 	name, n := by.name(), note
 	req, err := s.cfg.Store.DecideReplay(ctx, cur.ID, store.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
 		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n},
@@ -82,13 +87,14 @@ func (s *Service) approveSchedule(ctx context.Context, cur *bt.ReplayRequest, by
 	if err != nil {
 		return nil, err
 	}
-	return s.applySchedule(ctx, req, by)
+	return d.apply(ctx, req, by)
 }
 
-// applySchedule applies an APPROVED SCHEDULE request's change, by its requester, and marks it
+// apply applies an APPROVED SCHEDULE request's change, by its requester, and marks it
 // EXECUTED. A change refused now (the cron no longer valid, the job gone) leaves it APPROVED,
 // the error returned.
-func (s *Service) applySchedule(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
+func (d scheduleDecisions) apply(ctx context.Context, req *bt.ReplayRequest, by Actor) (*bt.ReplayRequest, error) {
+	s := d.s
 	if req.ScheduleChange == nil || s.cfg.ScheduleFunc == nil {
 		return req, bt.Errorf(bt.CodeConflict, "schedule request %d has no change to apply", req.ID)
 	}
