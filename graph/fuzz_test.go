@@ -875,7 +875,7 @@ func FuzzUpdateJobSchedule(f *testing.F) {
 	}
 	s := fuzzEndpoint(f)
 	const q = `mutation($input: UpdateJobScheduleInput!) { updateJobSchedule(input: $input) {
-		job { name cron timezone enabled leaseSeconds } userErrors { code message field } } }`
+		job { name cron timezone enabled leaseSeconds } scheduleRequest { id kind status } userErrors { code message field } } }`
 	f.Fuzz(func(t *testing.T, name, cron, tz string, enabled bool, lease int64, shape uint16) {
 		s.begin()
 		in := map[string]any{}
@@ -886,6 +886,21 @@ func FuzzUpdateJobSchedule(f *testing.F) {
 		put(in, "enabled", enabled, sh>>6)
 		put(in, "leaseSeconds", lease, sh>>8)
 		m := s.mutate(t, "updateJobSchedule", q, in)
+		if m.hasUserError("APPROVAL_REQUIRED") {
+			// A change that makes a HIGH-risk job fire: the job stays as it was, and the change
+			// is recorded as one SCHEDULE request waiting for another token's approval.
+			b, a := m.before, m.after
+			if !strings.HasPrefix(a.replays, b.replays) || !strings.HasSuffix(a.replays, "|PENDING_APPROVAL") ||
+				strings.Count(a.replays, ";") != strings.Count(b.replays, ";")+min(1, len(b.replays)) || m.object("scheduleRequest") == nil {
+				s.fail(t, "updateJobSchedule asked for approval (%s) without recording one request:\nbefore %+v\nafter  %+v\n%.2000s", m.userErrorsText(), b, a, m.res.raw)
+			}
+			b.replays, a.replays, b.auditMax, a.auditMax = "", "", 0, 0
+			if a != b {
+				s.fail(t, "updateJobSchedule asked for approval (%s) but changed more:\nbefore %+v\nafter  %+v", m.userErrorsText(), m.before, m.after)
+			}
+			m.audited(t, "updateJobSchedule")
+			return
+		}
 		if m.refused() {
 			m.unchanged(t, "updateJobSchedule")
 			if m.object("job") != nil {

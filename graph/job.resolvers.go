@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/baton-run/baton/graph/generated"
@@ -120,7 +121,8 @@ func (r *mutationResolver) StartJob(ctx context.Context, input model.StartJobInp
 func (r *mutationResolver) UpdateJobSchedule(ctx context.Context, input model.UpdateJobScheduleInput) (*model.UpdateJobSchedulePayload, error) {
 	ctx, cancel := mutationContext(ctx)
 	defer cancel()
-	u := runner.ScheduleUpdate{Cron: input.Cron, Timezone: input.Timezone, Enabled: input.Enabled, Actor: actor(ctx)}
+	by := identity(ctx)
+	u := runner.ScheduleUpdate{Cron: input.Cron, Timezone: input.Timezone, Enabled: input.Enabled, Actor: by.Name, ActorTokenID: by.TokenID, Reason: deref(input.Reason)}
 	if input.LeaseSeconds != nil {
 		if secs := *input.LeaseSeconds; secs < 0 || secs > 86400 {
 			// Refused here, before time.Duration could overflow; audited like the runner's refusals.
@@ -133,6 +135,11 @@ func (r *mutationResolver) UpdateJobSchedule(ctx context.Context, input model.Up
 	}
 	job, err := r.runner.Jobs().UpdateSchedule(ctx, input.Name, u)
 	if err != nil {
+		var requested *runner.ScheduleRequestedError
+		if errors.As(err, &requested) {
+			return &model.UpdateJobSchedulePayload{ScheduleRequest: requested.Request,
+				UserErrors: userError(model.UserErrorCodeApprovalRequired, "cron", "%s", requested.Err.Message)}, nil
+		}
 		ue, err := userErrors(err, "name")
 		return &model.UpdateJobSchedulePayload{UserErrors: ue}, err
 	}

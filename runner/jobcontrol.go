@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -39,12 +40,65 @@ type ScheduleUpdate struct {
 	// Lease overrides the job's lease; 0 clears the override.
 	Lease *time.Duration
 	Actor string
+	// ActorTokenID is the api_tokens id of who asks; 0 for code.
+	ActorTokenID int64
+	// Reason says why, for the SCHEDULE request a change on a HIGH-risk job becomes.
+	Reason string
 }
+
+// ScheduleRequestedError is UpdateSchedule's answer to a change that can make a HIGH-risk job
+// fire: nothing changed, the change was recorded as Request (kind SCHEDULE, PENDING_APPROVAL),
+// and applies once another identity approves it. Its code is APPROVAL_REQUIRED.
+type ScheduleRequestedError struct {
+	Request *bt.ReplayRequest
+	Err     *bt.Error
+}
+
+func (e *ScheduleRequestedError) Error() string { return e.Err.Error() }
+func (e *ScheduleRequestedError) Unwrap() error { return e.Err }
 
 // UpdateSchedule validates and applies u. The change reaches every scheduler at once; an
 // invalid cron or timezone is refused with INVALID_CRON / INVALID_TIMEZONE and nothing is
-// written.
-func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (j *bt.JobSettings, err error) {
+// written. On a HIGH-risk job a change that can make the schedule fire (a cron set or changed,
+// a timezone changed, the schedule enabled, the result a cron that is enabled) is not applied:
+// it becomes a SCHEDULE request, returned in a *ScheduleRequestedError (APPROVAL_REQUIRED),
+// which another identity approves with ReplayService.Approve (ADR 22).
+func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleUpdate) (*bt.JobSettings, error) {
+	return s.updateSchedule(ctx, job, u, false)
+}
+
+// applyApprovedSchedule applies the change of an approved SCHEDULE request.
+func (s *JobService) applyApprovedSchedule(ctx context.Context, job string, c bt.ScheduleChange, actor string) error {
+	u := ScheduleUpdate{Cron: c.Cron, Timezone: c.Timezone, Enabled: c.Enabled, Actor: actor}
+	if c.LeaseSeconds != nil {
+		d := time.Duration(*c.LeaseSeconds) * time.Second
+		u.Lease = &d
+	}
+	_, err := s.updateSchedule(ctx, job, u, true)
+	return err
+}
+
+// makesFires reports whether u, applied to cur, can make the schedule fire where it could
+// not, or fire otherwise: the result is an enabled cron, and the cron, the timezone or enabled
+// changes.
+func makesFires(cur *bt.JobSettings, u ScheduleUpdate) bool {
+	spec, tz, on := cur.Cron, cur.Timezone, cur.Enabled
+	if u.Cron != nil {
+		spec = strings.TrimSpace(*u.Cron)
+	}
+	if u.Timezone != nil {
+		tz = *u.Timezone
+	}
+	if u.Enabled != nil {
+		on = *u.Enabled
+	}
+	if spec == "" || !on {
+		return false
+	}
+	return spec != cur.Cron || tz != cur.Timezone || !cur.Enabled
+}
+
+func (s *JobService) updateSchedule(ctx context.Context, job string, u ScheduleUpdate, approved bool) (j *bt.JobSettings, err error) {
 	r := s.r
 	defer func() {
 		args := map[string]any{}
@@ -91,6 +145,16 @@ func (s *JobService) UpdateSchedule(ctx context.Context, job string, u ScheduleU
 			secs = leaseSecondsFor(*u.Lease)
 		}
 		p.LeaseSeconds = &secs
+	}
+	if !approved && cur.RiskLevel == bt.RiskHigh && makesFires(cur, u) {
+		req, err := r.replays.RequestSchedule(ctx, replay.ScheduleParams{Job: job, Reason: u.Reason, Actor: u.Actor, ActorTokenID: u.ActorTokenID,
+			Change: bt.ScheduleChange{Cron: u.Cron, Timezone: u.Timezone, Enabled: u.Enabled, LeaseSeconds: p.LeaseSeconds}})
+		if err != nil {
+			return nil, err
+		}
+		return nil, &ScheduleRequestedError{Request: req, Err: &bt.Error{Code: bt.CodeApprovalRequired, Field: "cron", Message: fmt.Sprintf(
+			"%s is HIGH risk: a schedule change that makes it fire needs a second person's approval. Nothing changed yet: it was recorded as schedule request %d, "+
+				"which an approver approves in the Replays queue (approveReplay; baton replays approve %d); it applies then", job, req.ID, req.ID)}}
 	}
 	j, err = r.store.UpdateSchedule(ctx, job, p)
 	if err == nil {

@@ -209,7 +209,7 @@ func New(cfg Config) (*Runner, error) {
 	r.sched = schedule.New(schedule.Config{Store: st, DB: listenDB, Channel: postgres.ScheduleChannel, Logger: r.log, PollInterval: cfg.PollInterval,
 		HasJobsFunc: r.reg.any, ModeFunc: r.reg.scheduledMode, StartFunc: r.startFire, RecoverFunc: r.recoverer.Recover, AutoResumeFunc: r.resumeDue})
 	r.replays = replay.New(replay.Config{Store: st, Logger: r.log, JobFunc: r.reg.replayJob, StartFunc: r.startReplay,
-		AuditFunc: r.audit, MaskFunc: maskEvidence})
+		ScheduleFunc: r.Jobs().applyApprovedSchedule, AuditFunc: r.audit, MaskFunc: maskEvidence})
 	rc := replay.ReconcileConfig{Store: st, Logger: r.log, Instance: cfg.Instance, PollInterval: cfg.PollInterval,
 		Timeout: cfg.ReconcileTimeout, JobFunc: r.reg.replayJob, LeasesFunc: r.reg.reconcileLeases, Slots: reconcileSlots{r},
 		TokenFunc: newToken, AuditFunc: r.audit, MaskFunc: maskEvidence}

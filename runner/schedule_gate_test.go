@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -90,4 +91,80 @@ func TestScheduledRestartIsBlockedWhileTargetsAreInDoubt(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A change that can make a HIGH-risk job's schedule fire is not applied by one person: it is
+// recorded as a SCHEDULE request (APPROVAL_REQUIRED, the request returned), its requester cannot
+// approve it, and it applies when another identity does. Changes that make no fire (disabling,
+// a lease alone) apply at once, and a LOW-risk job's schedule changes at once.
+func TestHighRiskScheduleIsNotChangedByOnePerson(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	job, phase := settleJob("settlement", "ok", "amb")
+	job.info.Risk = bt.RiskHigh
+	low := newItemsJob("digest", 1)
+	r := b.runner(nil, job, low)
+	b.succeed(r, runner.StartParams{Job: "settlement"})
+	phase.Store(2)
+
+	cron, on := "* * * * *", true
+	_, err := r.Jobs().UpdateSchedule(ctx, "settlement", runner.ScheduleUpdate{Cron: &cron, Enabled: &on, Actor: "operator", ActorTokenID: 7, Reason: "run it every minute"})
+	var pending *runner.ScheduleRequestedError
+	if code(err) != bt.CodeApprovalRequired || !errors.As(err, &pending) || pending.Request == nil {
+		t.Fatalf("cron on a HIGH-risk job by one person: %v; want APPROVAL_REQUIRED with the request", err)
+	}
+	req := pending.Request
+	if req.Kind != bt.KindSchedule || req.Status != bt.ReplayPendingApproval || req.ScheduleChange == nil || *req.ScheduleChange.Cron != cron ||
+		req.RequestedBy != "operator" || req.Reason != "run it every minute" {
+		t.Fatalf("schedule request %+v", req)
+	}
+	j, err := r.Jobs().Get(ctx, "settlement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Cron != "" {
+		t.Fatalf("the cron was applied before approval: %q", j.Cron)
+	}
+	b.wantAudit("operator", "updateJobSchedule", "job:settlement", string(bt.CodeApprovalRequired))
+
+	// The requester cannot approve it, by token or by name.
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "other-name", TokenID: 7}, "mine"); code(err) != bt.CodeSelfApproval {
+		t.Fatalf("approval by the requester's token: %v, want SELF_APPROVAL", err)
+	}
+	if _, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "operator"}, "mine"); code(err) != bt.CodeSelfApproval {
+		t.Fatalf("approval by the requester's name: %v, want SELF_APPROVAL", err)
+	}
+	if j, _ := r.Jobs().Get(ctx, "settlement"); j.Cron != "" {
+		t.Fatalf("the cron was applied by a refused approval: %q", j.Cron)
+	}
+
+	// Another identity approves it: the change applies, the request is EXECUTED and starts no run.
+	out, err := r.Replays().Approve(ctx, req.ID, runner.Actor{Name: "approver", TokenID: 8}, "ok")
+	if err != nil || out.Status != bt.ReplayExecuted || out.ReplayRunID != nil || out.DecidedBy == nil || *out.DecidedBy != "approver" {
+		t.Fatalf("approval by another identity: %+v, %v", out, err)
+	}
+	if j, _ := r.Jobs().Get(ctx, "settlement"); j.Cron != cron || !j.Enabled {
+		t.Fatalf("after approval: cron %q enabled %t, want %q enabled", j.Cron, j.Enabled, cron)
+	}
+	if n := b.count(`SELECT count(*) FROM job_runs WHERE job_name = 'settlement'`); n != 1 {
+		t.Fatalf("%d runs after the schedule approval, want 1", n)
+	}
+
+	// Disabling makes no fire: it applies at once. Enabling again is a request again.
+	off := false
+	if _, err := r.Jobs().UpdateSchedule(ctx, "settlement", runner.ScheduleUpdate{Enabled: &off, Actor: "operator"}); err != nil {
+		t.Fatalf("disable: %v", err)
+	}
+	if _, err := r.Jobs().UpdateSchedule(ctx, "settlement", runner.ScheduleUpdate{Enabled: &on, Actor: "operator"}); code(err) != bt.CodeApprovalRequired {
+		t.Fatalf("enable by one person: %v, want APPROVAL_REQUIRED", err)
+	}
+	lease := 60 * time.Second
+	if _, err := r.Jobs().UpdateSchedule(ctx, "settlement", runner.ScheduleUpdate{Lease: &lease, Actor: "operator"}); err != nil {
+		t.Fatalf("lease alone: %v", err)
+	}
+
+	// A LOW-risk job's schedule changes at once.
+	if _, err := r.Jobs().UpdateSchedule(ctx, "digest", runner.ScheduleUpdate{Cron: &cron, Actor: "operator"}); err != nil {
+		t.Fatalf("cron on a LOW-risk job: %v", err)
+	}
 }

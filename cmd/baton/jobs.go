@@ -38,8 +38,10 @@ const jobsUsage = `usage:
         start when it was approved (needs the approver role)
   baton jobs cancel RUN
         ask a run to stop at its next item boundary
-  baton jobs schedule NAME [--cron EXPR] [--tz ZONE] [--enable|--disable] [--lease SECONDS]
-        change a job's schedule (--cron "" makes it manual-only)
+  baton jobs schedule NAME [--cron EXPR] [--tz ZONE] [--enable|--disable] [--lease SECONDS] [--reason TEXT]
+        change a job's schedule (--cron "" makes it manual-only; @every takes 1s to 8760h
+        in whole seconds). On a HIGH-risk job a change that makes it fire becomes a schedule
+        request (APPROVAL_REQUIRED): another token approves it (baton replays approve REQUEST)
   baton jobs auto-resume NAME [--on|--off] [--max-attempts N] [--backoff 5s]
                          [--causes LEASE_EXPIRED,SHUTDOWN,DATABASE]
         print a job's auto-resume policy, or change it: whether a run whose holder
@@ -118,7 +120,7 @@ func defineJobsFlags(fs *flag.FlagSet) *jobsFlags {
 		disable: fs.Bool("disable", false, "schedule: disable the schedule"),
 		lease:   fs.Int("lease", -1, "schedule: lease override in seconds (0 clears it)"),
 		request: fs.Bool("request", false, "restart: request the RESTART for approval instead of starting it"),
-		reason:  fs.String("reason", "", "restart --request: why the job must restart"),
+		reason:  fs.String("reason", "", "restart --request: why the job must restart; schedule: why, for a HIGH-risk job's schedule request"),
 		compRef: fs.String("compensation-ref", "", "restart --request: where the plan to undo the repeated effects lives (HIGH-risk jobs)"),
 		on:      fs.Bool("on", false, "auto-resume: turn auto-resume on"),
 		off:     fs.Bool("off", false, "auto-resume: turn auto-resume off"),
@@ -245,6 +247,9 @@ func (f *jobsFlags) scheduleInput(name string) (map[string]any, error) {
 	}
 	if f.set["lease"] {
 		in["leaseSeconds"] = *f.lease
+	}
+	if len(in) > 1 && f.set["reason"] {
+		in["reason"] = *f.reason
 	}
 	if len(in) == 1 {
 		return nil, errors.New("jobs schedule: nothing to change (give --cron, --tz, --enable, --disable or --lease)")
@@ -477,16 +482,22 @@ func (c *apiClient) updateSchedule(ctx context.Context, in map[string]any, stdou
 				LeaseSeconds  *int     `json:"leaseSeconds"`
 				NextFireTimes []string `json:"nextFireTimes"`
 			} `json:"job"`
-			UserErrors []userErr `json:"userErrors"`
+			ScheduleRequest *wireRequest `json:"scheduleRequest"`
+			UserErrors      []userErr    `json:"userErrors"`
 		} `json:"updateJobSchedule"`
 	}
 	err := c.do(ctx, `mutation($in: UpdateJobScheduleInput!) { updateJobSchedule(input: $in) {
-		job { name cron timezone enabled leaseSeconds nextFireTimes(n: 3) } userErrors { code message field } } }`,
+		job { name cron timezone enabled leaseSeconds nextFireTimes(n: 3) } scheduleRequest { `+requestFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": in}, &data)
 	if err != nil {
 		return err
 	}
 	if err := userErrs(data.UpdateJobSchedule.UserErrors); err != nil {
+		if req := data.UpdateJobSchedule.ScheduleRequest; req != nil {
+			// Not applied: recorded as a request that another token approves.
+			return fmt.Errorf("jobs schedule %s: nothing changed yet; schedule request %s is %s (baton replays approve %s, by another token with the approver role): %w",
+				in["name"], requestNumber(req.ID), req.Status, requestNumber(req.ID), err)
+		}
 		return fmt.Errorf("jobs schedule %s: %w", in["name"], err)
 	}
 	j := data.UpdateJobSchedule.Job

@@ -180,6 +180,10 @@ func (c *apiClient) executeReplay(ctx context.Context, id string, stdout io.Writ
 		return "", fmt.Errorf("jobs execute %s: %w", requestNumber(id), err)
 	}
 	run := data.ExecuteReplay.ReplayRequest.ReplayRun
+	if run == nil { // a schedule request starts no run
+		fmt.Fprintf(stdout, "request %s executed: its schedule change is applied\n", requestNumber(id))
+		return "", nil
+	}
 	fmt.Fprintf(stdout, "request %s executed: started run %s\n", requestNumber(id), runNumber(run.ID))
 	return run.ID, nil
 }

@@ -490,6 +490,7 @@ type ComplexityRoot struct {
 		Reason          func(childComplexity int) int
 		ReplayRun       func(childComplexity int) int
 		RequestedBy     func(childComplexity int) int
+		ScheduleChange  func(childComplexity int) int
 		Scope           func(childComplexity int) int
 		SourceRun       func(childComplexity int) int
 		Status          func(childComplexity int) int
@@ -672,6 +673,13 @@ type ComplexityRoot struct {
 		UserErrors func(childComplexity int) int
 	}
 
+	ScheduleChange struct {
+		Cron         func(childComplexity int) int
+		Enabled      func(childComplexity int) int
+		LeaseSeconds func(childComplexity int) int
+		Timezone     func(childComplexity int) int
+	}
+
 	SendTestNotificationPayload struct {
 		Delivery   func(childComplexity int) int
 		UserErrors func(childComplexity int) int
@@ -719,8 +727,9 @@ type ComplexityRoot struct {
 	}
 
 	UpdateJobSchedulePayload struct {
-		Job        func(childComplexity int) int
-		UserErrors func(childComplexity int) int
+		Job             func(childComplexity int) int
+		ScheduleRequest func(childComplexity int) int
+		UserErrors      func(childComplexity int) int
 	}
 
 	UpdateJobShardingPayload struct {
@@ -3071,6 +3080,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayRequest.RequestedBy(childComplexity), true
+	case "ReplayRequest.scheduleChange":
+		if e.ComplexityRoot.ReplayRequest.ScheduleChange == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayRequest.ScheduleChange(childComplexity), true
 	case "ReplayRequest.scope":
 		if e.ComplexityRoot.ReplayRequest.Scope == nil {
 			break
@@ -3817,6 +3832,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SaveNotificationChannelPayload.UserErrors(childComplexity), true
 
+	case "ScheduleChange.cron":
+		if e.ComplexityRoot.ScheduleChange.Cron == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleChange.Cron(childComplexity), true
+	case "ScheduleChange.enabled":
+		if e.ComplexityRoot.ScheduleChange.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleChange.Enabled(childComplexity), true
+	case "ScheduleChange.leaseSeconds":
+		if e.ComplexityRoot.ScheduleChange.LeaseSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleChange.LeaseSeconds(childComplexity), true
+	case "ScheduleChange.timezone":
+		if e.ComplexityRoot.ScheduleChange.Timezone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ScheduleChange.Timezone(childComplexity), true
+
 	case "SendTestNotificationPayload.delivery":
 		if e.ComplexityRoot.SendTestNotificationPayload.Delivery == nil {
 			break
@@ -3988,6 +4028,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UpdateJobSchedulePayload.Job(childComplexity), true
+	case "UpdateJobSchedulePayload.scheduleRequest":
+		if e.ComplexityRoot.UpdateJobSchedulePayload.ScheduleRequest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateJobSchedulePayload.ScheduleRequest(childComplexity), true
 	case "UpdateJobSchedulePayload.userErrors":
 		if e.ComplexityRoot.UpdateJobSchedulePayload.UserErrors == nil {
 			break
@@ -4710,12 +4756,21 @@ extend type Mutation {
   requestRestart (preflight, then approval by another token): REPLAY_BLOCKED while the current
   generation holds AMBIGUOUS_EFFECT or IN_FLIGHT targets (settle them first: reconcileEntry,
   resolveAmbiguous), APPROVAL_REQUIRED for a HIGH-risk job. restartPreflight tells beforehand.
-  Scheduled fires are not gated.
+  A scheduled fire in RESTART mode meets the same in-doubt check: refused while targets are in
+  doubt (schedule event BLOCKED_IN_DOUBT, alarm SCHEDULED_FIRE_BLOCKED). On a HIGH-risk job the
+  schedule itself was approved by a second person (updateJobSchedule).
   """
   startJob(input: StartJobInput!): StartJobPayload @hasRole(role: OPERATOR)
   """
   Changes a job's schedule; omitted fields stay. Nothing changes on a user error
-  (NOT_FOUND, INVALID_CRON, INVALID_TIMEZONE, INVALID_INPUT, CONFLICT).
+  (NOT_FOUND, INVALID_CRON, INVALID_TIMEZONE, INVALID_INPUT, CONFLICT, APPROVAL_REQUIRED).
+  An @every interval is a whole number of seconds from 1s to 8760h.
+
+  On a HIGH-risk job a change that can make the schedule fire (a cron set or changed, a
+  timezone changed, the schedule enabled, with the result an enabled cron) is not applied: it
+  is recorded as a request of kind SCHEDULE, returned in scheduleRequest with
+  APPROVAL_REQUIRED, and applies when another token approves it (approveReplay). Disabling the
+  schedule, clearing the cron or changing only the lease apply at once.
   """
   updateJobSchedule(input: UpdateJobScheduleInput!): UpdateJobSchedulePayload @hasRole(role: OPERATOR)
   "Pauses a job: no fires, no starts; its active run stops at the next item boundary with status PAUSED."
@@ -4768,10 +4823,15 @@ input UpdateJobScheduleInput {
   enabled: Boolean
   "A lease override in seconds (1 to 86400); 0 clears it."
   leaseSeconds: Int
+  "Why: the reason of the SCHEDULE request a change on a HIGH-risk job becomes (up to 2000 characters)."
+  reason: String
 }
 
 type UpdateJobSchedulePayload {
+  "The job as changed; null when refused or when the change became a request."
   job: Job
+  "The SCHEDULE request the change became (HIGH-risk job; user error APPROVAL_REQUIRED), waiting for another token's approval."
+  scheduleRequest: ReplayRequest
   userErrors: [UserError!]!
 }
 
@@ -5251,6 +5311,20 @@ enum ReplayKind {
   REPLAY
   "A RESTART run: a new generation, every target called again under new keys. Its scope is FULL."
   RESTART
+  """
+  A change to a HIGH-risk job's schedule that can make it fire (its scheduleChange), asked for
+  through updateJobSchedule. Approved by another token, the change applies; it starts no run.
+  Its preflight is the job's RESTART preflight, what each fire would do.
+  """
+  SCHEDULE
+}
+
+"The change a SCHEDULE request applies; a null field stays as it is."
+type ScheduleChange {
+  cron: String
+  timezone: String
+  enabled: Boolean
+  leaseSeconds: Int
 }
 
 enum ReplayStatus {
@@ -5333,6 +5407,8 @@ type ReplayRequest implements Node {
   requestedBy: String!
   decidedBy: String
   decisionNote: String
+  "For kind SCHEDULE: the schedule change it applies once approved."
+  scheduleChange: ScheduleChange
   "The run the request started (a REPLAY run, or a RESTART run for kind RESTART), once executed."
   replayRun: Run
   createdAt: Time!
@@ -6777,6 +6853,8 @@ func (ec *executionContext) childFields_ReplayRequest(ctx context.Context, field
 		return ec.fieldContext_ReplayRequest_decidedBy(ctx, field)
 	case "decisionNote":
 		return ec.fieldContext_ReplayRequest_decisionNote(ctx, field)
+	case "scheduleChange":
+		return ec.fieldContext_ReplayRequest_scheduleChange(ctx, field)
 	case "replayRun":
 		return ec.fieldContext_ReplayRequest_replayRun(ctx, field)
 	case "createdAt":
@@ -7143,6 +7221,20 @@ func (ec *executionContext) childFields_SaveNotificationChannelPayload(ctx conte
 	return nil, fmt.Errorf("no field named %q was found under type SaveNotificationChannelPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_ScheduleChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cron":
+		return ec.fieldContext_ScheduleChange_cron(ctx, field)
+	case "timezone":
+		return ec.fieldContext_ScheduleChange_timezone(ctx, field)
+	case "enabled":
+		return ec.fieldContext_ScheduleChange_enabled(ctx, field)
+	case "leaseSeconds":
+		return ec.fieldContext_ScheduleChange_leaseSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ScheduleChange", field.Name)
+}
+
 func (ec *executionContext) childFields_SendTestNotificationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "delivery":
@@ -7225,6 +7317,8 @@ func (ec *executionContext) childFields_UpdateJobSchedulePayload(ctx context.Con
 	switch field.Name {
 	case "job":
 		return ec.fieldContext_UpdateJobSchedulePayload_job(ctx, field)
+	case "scheduleRequest":
+		return ec.fieldContext_UpdateJobSchedulePayload_scheduleRequest(ctx, field)
 	case "userErrors":
 		return ec.fieldContext_UpdateJobSchedulePayload_userErrors(ctx, field)
 	}
@@ -17507,6 +17601,38 @@ func (ec *executionContext) fieldContext_ReplayRequest_decisionNote(_ context.Co
 	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "String")
 }
 
+func (ec *executionContext) _ReplayRequest_scheduleChange(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayRequest_scheduleChange(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduleChange, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ScheduleChange) graphql.Marshaler {
+			return ec.marshalOScheduleChange2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐScheduleChange(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayRequest_scheduleChange(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReplayRequest",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ScheduleChange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ReplayRequest_replayRun(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20671,6 +20797,98 @@ func (ec *executionContext) fieldContext_SaveNotificationChannelPayload_userErro
 	return fc, nil
 }
 
+func (ec *executionContext) _ScheduleChange_cron(ctx context.Context, field graphql.CollectedField, obj *batontype.ScheduleChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduleChange_cron(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cron, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduleChange_cron(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduleChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _ScheduleChange_timezone(ctx context.Context, field graphql.CollectedField, obj *batontype.ScheduleChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduleChange_timezone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Timezone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduleChange_timezone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduleChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _ScheduleChange_enabled(ctx context.Context, field graphql.CollectedField, obj *batontype.ScheduleChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduleChange_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduleChange_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduleChange", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ScheduleChange_leaseSeconds(ctx context.Context, field graphql.CollectedField, obj *batontype.ScheduleChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduleChange_leaseSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeaseSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduleChange_leaseSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduleChange", field, false, false, "Int")
+}
+
 func (ec *executionContext) _SendTestNotificationPayload_delivery(ctx context.Context, field graphql.CollectedField, obj *model.SendTestNotificationPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21435,6 +21653,38 @@ func (ec *executionContext) fieldContext_UpdateJobSchedulePayload_job(_ context.
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Job(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateJobSchedulePayload_scheduleRequest(ctx context.Context, field graphql.CollectedField, obj *model.UpdateJobSchedulePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateJobSchedulePayload_scheduleRequest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduleRequest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *batontype.ReplayRequest) graphql.Marshaler {
+			return ec.marshalOReplayRequest2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐReplayRequest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateJobSchedulePayload_scheduleRequest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateJobSchedulePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReplayRequest(ctx, field)
 		},
 	}
 	return fc, nil
@@ -24139,7 +24389,7 @@ func (ec *executionContext) unmarshalInputUpdateJobScheduleInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "cron", "timezone", "enabled", "leaseSeconds"}
+	fieldsInOrder := [...]string{"name", "cron", "timezone", "enabled", "leaseSeconds", "reason"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24181,6 +24431,13 @@ func (ec *executionContext) unmarshalInputUpdateJobScheduleInput(ctx context.Con
 				return it, err
 			}
 			it.LeaseSeconds = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
 		}
 	}
 	return it, nil
@@ -27152,6 +27409,11 @@ func (ec *executionContext) _ReplayRequest(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "scheduleChange":
+			out.Values[i] = ec._ReplayRequest_scheduleChange(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "replayRun":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, false,
@@ -28363,6 +28625,54 @@ func (ec *executionContext) _SaveNotificationChannelPayload(ctx context.Context,
 	return out
 }
 
+var scheduleChangeImplementors = []string{"ScheduleChange"}
+
+func (ec *executionContext) _ScheduleChange(ctx context.Context, sel ast.SelectionSet, obj *batontype.ScheduleChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, scheduleChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ScheduleChange")
+		case "cron":
+			out.Values[i] = ec._ScheduleChange_cron(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "timezone":
+			out.Values[i] = ec._ScheduleChange_timezone(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "enabled":
+			out.Values[i] = ec._ScheduleChange_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "leaseSeconds":
+			out.Values[i] = ec._ScheduleChange_leaseSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var sendTestNotificationPayloadImplementors = []string{"SendTestNotificationPayload"}
 
 func (ec *executionContext) _SendTestNotificationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SendTestNotificationPayload) graphql.Marshaler {
@@ -28691,6 +29001,11 @@ func (ec *executionContext) _UpdateJobSchedulePayload(ctx context.Context, sel a
 			out.Values[i] = graphql.MarshalString("UpdateJobSchedulePayload")
 		case "job":
 			out.Values[i] = ec._UpdateJobSchedulePayload_job(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "scheduleRequest":
+			out.Values[i] = ec._UpdateJobSchedulePayload_scheduleRequest(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -31602,6 +31917,13 @@ func (ec *executionContext) unmarshalORunsFilter2ᚖgithubᚗcomᚋbatonᚑrun�
 	}
 	res, err := ec.unmarshalInputRunsFilter(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOScheduleChange2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋrunnerᚋbatontypeᚐScheduleChange(ctx context.Context, sel ast.SelectionSet, v *batontype.ScheduleChange) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ScheduleChange(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOSetMaintenancePayload2ᚖgithubᚗcomᚋbatonᚑrunᚋbatonᚋgraphᚋmodelᚐSetMaintenancePayload(ctx context.Context, sel ast.SelectionSet, v *model.SetMaintenancePayload) graphql.Marshaler {

@@ -560,11 +560,16 @@ type UpdateJobScheduleInput struct {
 	Enabled  *bool   `json:"enabled,omitempty"`
 	// A lease override in seconds (1 to 86400); 0 clears it.
 	LeaseSeconds *int `json:"leaseSeconds,omitempty"`
+	// Why: the reason of the SCHEDULE request a change on a HIGH-risk job becomes (up to 2000 characters).
+	Reason *string `json:"reason,omitempty"`
 }
 
 type UpdateJobSchedulePayload struct {
-	Job        *batontype.JobSettings `json:"job,omitempty"`
-	UserErrors []*UserError           `json:"userErrors"`
+	// The job as changed; null when refused or when the change became a request.
+	Job *batontype.JobSettings `json:"job,omitempty"`
+	// The SCHEDULE request the change became (HIGH-risk job; user error APPROVAL_REQUIRED), waiting for another token's approval.
+	ScheduleRequest *batontype.ReplayRequest `json:"scheduleRequest,omitempty"`
+	UserErrors      []*UserError             `json:"userErrors"`
 }
 
 type UpdateJobShardingInput struct {

@@ -434,7 +434,18 @@ const (
 	// KindRestart starts a RESTART run: a new generation, every target called again under new
 	// keys. Its scope is FULL.
 	KindRestart ReplayKind = "RESTART"
+	// KindSchedule applies a change to a HIGH-risk job's schedule that can make it fire: each
+	// fire starts a run nobody starts by hand. It starts no run itself.
+	KindSchedule ReplayKind = "SCHEDULE"
 )
+
+// ScheduleChange is the change a SCHEDULE request applies; a nil field stays as it is.
+type ScheduleChange struct {
+	Cron         *string `json:"cron,omitempty"`
+	Timezone     *string `json:"timezone,omitempty"`
+	Enabled      *bool   `json:"enabled,omitempty"`
+	LeaseSeconds *int    `json:"leaseSeconds,omitempty"`
+}
 
 // ReplayStatus is a replay request's lifecycle state.
 type ReplayStatus string
@@ -526,9 +537,11 @@ type ReplayRequest struct {
 	DecidedBy          *string
 	DecisionNote       *string
 	ReplayRunID        *int64
-	CreatedAt          time.Time
-	DecidedAt          *time.Time
-	ExecutedAt         *time.Time
+	// ScheduleChange is what a SCHEDULE request applies once approved; nil for other kinds.
+	ScheduleChange *ScheduleChange
+	CreatedAt      time.Time
+	DecidedAt      *time.Time
+	ExecutedAt     *time.Time
 	// ClaimedUntil is set while an execute holds the APPROVED request's claim: until then no
 	// other execute may start its run. A claim that lapses (its claimer went away) can be taken.
 	ClaimedUntil *time.Time

@@ -18,17 +18,23 @@ type replayStore struct{ *Store }
 
 const replayColumns = `id, job_name, source_run_id, generation, scope, status, preflight, reason, compensation_ref,
 	requested_by, decided_by, decision_note, replay_run_id, created_at, decided_at, executed_at,
-	kind, requested_by_token_id, decided_by_token_id, target_keys, claim_until, reopen_reason`
+	kind, requested_by_token_id, decided_by_token_id, target_keys, claim_until, reopen_reason, schedule_change`
 
 func scanReplay(row pgx.Row) (*bt.ReplayRequest, error) {
 	var r bt.ReplayRequest
 	var scope, status, kind string
-	var pf []byte
+	var pf, change []byte
 	err := row.Scan(&r.ID, &r.JobName, &r.SourceRunID, &r.Generation, &scope, &status, &pf, &r.Reason, &r.CompensationRef,
 		&r.RequestedBy, &r.DecidedBy, &r.DecisionNote, &r.ReplayRunID, &r.CreatedAt, &r.DecidedAt, &r.ExecutedAt,
-		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID, &r.TargetKeys, &r.ClaimedUntil, &r.ReopenReason)
+		&kind, &r.RequestedByTokenID, &r.DecidedByTokenID, &r.TargetKeys, &r.ClaimedUntil, &r.ReopenReason, &change)
 	if err != nil {
 		return nil, err
+	}
+	if change != nil {
+		r.ScheduleChange = &bt.ScheduleChange{}
+		if err := json.Unmarshal(change, r.ScheduleChange); err != nil {
+			return nil, err
+		}
 	}
 	r.Scope, r.Status, r.Kind = bt.ReplayScope(scope), bt.ReplayStatus(status), bt.ReplayKind(kind)
 	if err := json.Unmarshal(pf, &r.Preflight); err != nil {
@@ -51,16 +57,22 @@ func (s replayStore) InsertReplay(ctx context.Context, r *bt.ReplayRequest, audi
 	if err != nil {
 		return nil, err
 	}
+	var change []byte
+	if r.ScheduleChange != nil {
+		if change, err = json.Marshal(r.ScheduleChange); err != nil {
+			return nil, err
+		}
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 	out, err := scanReplay(tx.QueryRow(ctx, `INSERT INTO replay_requests (job_name, source_run_id, generation, scope, status,
-			preflight, reason, compensation_ref, requested_by, kind, requested_by_token_id, target_keys)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+replayColumns,
+			preflight, reason, compensation_ref, requested_by, kind, requested_by_token_id, target_keys, schedule_change)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+replayColumns,
 		r.JobName, r.SourceRunID, r.Generation, string(r.Scope), string(r.Status), pf, r.Reason, r.CompensationRef, r.RequestedBy,
-		string(kind), r.RequestedByTokenID, r.TargetKeys))
+		string(kind), r.RequestedByTokenID, r.TargetKeys, change))
 	if err != nil {
 		return nil, err
 	}

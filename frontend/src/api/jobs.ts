@@ -148,6 +148,10 @@ export const UpdateJobScheduleMutation = graphql(`
         updatedAt
         updatedBy
       }
+      scheduleRequest {
+        id
+        status
+      }
       userErrors {
         code
         message

@@ -83,6 +83,12 @@ export const ReplayRequestFields = graphql(`
     createdAt
     decidedAt
     executedAt
+    scheduleChange {
+      cron
+      timezone
+      enabled
+      leaseSeconds
+    }
     job {
       id
       name

@@ -87,3 +87,30 @@ describe('ScheduleEditor lease override', () => {
     for (const bad of [0, -5, 86401, 99999999999, 1.5, 'abc']) expect(leaseInputError(bad)?.code).toBe('INVALID_INPUT');
   });
 });
+
+describe('ScheduleEditor on a HIGH-risk job', () => {
+  it('says the change became a schedule request and changed nothing', async () => {
+    const { client, sent } = clientAnswering({
+      updateJobSchedule: {
+        __typename: 'UpdateJobSchedulePayload',
+        job: null,
+        scheduleRequest: { __typename: 'ReplayRequest', id: btoa('ReplayRequest:12'), status: 'PENDING_APPROVAL' },
+        userErrors: [{ __typename: 'UserError', code: 'APPROVAL_REQUIRED', message: 'demo-settlement is HIGH risk', field: 'cron' }],
+      },
+    });
+    const onSaved = vi.fn();
+    renderWith(
+      <Provider value={client}>
+        <ScheduleEditor job={{ name: 'demo-settlement', cron: '', timezone: 'UTC', enabled: true, leaseSeconds: null }} onSaved={onSaved} />
+      </Provider>,
+    );
+    fireEvent.change(screen.getByTestId('lease-input'), { target: { value: '120' } });
+    await act(async () => {
+      fireEvent.click(screen.getByTestId('schedule-save'));
+      await Promise.resolve();
+    });
+    expect(sent).toEqual([{ input: { name: 'demo-settlement', leaseSeconds: 120 } }]);
+    expect(screen.getByTestId('schedule-requested')).toHaveTextContent(/schedule request #12 \(PENDING_APPROVAL\).*Replays/);
+    expect(onSaved).not.toHaveBeenCalled();
+  });
+});

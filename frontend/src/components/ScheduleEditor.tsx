@@ -1,10 +1,12 @@
 // The schedule editor: cron with its words and the next 5 fire times as one types (the API's
 // cronPreview validates), a time zone picker, enabled and the lease override.
-import { Button, Code, Group, List, NumberInput, Select, Stack, Switch, Text, TextInput } from '@mantine/core';
+import { Alert, Anchor, Button, Code, Group, List, NumberInput, Select, Stack, Switch, Text, TextInput } from '@mantine/core';
+import { Link } from 'react-router';
 import { useMemo, useState, type ReactNode } from 'react';
 import { useMutation, useQuery } from 'urql';
 
 import { CronPreviewQuery, UpdateJobScheduleMutation } from '../api/jobs';
+import { runNumber } from '../api/runs';
 import type { UpdateJobScheduleInput } from '../gql/graphql';
 import { useDebounced } from '../hooks/useDebounced';
 import { cronInWords } from '../model/cron';
@@ -83,6 +85,7 @@ export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: ()
   const leaseError = leaseInputError(leaseText);
   const lease = leaseText === '' || leaseError ? null : Number(leaseText);
   const [saveErrors, setSaveErrors] = useState<UserErrorLike[]>([]);
+  const [requested, setRequested] = useState<{ id: string; status: string } | null>(null);
   const [saving, setSaving] = useState(false);
   const [, update] = useMutation(UpdateJobScheduleMutation);
 
@@ -117,9 +120,16 @@ export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: ()
     if (!changes) return;
     setSaving(true);
     setSaveErrors([]);
+    setRequested(null);
     const res = await update({ input: changes });
     setSaving(false);
     const errs = res.data?.updateJobSchedule?.userErrors ?? [];
+    const req = res.data?.updateJobSchedule?.scheduleRequest;
+    if (req) {
+      // A HIGH-risk job: nothing changed yet; the change waits for a second person.
+      setRequested(req);
+      return;
+    }
     if (errs.length > 0) {
       setSaveErrors(errs);
       return;
@@ -202,6 +212,16 @@ export function ScheduleEditor({ job, onSaved }: { job: ScheduleJob; onSaved: ()
         />
       </Group>
       <UserErrorList errors={saveErrors.filter((e) => e !== saveCronError && e !== saveLeaseError)} />
+      {requested && (
+        <Alert color="orange" title="Not changed yet: waiting for a second person" data-testid="schedule-requested">
+          This job is HIGH risk, so a schedule change that makes it fire needs another person's approval (APPROVAL_REQUIRED). It was recorded as
+          schedule request #{runNumber(requested.id)} ({requested.status}); it applies once an approver approves it in the{' '}
+          <Anchor component={Link} to="/admin/replays">
+            Replays
+          </Anchor>{' '}
+          queue.
+        </Alert>
+      )}
       <Group>
         <ActionButton need="OPERATOR" blockedBy={blocked} loading={saving} onClick={() => void save()} data-testid="schedule-save">
           Save schedule

@@ -49,16 +49,18 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
   const blocked = decisionBlockedBy(req, viewer.name);
   const pending = req.status === 'PENDING_APPROVAL';
   const restart = req.kind === 'RESTART';
-  const what = restart ? 'Restart' : 'Replay';
+  const schedule = req.kind === 'SCHEDULE';
+  const what = schedule ? 'Schedule change' : restart ? 'Restart' : 'Replay';
+  const started = schedule ? 'it is applied' : 'its run is starting';
 
   const decide = async (action: 'approve' | 'reject' | 'execute') => {
     setBusy(action);
     if (action === 'approve') {
-      report(await approve({ requestId: req.id, note: note.trim() || null }), (d) => d.approveReplay, `${what} approved: its run is starting`);
+      report(await approve({ requestId: req.id, note: note.trim() || null }), (d) => d.approveReplay, `${what} approved: ${started}`);
     } else if (action === 'reject') {
       report(await reject({ requestId: req.id, note: note.trim() || null }), (d) => d.rejectReplay, `${what} rejected`);
     } else {
-      report(await execute({ requestId: req.id }), (d) => d.executeReplay, `${what} executed: its run is starting`);
+      report(await execute({ requestId: req.id }), (d) => d.executeReplay, `${what} executed: ${started}`);
     }
     setBusy(null);
     onDecided();
@@ -79,8 +81,17 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
                 RESTART
               </Badge>
             )}
+            {schedule && (
+              <Badge color="orange" variant="light" data-testid="replay-kind-schedule">
+                SCHEDULE
+              </Badge>
+            )}
             <Text size="sm" c="dimmed">
-              {restart ? `restart into generation ${req.generation + 1}` : `scope ${req.scope}`} · generation {req.generation} · source{' '}
+              {schedule
+                ? `schedule change: each fire starts a run nobody starts by hand`
+                : restart
+                  ? `restart into generation ${req.generation + 1}`
+                  : `scope ${req.scope}`} · generation {req.generation} · source{' '}
               <Anchor component={Link} to={runPath(req.sourceRun.id)}>
                 run #{runNumber(req.sourceRun.id)}
               </Anchor>
@@ -90,6 +101,19 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
             requested by <b>{req.requestedBy}</b> <TimeAgo iso={req.createdAt} size="xs" />
           </Text>
         </Group>
+        {req.scheduleChange && (
+          <Text size="sm" data-testid="schedule-change">
+            <b>Change:</b>
+            {req.scheduleChange.cron != null && (
+              <>
+                {' '}cron <Code>{req.scheduleChange.cron || '(manual only)'}</Code>
+              </>
+            )}
+            {req.scheduleChange.timezone != null && ` · time zone ${req.scheduleChange.timezone}`}
+            {req.scheduleChange.enabled != null && ` · ${req.scheduleChange.enabled ? 'enabled' : 'disabled'}`}
+            {req.scheduleChange.leaseSeconds != null && ` · lease ${req.scheduleChange.leaseSeconds || 'default'} s`}
+          </Text>
+        )}
         <Text size="sm">
           <b>Reason:</b> {req.reason}
         </Text>

@@ -11,14 +11,17 @@ import (
 // current generation holds AMBIGUOUS_EFFECT or IN_FLIGHT targets, APPROVAL_REQUIRED for a
 // HIGH-risk job. Either message names the way to go on. A job that has never run is not gated:
 // there is nothing to repeat.
-func (s *Service) Gate(ctx context.Context, job string) error { return s.gate(ctx, job, true) }
+func (s *Service) Gate(ctx context.Context, job string) error { return restartGate(ctx, s, job, true) }
 
 // InDoubtGate is the gate of a scheduled RESTART fire: Gate's REPLAY_BLOCKED (and
 // ALREADY_RUNNING) without its HIGH-risk approval, which a HIGH-risk job's schedule got when
 // it was set (a SCHEDULE request approved by a second person).
-func (s *Service) InDoubtGate(ctx context.Context, job string) error { return s.gate(ctx, job, false) }
+func (s *Service) InDoubtGate(ctx context.Context, job string) error {
+	return restartGate(ctx, s, job, false)
+}
 
-func (s *Service) gate(ctx context.Context, job string, approval bool) error {
+// restartGate is Gate, with the HIGH-risk approval when approval is set.
+func restartGate(ctx context.Context, s *Service, job string, approval bool) error {
 	settings, err := s.cfg.Store.Job(ctx, job)
 	if err != nil {
 		return fmt.Errorf("restart gate of %s: %w", job, err)

@@ -82,6 +82,8 @@ type Config struct {
 	JobFunc func(name string) (Job, bool)
 	// StartFunc starts the run of an executed request.
 	StartFunc func(ctx context.Context, p StartRequest) (*bt.RunRecord, error)
+	// ScheduleFunc applies the change of an approved SCHEDULE request, by actor (its requester).
+	ScheduleFunc func(ctx context.Context, job string, c bt.ScheduleChange, actor string) error
 	// AuditFunc records an operation's outcome in the audit log: "ok" or the error's code.
 	AuditFunc func(ctx context.Context, actor, action, target string, args map[string]any, err error)
 	// MaskFunc masks a sensitive evidence reference.
@@ -137,6 +139,9 @@ func isRequester(req *bt.ReplayRequest, by Actor) bool {
 func kindWord(req *bt.ReplayRequest) string {
 	if req.Kind == bt.KindRestart {
 		return "RESTART"
+	}
+	if req.Kind == bt.KindSchedule {
+		return "schedule change"
 	}
 	return "replay"
 }

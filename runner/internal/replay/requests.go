@@ -205,6 +205,9 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 	if isRequester(cur, by) {
 		return nil, bt.Errorf(bt.CodeSelfApproval, "%s requested this %s and cannot approve it: a second person must", cur.RequestedBy, kindWord(cur))
 	}
+	if cur.Kind == bt.KindSchedule {
+		return scheduleDecisions{s}.approve(ctx, cur, by, note, args)
+	}
 	pf, err := s.requestPreflight(ctx, cur)
 	if err != nil {
 		return nil, err
@@ -340,6 +343,9 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 	}
 	if cur.Status != bt.ReplayApproved {
 		return nil, bt.Errorf(bt.CodeConflict, "replay request %d is %s, not APPROVED", requestID, cur.Status)
+	}
+	if cur.Kind == bt.KindSchedule {
+		return scheduleDecisions{s}.apply(ctx, cur, by)
 	}
 	token := newClaimToken()
 	if cur, err = s.cfg.Store.ClaimReplay(ctx, requestID, token, ClaimLapse); err != nil {
