@@ -83,6 +83,8 @@ export const ReplayRequestFields = graphql(`
     createdAt
     decidedAt
     executedAt
+    claimedUntil
+    reopenReason
     job {
       id
       name
