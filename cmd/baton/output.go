@@ -161,6 +161,11 @@ type replayJSON struct {
 	CreatedAt  string  `json:"createdAt"`
 	DecidedAt  *string `json:"decidedAt"`
 	ExecutedAt *string `json:"executedAt"`
+	// ReopenReason says why the request went back to PENDING_APPROVAL, judged again when it
+	// was approved or executed; null if it never did.
+	ReopenReason *string `json:"reopenReason"`
+	// ClaimedUntil is set while an execute holds the APPROVED request's claim.
+	ClaimedUntil *string `json:"claimedUntil"`
 }
 
 // replaysJSON is `replays list`.

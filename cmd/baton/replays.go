@@ -118,16 +118,18 @@ func requestNumber(id string) string {
 }
 
 type wireRequest struct {
-	ID        string   `json:"id"`
-	Status    string   `json:"status"`
-	ReplayRun *wireRun `json:"replayRun"`
-	Preflight struct {
+	ID           string   `json:"id"`
+	Status       string   `json:"status"`
+	ReplayRun    *wireRun `json:"replayRun"`
+	ReopenReason *string  `json:"reopenReason"`
+	ClaimedUntil *string  `json:"claimedUntil"`
+	Preflight    struct {
 		ApprovalReasons []string `json:"approvalReasons"`
 		BlockingReasons []string `json:"blockingReasons"`
 	} `json:"preflight"`
 }
 
-const requestFields = `id status replayRun { ` + runFields + ` } preflight { approvalReasons blockingReasons }`
+const requestFields = `id status replayRun { ` + runFields + ` } preflight { approvalReasons blockingReasons } reopenReason claimedUntil`
 
 // requestRestart records a RESTART request and returns the id of its run when it started at
 // once, "" when it waits for approval.
@@ -177,6 +179,10 @@ func (c *apiClient) executeReplay(ctx context.Context, id string, stdout io.Writ
 		return "", err
 	}
 	if err := userErrs(data.ExecuteReplay.UserErrors); err != nil {
+		if req := data.ExecuteReplay.ReplayRequest; req != nil && req.Status != "APPROVED" {
+			// Judged again, or found blocked: the request moved, and nothing started.
+			return "", fmt.Errorf("jobs execute %s: request %s is %s now, nothing started: %w", requestNumber(id), requestNumber(req.ID), req.Status, err)
+		}
 		return "", fmt.Errorf("jobs execute %s: %w", requestNumber(id), err)
 	}
 	run := data.ExecuteReplay.ReplayRequest.ReplayRun
@@ -225,6 +231,7 @@ func replayOut(q *wireRequestFull) replayJSON {
 		RequestedBy: q.RequestedBy, DecidedBy: q.DecidedBy, DecisionNote: q.DecisionNote,
 		ApprovalReasons: q.Preflight.ApprovalReasons, BlockingReasons: q.Preflight.BlockingReasons,
 		CreatedAt: q.CreatedAt, DecidedAt: q.DecidedAt, ExecutedAt: q.ExecutedAt,
+		ReopenReason: q.ReopenReason, ClaimedUntil: q.ClaimedUntil,
 	}
 	if out.ApprovalReasons == nil {
 		out.ApprovalReasons = []string{}
@@ -285,7 +292,11 @@ func (c *apiClient) listReplays(ctx context.Context, statuses []string, limit in
 		if q.ReplayRun != nil {
 			run = runNumber(q.ReplayRun.ID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", requestNumber(q.ID), q.Kind, q.Job.Name, q.Status,
+		status := q.Status
+		if q.ReopenReason != nil && q.Status == "PENDING_APPROVAL" {
+			status += " (reopened)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", requestNumber(q.ID), q.Kind, q.Job.Name, status,
 			runNumber(q.SourceRun.ID), q.RequestedBy, q.CreatedAt, run, oneLine(q.Reason, 60))
 	}
 	if err := tw.Flush(); err != nil {

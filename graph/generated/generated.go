@@ -476,6 +476,7 @@ type ComplexityRoot struct {
 	}
 
 	ReplayRequest struct {
+		ClaimedUntil    func(childComplexity int) int
 		CompensationRef func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		DecidedAt       func(childComplexity int) int
@@ -488,6 +489,7 @@ type ComplexityRoot struct {
 		Kind            func(childComplexity int) int
 		Preflight       func(childComplexity int) int
 		Reason          func(childComplexity int) int
+		ReopenReason    func(childComplexity int) int
 		ReplayRun       func(childComplexity int) int
 		RequestedBy     func(childComplexity int) int
 		ScheduleChange  func(childComplexity int) int
@@ -2996,6 +2998,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ReplayPreflight.TargetsInScope(childComplexity), true
 
+	case "ReplayRequest.claimedUntil":
+		if e.ComplexityRoot.ReplayRequest.ClaimedUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayRequest.ClaimedUntil(childComplexity), true
 	case "ReplayRequest.compensationRef":
 		if e.ComplexityRoot.ReplayRequest.CompensationRef == nil {
 			break
@@ -3068,6 +3076,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReplayRequest.Reason(childComplexity), true
+	case "ReplayRequest.reopenReason":
+		if e.ComplexityRoot.ReplayRequest.ReopenReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReplayRequest.ReopenReason(childComplexity), true
 	case "ReplayRequest.replayRun":
 		if e.ComplexityRoot.ReplayRequest.ReplayRun == nil {
 			break
@@ -5414,6 +5428,19 @@ type ReplayRequest implements Node {
   createdAt: Time!
   decidedAt: Time
   executedAt: Time
+  """
+  Set while an execute holds the APPROVED request's claim: until then no other execute can
+  start its run. A claim whose holder went away lapses (after about two minutes) and another
+  execute may take it.
+  """
+  claimedUntil: Time
+  """
+  Why the request went back to PENDING_APPROVAL, if it did: judged again when it was approved
+  or executed, the job asked for more than the request had been judged for (a higher risk
+  level, other code, more targets in scope, a compensation reference it lacks, or a second
+  person's approval it does not have). Null for a request never reopened.
+  """
+  reopenReason: String
 }
 
 extend type Run {
@@ -5459,19 +5486,26 @@ extend type Mutation {
   """
   Approves a pending request (a replay or a RESTART) and starts its run. The approver must be
   another token than the requester's: identities are compared by token id (and by name, which
-  is never reissued). The preflight is computed again: a request that has become blocked is
-  marked BLOCKED (REPLAY_BLOCKED). A request whose run could not start stays APPROVED, with the
-  start's user error: executeReplay starts it later. User errors: NOT_FOUND, SELF_APPROVAL,
-  CONFLICT, REPLAY_BLOCKED, ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED, MAINTENANCE.
+  is never reissued). The request is judged again against the job as it is now: one that has
+  become blocked is marked BLOCKED (REPLAY_BLOCKED); one that asks for more than it was judged
+  for stays PENDING_APPROVAL with its reopenReason and fresh preflight (APPROVAL_REQUIRED), and
+  nothing starts. A request whose run could not start stays APPROVED, with the start's user
+  error: executeReplay starts it later. User errors: NOT_FOUND, SELF_APPROVAL, CONFLICT,
+  REPLAY_BLOCKED, APPROVAL_REQUIRED, ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED,
+  MAINTENANCE.
   """
   approveReplay(input: ApproveReplayInput!): ApproveReplayPayload @hasRole(role: APPROVER)
   """
   Starts the run of an APPROVED request whose run could not start when it was approved. The
-  approval stands, so any approver may execute it (its requester too). While the job has an
-  active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise the preflight is
-  computed again and a request that has become blocked is marked BLOCKED (REPLAY_BLOCKED).
-  User errors: NOT_FOUND, INVALID_INPUT, CONFLICT (not APPROVED), REPLAY_BLOCKED,
-  ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED, MAINTENANCE.
+  approval stands, so any approver may execute it (its requester too). The request is claimed
+  first: while another execute holds the claim it is CONFLICT, and one run at most starts. While
+  the job has an active run it is ALREADY_RUNNING and the request stays APPROVED; otherwise it
+  is judged again against the job as it is now: a request that has become blocked is marked
+  BLOCKED (REPLAY_BLOCKED), and one that asks for more than it was approved for goes back to
+  PENDING_APPROVAL with its reopenReason (APPROVAL_REQUIRED), and nothing starts.
+  User errors: NOT_FOUND, INVALID_INPUT, CONFLICT (not APPROVED, or claimed by another
+  execute), REPLAY_BLOCKED, APPROVAL_REQUIRED, ALREADY_RUNNING, CAPACITY_EXCEEDED, JOB_PAUSED,
+  MAINTENANCE.
   """
   executeReplay(input: ExecuteReplayInput!): ExecuteReplayPayload @hasRole(role: APPROVER)
   """
@@ -6863,6 +6897,10 @@ func (ec *executionContext) childFields_ReplayRequest(ctx context.Context, field
 		return ec.fieldContext_ReplayRequest_decidedAt(ctx, field)
 	case "executedAt":
 		return ec.fieldContext_ReplayRequest_executedAt(ctx, field)
+	case "claimedUntil":
+		return ec.fieldContext_ReplayRequest_claimedUntil(ctx, field)
+	case "reopenReason":
+		return ec.fieldContext_ReplayRequest_reopenReason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReplayRequest", field.Name)
 }
@@ -17734,6 +17772,52 @@ func (ec *executionContext) fieldContext_ReplayRequest_executedAt(_ context.Cont
 	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ReplayRequest_claimedUntil(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayRequest_claimedUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClaimedUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayRequest_claimedUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ReplayRequest_reopenReason(ctx context.Context, field graphql.CollectedField, obj *batontype.ReplayRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReplayRequest_reopenReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReopenReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReplayRequest_reopenReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReplayRequest", field, false, false, "String")
+}
+
 func (ec *executionContext) _ReplayRequestConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ReplayRequestConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -27432,6 +27516,16 @@ func (ec *executionContext) _ReplayRequest(ctx context.Context, sel ast.Selectio
 			}
 		case "executedAt":
 			out.Values[i] = ec._ReplayRequest_executedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "claimedUntil":
+			out.Values[i] = ec._ReplayRequest_claimedUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "reopenReason":
+			out.Values[i] = ec._ReplayRequest_reopenReason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -122,17 +122,26 @@ func (s runStore) InsertRun(ctx context.Context, n store.NewRun) (*bt.RunRecord,
 	if err != nil {
 		return nil, fmt.Errorf("insert run of %s: %w", n.JobName, err)
 	}
+	if err := markStarted(ctx, tx, n, run.ID); err != nil {
+		return nil, err
+	}
+	return run, tx.Commit(ctx)
+}
+
+// markStarted records, in the run's insert, what the run was started for: the request whose
+// claim it was inserted under (now EXECUTED), the ended run an AUTO_RESUME continues.
+func markStarted(ctx context.Context, tx pgx.Tx, n store.NewRun, runID int64) error {
 	if n.RequestClaim != "" && n.ReplayRequestID != nil {
-		if err := executeClaimed(ctx, tx, *n.ReplayRequestID, run.ID, n.RequestClaim); err != nil {
-			return nil, err
+		if err := executeClaimed(ctx, tx, *n.ReplayRequestID, runID, n.RequestClaim); err != nil {
+			return err
 		}
 	}
 	if n.AutoResumeOf != 0 {
-		if err := markResumed(ctx, tx, n.AutoResumeOf, run.ID); err != nil {
-			return nil, fmt.Errorf("mark run %d resumed: %w", n.AutoResumeOf, err)
+		if err := markResumed(ctx, tx, n.AutoResumeOf, runID); err != nil {
+			return fmt.Errorf("mark run %d resumed: %w", n.AutoResumeOf, err)
 		}
 	}
-	return run, tx.Commit(ctx)
+	return nil
 }
 
 // resumePoint is where a RESUME run of generation gen starts: the generation's last committed

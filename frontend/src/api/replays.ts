@@ -89,6 +89,8 @@ export const ReplayRequestFields = graphql(`
       enabled
       leaseSeconds
     }
+    claimedUntil
+    reopenReason
     job {
       id
       name

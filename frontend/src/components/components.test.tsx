@@ -103,6 +103,12 @@ describe('action guards', () => {
     expect(executeBlockedBy({ status: 'APPROVED', replayRun: { id: 'x' } })).toMatch(/started/);
     expect(executeBlockedBy({ status: 'PENDING_APPROVAL', replayRun: null })).toMatch(/approved/);
   });
+  it('execute: not while another execute holds the claim', () => {
+    const now = new Date('2026-01-01T12:00:00Z');
+    expect(executeBlockedBy({ status: 'APPROVED', replayRun: null, claimedUntil: '2026-01-01T12:01:00Z' }, now)).toMatch(/Another execute/);
+    expect(executeBlockedBy({ status: 'APPROVED', replayRun: null, claimedUntil: '2026-01-01T11:59:00Z' }, now)).toBeNull();
+    expect(executeBlockedBy({ status: 'APPROVED', replayRun: null, claimedUntil: null }, now)).toBeNull();
+  });
   it('hand resolution needs evidence to confirm, and a note either way', () => {
     expect(resolveBlockedBy(null, '', 'checked')).toMatch(/Choose/);
     expect(resolveBlockedBy('CONFIRMED', '', 'checked')).toMatch(/evidence/);

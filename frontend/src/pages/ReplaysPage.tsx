@@ -33,9 +33,10 @@ export function decisionBlockedBy(req: { status: ReplayStatus; requestedBy: stri
  * executeBlockedBy says why the viewer cannot execute a request, or null: only an APPROVED
  * request without a run (its start failed at approval) is executed by hand.
  */
-export function executeBlockedBy(req: { status: ReplayStatus; replayRun: unknown }): string | null {
+export function executeBlockedBy(req: { status: ReplayStatus; replayRun: unknown; claimedUntil?: string | null }, now: Date = new Date()): string | null {
   if (req.status !== 'APPROVED') return 'Only an approved request whose run did not start can be executed.';
   if (req.replayRun) return 'Its run has started already.';
+  if (req.claimedUntil && new Date(req.claimedUntil) > now) return 'Another execute is starting its run; if that fails, it can be executed again.';
   return null;
 }
 
@@ -117,6 +118,11 @@ function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onD
         <Text size="sm">
           <b>Reason:</b> {req.reason}
         </Text>
+        {req.reopenReason && (
+          <Text size="sm" c="orange" data-testid="replay-reopen-reason">
+            <b>Needs approval again:</b> {req.reopenReason}
+          </Text>
+        )}
         <Text size="sm">
           <b>Compensation:</b> {req.compensationRef ? <Code>{req.compensationRef}</Code> : <Text span c="dimmed">none given</Text>}
         </Text>

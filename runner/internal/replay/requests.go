@@ -354,7 +354,7 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 	started := false
 	defer func() {
 		if !started {
-			s.release(ctx, requestID, token)
+			release(ctx, s.cfg, requestID, token)
 		}
 	}()
 	if active, err := s.cfg.Store.ActiveRun(ctx, cur.JobName); err != nil {
@@ -408,9 +408,9 @@ func (s *Service) claimAndExecute(ctx context.Context, req *bt.ReplayRequest, by
 }
 
 // release gives up a claim whose start did not happen; the request stays APPROVED.
-func (s *Service) release(ctx context.Context, id int64, token string) {
-	if err := s.cfg.Store.ReleaseReplayClaim(context.WithoutCancel(ctx), id, token); err != nil {
-		s.cfg.Logger.Warn("release the claim on a request; it lapses by itself", "request", id, "err", err)
+func release(ctx context.Context, cfg Config, id int64, token string) {
+	if err := cfg.Store.ReleaseReplayClaim(context.WithoutCancel(ctx), id, token); err != nil {
+		cfg.Logger.Warn("release the claim on a request; it lapses by itself", "request", id, "err", err)
 	}
 }
 
@@ -430,11 +430,11 @@ func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, token stri
 		err = fmt.Errorf("the start of request %d made no run", id)
 	}
 	if err != nil {
-		s.release(ctx, id, token)
+		release(ctx, s.cfg, id, token)
 		if cur, gerr := s.cfg.Store.ReplayRequest(context.WithoutCancel(ctx), id); gerr == nil {
 			if cur.Status == bt.ReplayExecuted && cur.ReplayRunID != nil {
 				// The run was inserted (on a worker whose answer was lost): the request is done.
-				s.auditExecuted(ctx, actor, target, *cur.ReplayRunID)
+				auditExecuted(ctx, s.cfg, actor, target, *cur.ReplayRunID)
 				return cur, nil
 			}
 			req = cur
@@ -447,15 +447,15 @@ func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, token stri
 		}
 		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
-	s.auditExecuted(ctx, actor, target, run.ID)
+	auditExecuted(ctx, s.cfg, actor, target, run.ID)
 	return s.cfg.Store.ReplayRequest(ctx, id)
 }
 
 // auditExecuted records the execute of a request whose run's insert marked it EXECUTED.
-func (s *Service) auditExecuted(ctx context.Context, actor, target string, runID int64) {
-	if err := s.cfg.Store.Audit(context.WithoutCancel(ctx), store.AuditRecord{Actor: actor, Action: "executeReplay", Target: target,
+func auditExecuted(ctx context.Context, cfg Config, actor, target string, runID int64) {
+	if err := cfg.Store.Audit(context.WithoutCancel(ctx), store.AuditRecord{Actor: actor, Action: "executeReplay", Target: target,
 		Arguments: map[string]any{"runId": runID}, Outcome: string(bt.ReplayExecuted)}); err != nil {
-		s.cfg.Logger.Error("write audit row", "action", "executeReplay", "err", err)
+		cfg.Logger.Error("write audit row", "action", "executeReplay", "err", err)
 	}
 }
 
