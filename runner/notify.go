@@ -116,8 +116,12 @@ func (n *notifier) send(ctx context.Context, instance string, d store.ClaimedDel
 	if err != nil {
 		return fmt.Errorf("channel %s: %w", d.Channel.Name, err)
 	}
+	ch := d.Channel.NotificationChannel
+	if ch.URL, err = n.box.openURL(ch.URL); err != nil {
+		return fmt.Errorf("channel %s: %w", d.Channel.Name, err)
+	}
 	return n.cfg.Sender.Send(ctx, bt.NotificationMessage{DeliveryID: d.ID, Kind: d.Kind, Attempt: d.Attempts, Alert: d.Alert,
-		Channel: d.Channel.NotificationChannel, Secret: secret, Source: "baton " + instance})
+		Channel: ch, Secret: secret, Source: "baton " + instance})
 }
 
 // serve works the outbox until ctx is done, when this instance has a sender.
@@ -161,9 +165,16 @@ func (s *NotificationService) Channel(ctx context.Context, id int64) (*bt.Notifi
 	return nil, bt.Errorf(bt.CodeNotFound, "no notification channel %d", id)
 }
 
-// public is c as the API shows it: whether its secret is set and a hint, never the secret.
+// public is c as the API shows it: whether its secret is set and a hint, never the secret;
+// its URL opened, and as anyone may see it (URLShown). A sealed URL that does not open is
+// shown as "(sealed)".
 func (s *NotificationService) public(c store.StoredChannel) bt.NotificationChannel {
 	out := c.NotificationChannel
+	if u, err := s.r.notify.box.openURL(c.URL); err == nil {
+		out.URL, out.URLShown, out.URLSecret = u, shownURL(u), credentialURL(u)
+	} else {
+		out.URL, out.URLShown, out.URLSecret = "", "(sealed)", true
+	}
 	out.SecretSet = c.Secret != ""
 	literal, _ := s.r.notify.box.open(c.Secret, func(string) (string, bool) { return "", false })
 	out.SecretHint = secretHint(c.Secret, literal)
@@ -254,6 +265,13 @@ func (s *NotificationService) applyChannel(c *store.StoredChannel, in bt.Channel
 		}
 		c.Name = *in.Name
 	}
+	if strings.HasPrefix(c.URL, sealedPrefix) {
+		u, err := s.r.notify.box.openURL(c.URL)
+		if err != nil && in.URL == nil {
+			return invalidChannel("url", "%v: give the URL again", err)
+		}
+		c.URL = u
+	}
 	if in.URL != nil {
 		c.URL = strings.TrimSpace(*in.URL)
 	}
@@ -284,8 +302,13 @@ func (s *NotificationService) applyChannel(c *store.StoredChannel, in bt.Channel
 		c.Secret = sealed
 	}
 	if c.Secret == "" {
-		return invalidChannel("secret", "a %s channel needs its secret (%s), or env:NAME to read it from the environment", c.Kind, secretName(c.Kind))
+		return invalidChannel("secret", "a %s channel needs its secret (%s), or env:%sNAME to read it from the environment", c.Kind, secretName(c.Kind), NotifyEnvPrefix)
 	}
+	sealed, err := s.r.notify.box.storeURL(c.URL)
+	if err != nil {
+		return err
+	}
+	c.URL = sealed
 	return nil
 }
 
@@ -355,7 +378,7 @@ func channelArgs(in bt.ChannelInput) map[string]any {
 		args["kind"] = string(in.Kind)
 	}
 	if in.URL != nil {
-		args["url"] = bt.Truncate(*in.URL, 200)
+		args["url"] = bt.Truncate(shownURL(strings.TrimSpace(*in.URL)), 200) // never a credential URL whole
 	}
 	if in.Secret != nil && *in.Secret != "" {
 		args["secret"] = "(literal, stored encrypted)"
