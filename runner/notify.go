@@ -124,6 +124,42 @@ func (n *notifier) send(ctx context.Context, instance string, d store.ClaimedDel
 		Channel: ch, Secret: secret, Source: "baton " + instance})
 }
 
+// sealChannelURLs seals every credential URL still stored in the clear (saved before URLs
+// were sealed), when this instance has the secret key; each is audited, as scheme://host/…,
+// and keeps its channel's last editor. A failure is logged and left to the next start.
+func (r *Runner) sealChannelURLs(ctx context.Context) {
+	box := r.notify.box
+	if box == nil {
+		return
+	}
+	rows, err := r.store.NotificationChannels(ctx)
+	if err != nil {
+		r.log.Warn("seal channel URLs: list channels", "err", err)
+		return
+	}
+	for _, c := range rows {
+		if strings.HasPrefix(c.URL, sealedPrefix) || !credentialURL(c.URL) {
+			continue
+		}
+		args := map[string]any{"id": c.ID, "url": shownURL(c.URL)}
+		_, err := r.store.UpdateChannel(ctx, c.ID, c.UpdatedBy, func(sc *store.StoredChannel) error {
+			if strings.HasPrefix(sc.URL, sealedPrefix) || !credentialURL(sc.URL) {
+				return nil // sealed meanwhile, by another instance or a save
+			}
+			sealed, err := box.storeURL(sc.URL)
+			sc.URL = sealed
+			return err
+		}, nil)
+		if err == bt.ErrNotFound {
+			continue
+		}
+		r.audit(ctx, "system", "sealNotificationChannelURL", fmt.Sprintf("channel:%d", c.ID), args, err)
+		if err != nil {
+			r.log.Warn("seal channel URL", "channel", c.Name, "err", err)
+		}
+	}
+}
+
 // serve works the outbox until ctx is done, when this instance has a sender.
 func (n *notifier) serve(ctx context.Context) {
 	if n.worker != nil {

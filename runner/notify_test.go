@@ -493,3 +493,30 @@ func TestNotifyCredentialURLSealedAndHidden(t *testing.T) {
 		t.Fatalf("%d channels, want the 3 accepted", k)
 	}
 }
+
+// A credential URL stored in the clear before URLs were sealed is sealed when an instance with
+// the secret key starts, keeps its channel's last editor, and still delivers whole.
+func TestNotifyLegacyCredentialURLSealedAtStart(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	rc := newReceiver(t)
+	full := rc.URL + "/hooks/L3GACY-T0KEN"
+	first := b.runner(notifying(nil))
+	c := channel(t, first, bt.ChannelInput{Name: ptr("old"), Kind: bt.ChannelWebhook, URL: ptr(rc.URL), Secret: ptr("whsec-0123456789-abcdef")})
+	if _, err := b.Pool.Exec(ctx, `UPDATE notification_channels SET url = $1, updated_by = 'carol' WHERE id = $2`, full, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := b.runner(notifying(nil))
+	testenv.Eventually(t, 20*time.Second, "the stored URL to be sealed", func() bool {
+		return b.count(`SELECT count(*) FROM notification_channels WHERE id = $1 AND url LIKE 'enc:v1:%' AND updated_by = 'carol'`, c.ID) == 1
+	})
+	if k := b.count(`SELECT count(*) FROM audit_log WHERE arguments::text LIKE '%L3GACY%'`); k != 0 {
+		t.Fatalf("%d audit rows hold the URL", k)
+	}
+	if _, err := r.Alarms().Notifications().SendTest(ctx, "olivia", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.wait(t, 1, "the test delivery"); got[0].Path != "/hooks/L3GACY-T0KEN" {
+		t.Fatalf("delivered to %q", got[0].Path)
+	}
+}
