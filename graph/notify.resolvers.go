@@ -75,6 +75,9 @@ func (r *notificationChannelResolver) ID(ctx context.Context, obj *batontype.Not
 
 // URL is the resolver for the url field.
 func (r *notificationChannelResolver) URL(ctx context.Context, obj *batontype.NotificationChannel) (*string, error) {
+	if c := CallerFrom(ctx); c == nil || !c.Role.AtLeast(model.RoleAdmin) {
+		return strOrNil(obj.URLShown), nil
+	}
 	return strOrNil(obj.URL), nil
 }
 

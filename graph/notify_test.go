@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -170,5 +171,63 @@ func TestNotificationSecretKeyMissing(t *testing.T) {
 	i.post(t, admin, q, map[string]any{"in": map[string]any{"name": "pd", "kind": "PAGERDUTY", "secret": "env:BATON_NOTIFY_PD_ROUTING_KEY"}}).decode(t, &out)
 	if c := out.SaveNotificationChannel.Channel; c == nil || c.SecretHint == nil || *c.SecretHint != "env:BATON_NOTIFY_PD_ROUTING_KEY" {
 		t.Fatalf("env reference: %+v", out.SaveNotificationChannel)
+	}
+}
+
+// A channel URL that carries credentials is shown whole to ADMIN only: a VIEWER and an
+// OPERATOR read scheme://host/…; a URL of scheme and host alone is shown to all.
+func TestNotificationURLsByRole(t *testing.T) {
+	b := setup(t)
+	i := b.instance(instanceOpts{noRun: true, runner: func(c *runner.Config) {
+		c.Notify = runner.NotifyConfig{SecretKey: []byte("0123456789abcdef0123456789abcdef")}
+	}})
+	admin := b.token(model.RoleAdmin)
+	const full = "https://hooks.example.com/services/T0KEN/B1234?sig=s3cr3t"
+	for _, in := range []map[string]any{
+		{"name": "hook", "kind": "WEBHOOK", "url": full, "secret": "whsec-0123456789-abcdef"},
+		{"name": "plain", "kind": "WEBHOOK", "url": "https://receiver.example.com", "secret": "whsec-0123456789-abcdef"},
+	} {
+		var out struct{ SaveNotificationChannel channelPayload }
+		i.post(t, admin, saveQ, map[string]any{"in": in}).decode(t, &out)
+		if out.SaveNotificationChannel.Channel == nil {
+			t.Fatalf("save %v: %+v", in, out.SaveNotificationChannel.UserErrors)
+		}
+	}
+	for _, tc := range []struct {
+		role       model.Role
+		hook, plan string
+	}{
+		{model.RoleViewer, "https://hooks.example.com/…", "https://receiver.example.com"},
+		{model.RoleOperator, "https://hooks.example.com/…", "https://receiver.example.com"},
+		{model.RoleApprover, "https://hooks.example.com/…", "https://receiver.example.com"},
+		{model.RoleAdmin, full, "https://receiver.example.com"},
+	} {
+		var out struct{ NotificationChannels []channelNode }
+		i.post(t, b.token(tc.role), `{ notificationChannels { `+channelFieldsQ+` } }`, nil).decode(t, &out)
+		got := map[string]string{}
+		for _, c := range out.NotificationChannels {
+			if c.URL != nil {
+				got[c.Name] = *c.URL
+			}
+		}
+		if got["hook"] != tc.hook || got["plain"] != tc.plan {
+			t.Errorf("%s reads URLs %v, want hook %s and plain %s", tc.role, got, tc.hook, tc.plan)
+		}
+	}
+	var log struct {
+		AuditLog struct {
+			Edges []struct {
+				Node struct{ Arguments json.RawMessage }
+			}
+		}
+	}
+	i.post(t, admin, `{ auditLog(first: 50) { edges { node { arguments } } } }`, nil).decode(t, &log)
+	if len(log.AuditLog.Edges) == 0 {
+		t.Fatal("no audit rows")
+	}
+	for _, e := range log.AuditLog.Edges {
+		if strings.Contains(string(e.Node.Arguments), "T0KEN") || strings.Contains(string(e.Node.Arguments), "s3cr3t") {
+			t.Errorf("an audit row holds the credential URL: %s", e.Node.Arguments)
+		}
 	}
 }

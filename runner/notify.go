@@ -116,8 +116,48 @@ func (n *notifier) send(ctx context.Context, instance string, d store.ClaimedDel
 	if err != nil {
 		return fmt.Errorf("channel %s: %w", d.Channel.Name, err)
 	}
+	ch := d.Channel.NotificationChannel
+	if ch.URL, err = n.box.openURL(ch.URL); err != nil {
+		return fmt.Errorf("channel %s: %w", d.Channel.Name, err)
+	}
 	return n.cfg.Sender.Send(ctx, bt.NotificationMessage{DeliveryID: d.ID, Kind: d.Kind, Attempt: d.Attempts, Alert: d.Alert,
-		Channel: d.Channel.NotificationChannel, Secret: secret, Source: "baton " + instance})
+		Channel: ch, Secret: secret, Source: "baton " + instance})
+}
+
+// sealChannelURLs seals every credential URL still stored in the clear (saved before URLs
+// were sealed), when this instance has the secret key; each is audited, as scheme://host/…,
+// and keeps its channel's last editor. A failure is logged and left to the next start.
+func (r *Runner) sealChannelURLs(ctx context.Context) {
+	box := r.notify.box
+	if box == nil {
+		return
+	}
+	rows, err := r.store.NotificationChannels(ctx)
+	if err != nil {
+		r.log.Warn("seal channel URLs: list channels", "err", err)
+		return
+	}
+	for _, c := range rows {
+		if strings.HasPrefix(c.URL, sealedPrefix) || !credentialURL(c.URL) {
+			continue
+		}
+		args := map[string]any{"id": c.ID, "url": shownURL(c.URL)}
+		_, err := r.store.UpdateChannel(ctx, c.ID, c.UpdatedBy, func(sc *store.StoredChannel) error {
+			if strings.HasPrefix(sc.URL, sealedPrefix) || !credentialURL(sc.URL) {
+				return nil // sealed meanwhile, by another instance or a save
+			}
+			sealed, err := box.storeURL(sc.URL)
+			sc.URL = sealed
+			return err
+		}, nil)
+		if err == bt.ErrNotFound {
+			continue
+		}
+		r.audit(ctx, "system", "sealNotificationChannelURL", fmt.Sprintf("channel:%d", c.ID), args, err)
+		if err != nil {
+			r.log.Warn("seal channel URL", "channel", c.Name, "err", err)
+		}
+	}
 }
 
 // serve works the outbox until ctx is done, when this instance has a sender.
@@ -161,9 +201,16 @@ func (s *NotificationService) Channel(ctx context.Context, id int64) (*bt.Notifi
 	return nil, bt.Errorf(bt.CodeNotFound, "no notification channel %d", id)
 }
 
-// public is c as the API shows it: whether its secret is set and a hint, never the secret.
+// public is c as the API shows it: whether its secret is set and a hint, never the secret;
+// its URL opened, and as anyone may see it (URLShown). A sealed URL that does not open is
+// shown as "(sealed)".
 func (s *NotificationService) public(c store.StoredChannel) bt.NotificationChannel {
 	out := c.NotificationChannel
+	if u, err := s.r.notify.box.openURL(c.URL); err == nil {
+		out.URL, out.URLShown, out.URLSecret = u, shownURL(u), credentialURL(u)
+	} else {
+		out.URL, out.URLShown, out.URLSecret = "", "(sealed)", true
+	}
 	out.SecretSet = c.Secret != ""
 	literal, _ := s.r.notify.box.open(c.Secret, func(string) (string, bool) { return "", false })
 	out.SecretHint = secretHint(c.Secret, literal)
@@ -254,6 +301,13 @@ func (s *NotificationService) applyChannel(c *store.StoredChannel, in bt.Channel
 		}
 		c.Name = *in.Name
 	}
+	if strings.HasPrefix(c.URL, sealedPrefix) {
+		u, err := s.r.notify.box.openURL(c.URL)
+		if err != nil && in.URL == nil {
+			return invalidChannel("url", "%v: give the URL again", err)
+		}
+		c.URL = u
+	}
 	if in.URL != nil {
 		c.URL = strings.TrimSpace(*in.URL)
 	}
@@ -284,8 +338,13 @@ func (s *NotificationService) applyChannel(c *store.StoredChannel, in bt.Channel
 		c.Secret = sealed
 	}
 	if c.Secret == "" {
-		return invalidChannel("secret", "a %s channel needs its secret (%s), or env:NAME to read it from the environment", c.Kind, secretName(c.Kind))
+		return invalidChannel("secret", "a %s channel needs its secret (%s), or env:%sNAME to read it from the environment", c.Kind, secretName(c.Kind), NotifyEnvPrefix)
 	}
+	sealed, err := s.r.notify.box.storeURL(c.URL)
+	if err != nil {
+		return err
+	}
+	c.URL = sealed
 	return nil
 }
 
@@ -355,7 +414,7 @@ func channelArgs(in bt.ChannelInput) map[string]any {
 		args["kind"] = string(in.Kind)
 	}
 	if in.URL != nil {
-		args["url"] = bt.Truncate(*in.URL, 200)
+		args["url"] = bt.Truncate(shownURL(strings.TrimSpace(*in.URL)), 200) // never a credential URL whole
 	}
 	if in.Secret != nil && *in.Secret != "" {
 		args["secret"] = "(literal, stored encrypted)"

@@ -23,6 +23,7 @@ var testSecretKey = []byte("0123456789abcdef0123456789abcdef")
 // received is one request a receiver got.
 type received struct {
 	At     time.Time
+	Path   string // the request's path and query
 	Header http.Header
 	Body   []byte
 }
@@ -59,7 +60,7 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		rc.mu.Lock()
-		rc.got = append(rc.got, received{At: time.Now(), Header: r.Header.Clone(), Body: body})
+		rc.got = append(rc.got, received{At: time.Now(), Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 		rc.mu.Unlock()
 		w.WriteHeader(status)
 	}))

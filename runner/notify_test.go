@@ -433,3 +433,90 @@ func TestNotifyEnvReferenceAllowList(t *testing.T) {
 		t.Fatalf("the receiver was called %d times", len(rc.requests())+int(rc.refused.Load()))
 	}
 }
+
+// A channel URL that carries credentials (userinfo, a query, a path) is stored sealed, shown
+// beside its full form as scheme://host/…, written to the audit log only in that form, and
+// still delivered to whole; a URL of scheme and host alone is stored and shown as it is.
+// Without a secret key a credential URL is refused, and nothing is stored.
+func TestNotifyCredentialURLSealedAndHidden(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	rc := newReceiver(t)
+	r := b.runner(notifying(nil))
+	n := r.Alarms().Notifications()
+	const token, sig = "T0KEN-4f1c9a7e", "s3cr3t-sig"
+	full := rc.URL + "/hooks/" + token + "?sig=" + sig
+	shown := rc.URL + "/…"
+	c := channel(t, r, bt.ChannelInput{Name: ptr("hook"), Kind: bt.ChannelWebhook, URL: ptr(full), Secret: ptr("whsec-0123456789-abcdef")})
+	if c.URL != full || c.URLShown != shown || !c.URLSecret {
+		t.Fatalf("channel URL %q shown %q secret %v, want %q shown as %q", c.URL, c.URLShown, c.URLSecret, full, shown)
+	}
+	userinfo := channel(t, r, bt.ChannelInput{Name: ptr("basic"), Kind: bt.ChannelWebhook, URL: ptr("https://bot:pa55word@hooks.example.com"), Secret: ptr("whsec-0123456789-abcdef")})
+	if userinfo.URLShown != "https://hooks.example.com/…" || !userinfo.URLSecret {
+		t.Fatalf("userinfo URL shown %q secret %v", userinfo.URLShown, userinfo.URLSecret)
+	}
+	plain := channel(t, r, bt.ChannelInput{Name: ptr("plain"), Kind: bt.ChannelWebhook, URL: ptr(rc.URL), Secret: ptr("whsec-0123456789-abcdef")})
+	if plain.URL != rc.URL || plain.URLShown != rc.URL || plain.URLSecret {
+		t.Fatalf("plain URL %q shown %q secret %v", plain.URL, plain.URLShown, plain.URLSecret)
+	}
+	for _, leak := range []string{token, sig, "pa55word"} {
+		if k := b.count(`SELECT count(*) FROM notification_channels WHERE url LIKE '%' || $1 || '%'`, leak); k != 0 {
+			t.Errorf("%q is stored in the clear", leak)
+		}
+		if k := b.count(`SELECT count(*) FROM audit_log WHERE arguments::text LIKE '%' || $1 || '%' OR target LIKE '%' || $1 || '%'`, leak); k != 0 {
+			t.Errorf("%d audit rows hold %q", k, leak)
+		}
+	}
+	if k := b.count(`SELECT count(*) FROM notification_channels WHERE url = $1`, rc.URL); k != 1 {
+		t.Errorf("the plain URL is not stored as it is")
+	}
+	if k := b.count(`SELECT count(*) FROM audit_log WHERE action = 'createNotificationChannel' AND arguments->>'url' = $1`, shown); k != 1 {
+		t.Errorf("%d audit rows record the URL as %s, want 1", k, shown)
+	}
+	// A change of another field keeps the sealed URL, which still delivers whole.
+	if up, err := n.UpdateChannel(ctx, "alice", c.ID, bt.ChannelInput{RatePerMinute: ptr(10)}); err != nil || up.URL != full {
+		t.Fatalf("update keeping the URL: %+v, %v", up, err)
+	}
+	if _, err := n.SendTest(ctx, "olivia", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.wait(t, 1, "the test delivery"); got[0].Path != "/hooks/"+token+"?sig="+sig {
+		t.Fatalf("delivered to %q, want the whole path", got[0].Path)
+	}
+	keyless := b.runner(nil)
+	_, err := keyless.Alarms().Notifications().CreateChannel(ctx, "alice", bt.ChannelInput{Name: ptr("k"), Kind: bt.ChannelWebhook, URL: ptr(full), Secret: ptr("env:BATON_NOTIFY_K")})
+	var e *bt.Error
+	if bt.CodeOf(err) != runner.CodeSecretKeyMissing || !errors.As(err, &e) || e.Field != "url" {
+		t.Fatalf("credential URL without a key: %v, want %s on url", err, runner.CodeSecretKeyMissing)
+	}
+	if k := b.count(`SELECT count(*) FROM notification_channels`); k != 3 {
+		t.Fatalf("%d channels, want the 3 accepted", k)
+	}
+}
+
+// A credential URL stored in the clear before URLs were sealed is sealed when an instance with
+// the secret key starts, keeps its channel's last editor, and still delivers whole.
+func TestNotifyLegacyCredentialURLSealedAtStart(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	rc := newReceiver(t)
+	full := rc.URL + "/hooks/L3GACY-T0KEN"
+	first := b.runner(notifying(nil))
+	c := channel(t, first, bt.ChannelInput{Name: ptr("old"), Kind: bt.ChannelWebhook, URL: ptr(rc.URL), Secret: ptr("whsec-0123456789-abcdef")})
+	if _, err := b.Pool.Exec(ctx, `UPDATE notification_channels SET url = $1, updated_by = 'carol' WHERE id = $2`, full, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	r := b.runner(notifying(nil))
+	testenv.Eventually(t, 20*time.Second, "the stored URL to be sealed", func() bool {
+		return b.count(`SELECT count(*) FROM notification_channels WHERE id = $1 AND url LIKE 'enc:v1:%' AND updated_by = 'carol'`, c.ID) == 1
+	})
+	if k := b.count(`SELECT count(*) FROM audit_log WHERE arguments::text LIKE '%L3GACY%'`); k != 0 {
+		t.Fatalf("%d audit rows hold the URL", k)
+	}
+	if _, err := r.Alarms().Notifications().SendTest(ctx, "olivia", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.wait(t, 1, "the test delivery"); got[0].Path != "/hooks/L3GACY-T0KEN" {
+		t.Fatalf("delivered to %q", got[0].Path)
+	}
+}

@@ -385,7 +385,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.ds.serve(ctx) }()
-	go func() { defer wg.Done(); r.notify.serve(ctx) }()
+	go func() { defer wg.Done(); r.sealChannelURLs(ctx); r.notify.serve(ctx) }()
 	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts, shards and reconciles to the others
 		wg.Add(3)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()

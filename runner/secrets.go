@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -30,8 +31,11 @@ const (
 	envPrefix    = "env:"
 )
 
-// secretAAD binds a sealed secret to its use.
-var secretAAD = []byte("baton notification channel secret")
+// secretAAD and urlAAD bind a sealed secret, and a sealed URL, to their use.
+var (
+	secretAAD = []byte("baton notification channel secret")
+	urlAAD    = []byte("baton notification channel url")
+)
 
 // secretBox seals and opens channel secrets with AES-GCM under the cluster's key; a nil
 // box has no key and seals nothing.
@@ -61,14 +65,89 @@ func (b *secretBox) store(secret string) (string, error) {
 	}
 	if b == nil {
 		return "", &bt.Error{Code: CodeSecretKeyMissing, Field: "secret",
-			Message: "no secret key is configured (--secret-key, BATON_SECRET_KEY), so a literal secret cannot be stored encrypted: configure one, or give env:NAME to read the secret from an environment variable"}
+			Message: "no secret key is configured (--secret-key, BATON_SECRET_KEY), so a literal secret cannot be stored encrypted: configure one, or give env:" + NotifyEnvPrefix + "NAME to read the secret from an environment variable"}
 	}
+	return b.seal(secret, secretAAD)
+}
+
+// seal returns plain sealed under the key, bound to aad, in its stored form.
+func (b *secretBox) seal(plain string, aad []byte) (string, error) {
 	nonce := make([]byte, b.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	sealed := b.aead.Seal(nonce, nonce, []byte(secret), secretAAD)
+	sealed := b.aead.Seal(nonce, nonce, []byte(plain), aad)
 	return sealedPrefix + base64.StdEncoding.EncodeToString(sealed), nil
+}
+
+// unseal opens the stored form of a sealed value bound to aad.
+func (b *secretBox) unseal(stored string, aad []byte) (string, error) {
+	if b == nil {
+		return "", errors.New("the secret is stored encrypted but this instance has no secret key")
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(stored, sealedPrefix))
+	if err != nil || len(raw) < b.aead.NonceSize() {
+		return "", errors.New("the stored secret is damaged")
+	}
+	n := b.aead.NonceSize()
+	plain, err := b.aead.Open(nil, raw[:n], raw[n:], aad)
+	if err != nil {
+		return "", errors.New("the stored secret does not open with this instance's secret key")
+	}
+	return string(plain), nil
+}
+
+// storeURL returns the stored form of a channel's URL: sealed when it carries credentials
+// (credentialURL), as it is otherwise. SECRET_KEY_MISSING on the field url: a credential URL
+// with no key.
+func (b *secretBox) storeURL(raw string) (string, error) {
+	if !credentialURL(raw) {
+		return raw, nil
+	}
+	if b == nil {
+		return "", &bt.Error{Code: CodeSecretKeyMissing, Field: "url",
+			Message: "this URL carries credentials (userinfo, a query or a path, which may hold a token), so it is stored encrypted, and no secret key is configured (--secret-key, BATON_SECRET_KEY): configure one, or post to a URL of scheme and host alone"}
+	}
+	return b.seal(raw, urlAAD)
+}
+
+// openURL returns a channel's URL from its stored form.
+func (b *secretBox) openURL(stored string) (string, error) {
+	if !strings.HasPrefix(stored, sealedPrefix) {
+		return stored, nil
+	}
+	u, err := b.unseal(stored, urlAAD)
+	if err != nil {
+		return "", fmt.Errorf("the channel's URL: %w", err)
+	}
+	return u, nil
+}
+
+// credentialURL reports whether a channel URL is treated as a secret: one with userinfo, a
+// query, a fragment or a path other than "/" (a webhook's path often is its token), except
+// PagerDuty's public Events v2 endpoint. A URL that does not parse is a secret too.
+func credentialURL(raw string) bool {
+	if raw == "" || raw == bt.DefaultPagerDutyURL {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true
+	}
+	return u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" || (u.Path != "" && u.Path != "/")
+}
+
+// shownURL is a channel URL as anyone may see it: scheme://host/… when it carries
+// credentials, the URL itself otherwise.
+func shownURL(raw string) string {
+	if !credentialURL(raw) {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(hidden)"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // open returns the secret of its stored form, reading an environment reference with lookup.
@@ -85,19 +164,7 @@ func (b *secretBox) open(stored string, lookup func(string) (string, bool)) (str
 		}
 		return v, nil
 	case strings.HasPrefix(stored, sealedPrefix):
-		if b == nil {
-			return "", errors.New("the secret is stored encrypted but this instance has no secret key")
-		}
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(stored, sealedPrefix))
-		if err != nil || len(raw) < b.aead.NonceSize() {
-			return "", errors.New("the stored secret is damaged")
-		}
-		n := b.aead.NonceSize()
-		plain, err := b.aead.Open(nil, raw[:n], raw[n:], secretAAD)
-		if err != nil {
-			return "", errors.New("the stored secret does not open with this instance's secret key")
-		}
-		return string(plain), nil
+		return b.unseal(stored, secretAAD)
 	}
 	return "", errors.New("the channel has no secret")
 }

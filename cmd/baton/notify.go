@@ -16,8 +16,10 @@ const notifyUsage = `usage:
   baton notify channels add NAME --kind webhook|slack|pagerduty [--endpoint URL]
                         (--secret S | --secret-file PATH) [--rate N] [--burst B]
         add a channel; the secret is the webhook's HMAC key, the Slack incoming webhook's
-        URL or the PagerDuty routing key, or env:NAME to read it from each instance's
-        environment. --secret-file keeps it off the command line
+        URL or the PagerDuty routing key, or env:BATON_NOTIFY_NAME to read it from each
+        instance's environment (only names starting BATON_NOTIFY_). --secret-file keeps it
+        off the command line. An --endpoint with userinfo, a query or a path is stored
+        encrypted too, and shown whole to admins only
   baton notify channels set CHANNEL [--name N] [--endpoint URL] [--secret S | --secret-file PATH]
                         [--rate N] [--burst B]
         change a channel (a flag not given stays as it is)
@@ -110,7 +112,7 @@ type channelFlags struct {
 func defineChannelFlags(fs *flag.FlagSet, add bool) *channelFlags {
 	f := &channelFlags{
 		url:        fs.String("endpoint", "", "the URL to post to (webhook, PagerDuty)"),
-		secret:     fs.String("secret", "", "the secret, or env:NAME"),
+		secret:     fs.String("secret", "", "the secret, or env:BATON_NOTIFY_NAME"),
 		secretFile: fs.String("secret-file", "", "read the secret from this file"),
 		rate:       fs.Int("rate", 0, "deliveries a minute (1 to 6000)"),
 		burst:      fs.Int("burst", 0, "deliveries at once (1 to 1000)"),

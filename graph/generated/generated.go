@@ -5104,8 +5104,9 @@ extend type Mutation {
   empty secret keeps the stored one, and routes, when given, replace the channel's routes, in
   the same transaction. The secret (the webhook's HMAC key, the Slack incoming webhook's URL,
   the PagerDuty routing key) is stored encrypted with the cluster's secret key, or given as
-  env:NAME to read from each instance's environment; without a secret key a literal secret is
-  refused with SECRET_KEY_MISSING. Bad values are refused with INVALID_INPUT naming the field
+  env:BATON_NOTIFY_NAME to read from each instance's environment (any other name is refused
+  with SECRET_ENV_REFUSED); without a secret key a literal secret, or a URL that carries
+  credentials, is refused with SECRET_KEY_MISSING. Bad values are refused with INVALID_INPUT naming the field
   (an unknown alarm kind as the schema refuses any unknown enum value), a taken name with
   CONFLICT, an unknown id with NOT_FOUND; nothing is stored then. Audited, without the secret.
   """
@@ -5121,7 +5122,11 @@ type NotificationChannel @goModel(model: "github.com/baton-run/baton/runner/bato
   id: ID! @goField(forceResolver: true)
   name: String!
   kind: ChannelKind!
-  "The URL posted to; null for SLACK, whose URL is its secret."
+  """
+  The URL posted to; null for SLACK, whose URL is its secret. A URL that carries credentials
+  (userinfo, a query or a path) is stored encrypted and shown whole to ADMIN only; any other
+  role sees scheme://host/….
+  """
   url: String @goField(forceResolver: true)
   "Whether the channel has its secret."
   secretSet: Boolean!

@@ -43,10 +43,15 @@ const (
 // NotificationChannel is a receiver of alarm notifications as the API shows it: its secret is
 // never part of it, only whether it is set and a hint of which it is.
 type NotificationChannel struct {
-	ID            int64
-	Name          string
-	Kind          ChannelKind
-	URL           string // the webhook's or PagerDuty's endpoint; "" for SLACK (its URL is secret)
+	ID   int64
+	Name string
+	Kind ChannelKind
+	URL  string // the webhook's or PagerDuty's endpoint; "" for SLACK (its URL is secret)
+	// URLSecret says URL carries credentials (userinfo, a query, a path): it is stored sealed
+	// and URLShown is all a caller below ADMIN sees of it.
+	URLSecret bool
+	// URLShown is URL as anyone may see it: URL itself, or scheme://host/… when URLSecret.
+	URLShown      string
 	SecretSet     bool
 	SecretHint    string // "env:NAME", or the last characters of a stored secret
 	RatePerMinute int

@@ -262,8 +262,16 @@ func (s reconcileStore) RecoverReconciles(ctx context.Context, maxAttempts int) 
 		if q.Status != bt.ReconcileFailed {
 			continue
 		}
+		args := map[string]any{"requestId": q.ID, "message": q.Message, "job": q.JobName}
+		var target, step string
+		var generation int64
+		if err := tx.QueryRow(ctx, `SELECT target_key, step, generation FROM job_ledger WHERE id = $1`, q.EntryID).Scan(&target, &step, &generation); err == nil {
+			args["targetKey"], args["step"], args["generation"] = target, step, generation
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("audit reconcile request %d: read its entry: %w", q.ID, err)
+		}
 		if err := insertAudit(ctx, tx, store.AuditRecord{Actor: q.RequestedBy, Action: "reconcile", Target: fmt.Sprintf("ledger:%d", q.EntryID),
-			Arguments: map[string]any{"requestId": q.ID, "message": q.Message}, Outcome: string(bt.ReconcileFailed)}); err != nil {
+			Arguments: args, Outcome: string(bt.ReconcileFailed)}); err != nil {
 			return nil, fmt.Errorf("audit reconcile request %d: %w", q.ID, err)
 		}
 	}

@@ -17,7 +17,7 @@ const USER_ERROR_WORDS: Record<UserErrorCode, string> = {
   SELF_APPROVAL: 'You requested this replay, so you cannot approve it: a second person must.',
   CONFLICT: 'Someone else changed it first; reload and try again.',
   SHUTTING_DOWN: 'The instance is shutting down; try again on another one.',
-  SECRET_KEY_MISSING: 'The cluster has no secret key to store a secret encrypted: give env:NAME, or configure BATON_SECRET_KEY.',
+  SECRET_KEY_MISSING: 'The cluster has no secret key to store a secret encrypted: give env:BATON_NOTIFY_NAME (or, for a URL, scheme and host alone), or configure BATON_SECRET_KEY.',
   SECRET_ENV_REFUSED: 'env:NAME reads only variables named BATON_NOTIFY_…: rename the variable on every instance.',
 };
 

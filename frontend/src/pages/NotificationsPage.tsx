@@ -59,7 +59,7 @@ function AddChannel({ onSaved }: { onSaved: () => void }) {
           )}
           <TextInput
             label={secretLabel(draft.kind)}
-            description="stored encrypted, or env:NAME"
+            description="stored encrypted, or env:BATON_NOTIFY_NAME"
             type="password"
             autoComplete="off"
             value={draft.secret}

@@ -123,6 +123,7 @@ func (c *Reconciles) record(ctx context.Context, entryID int64, actor string, ar
 	if err != nil {
 		return nil, err
 	}
+	entryArgs(args, e)
 	if job, ok := c.cfg.JobFunc(e.JobName); !ok || job.Hook == nil {
 		return nil, bt.Errorf(bt.CodeInvalidInput, "job %s has no reconcile hook: resolve the entry by hand", e.JobName)
 	}
@@ -145,7 +146,10 @@ func (c *Reconciles) RequestMany(ctx context.Context, entryIDs []int64, actor st
 	}
 	failed := map[int64]error{}
 	var ok []int64
-	for _, id := range entryIDs {
+	members := make([]map[string]any, len(entryIDs))
+	args["members"] = members
+	for i, id := range entryIDs {
+		members[i] = map[string]any{"entryId": id}
 		e, err := c.cfg.Store.LedgerEntry(ctx, id)
 		switch {
 		case bt.CodeOf(err) != "":
@@ -153,6 +157,7 @@ func (c *Reconciles) RequestMany(ctx context.Context, entryIDs []int64, actor st
 		case err != nil:
 			return nil, nil, err
 		default:
+			entryArgs(members[i], e)
 			if job, has := c.cfg.JobFunc(e.JobName); !has || job.Hook == nil {
 				failed[id] = bt.Errorf(bt.CodeInvalidInput, "job %s has no reconcile hook: resolve the entry by hand", e.JobName)
 			} else {

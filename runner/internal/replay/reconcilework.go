@@ -20,6 +20,7 @@ type reconcileWork struct {
 	// never later than the real end.
 	leaseEnd time.Time
 	log      *slog.Logger
+	entry    *bt.LedgerEntry // the entry as the work read it; nil until then, or if it could not
 }
 
 // hookAnswer is what a reconcile hook returned.
@@ -38,6 +39,9 @@ func (w *reconcileWork) run() {
 	rctx, cancelRead := context.WithTimeout(context.Background(), storeTimeout)
 	e, err := w.c.cfg.Store.LedgerEntry(rctx, w.q.EntryID)
 	cancelRead()
+	if err == nil {
+		w.entry = e
+	}
 	var refused string
 	switch {
 	case !ok || job.Hook == nil:
@@ -139,6 +143,11 @@ func (w *reconcileWork) finish(out store.ReconcileOutcome, args map[string]any) 
 		args = map[string]any{}
 	}
 	args["instance"] = w.c.cfg.Instance
+	if w.entry != nil {
+		entryArgs(args, w.entry)
+	} else {
+		args["job"] = w.q.JobName
+	}
 	done, err := w.c.cfg.Store.FinishReconcile(ctx, w.fence, out, store.AuditRecord{Actor: w.q.RequestedBy, Action: "reconcile",
 		Target: fmt.Sprintf("ledger:%d", w.q.EntryID), Arguments: args})
 	if err != nil {

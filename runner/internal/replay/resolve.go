@@ -29,14 +29,16 @@ func (s *Service) ResolveAmbiguous(ctx context.Context, entryID int64, res Resol
 	evidenceRef, note = strings.TrimSpace(evidenceRef), strings.TrimSpace(note)
 	// What reaches the ledger and the audit log: masked for a job with sensitive evidence.
 	stored := evidenceRef
-	if stored != "" {
-		if e, lerr := s.cfg.Store.LedgerEntry(ctx, entryID); lerr == nil {
-			if job, ok := s.cfg.JobFunc(e.JobName); ok && job.SensitiveEvidence {
-				stored = s.cfg.MaskFunc(stored)
-			}
+	e, lerr := s.cfg.Store.LedgerEntry(ctx, entryID)
+	if stored != "" && lerr == nil {
+		if job, ok := s.cfg.JobFunc(e.JobName); ok && job.SensitiveEvidence {
+			stored = s.cfg.MaskFunc(stored)
 		}
 	}
 	args := map[string]any{"entryId": entryID, "resolution": res, "evidenceRef": stored, "note": note}
+	if lerr == nil {
+		entryArgs(args, e)
+	}
 	if err := checkResolution(res, evidenceRef, note); err != nil {
 		s.cfg.AuditFunc(ctx, actor, "resolveAmbiguous", target, args, err)
 		return nil, err
@@ -67,6 +69,28 @@ func checkResolution(res Resolution, evidenceRef, note string) error {
 		return &bt.Error{Code: bt.CodeInvalidInput, Message: "note (2000) or evidence reference (500) too long"}
 	}
 	return nil
+}
+
+// entryArgs adds to an audit row's arguments what names entry e beside its id: its job,
+// target key, step and generation.
+func entryArgs(args map[string]any, e *bt.LedgerEntry) map[string]any {
+	args["job"], args["targetKey"], args["step"], args["generation"] = e.JobName, e.Target, e.Step, e.Generation
+	return args
+}
+
+// memberArgs names each member of a bulk operation for its audit row: its id, and its job,
+// target key, step and generation when the entry exists.
+func memberArgs(ctx context.Context, st interface {
+	LedgerEntry(ctx context.Context, id int64) (*bt.LedgerEntry, error)
+}, ids []int64) []map[string]any {
+	out := make([]map[string]any, len(ids))
+	for i, id := range ids {
+		out[i] = map[string]any{"entryId": id}
+		if e, err := st.LedgerEntry(ctx, id); err == nil {
+			entryArgs(out[i], e)
+		}
+	}
+	return out
 }
 
 // MaxMembers bounds the members of one bulk operation.
@@ -129,6 +153,9 @@ func (s *Service) ResolveAmbiguousMany(ctx context.Context, entryIDs []int64, re
 	err := checkMembers(entryIDs)
 	if err == nil {
 		err = checkResolution(res, evidenceRef, note)
+	}
+	if err == nil {
+		args["members"] = memberArgs(ctx, s.cfg.Store, entryIDs)
 	}
 	if err != nil {
 		s.cfg.AuditFunc(ctx, actor, "resolveAmbiguousMany", "", args, err)
