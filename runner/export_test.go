@@ -39,3 +39,7 @@ func (r *Runner) FailDownstreamAcquire(fault func(name string) error) {
 	}
 	r.ds.acquireFault.Store(&fault)
 }
+
+// LosePlanShardsReplies makes the next n committed PlanShards replies of r fail as if the
+// connection broke just after the commit.
+func (r *Runner) LosePlanShardsReplies(n int) { r.shards.lostReplies.Store(int32(n)) }
