@@ -58,6 +58,17 @@ type downstreams struct {
 
 	// acquireFault, when set (tests), fails Acquire with its error before the limiter is asked.
 	acquireFault atomic.Pointer[func(name string) error]
+	// clock is this instance's clock (time.Now; tests skew it), by which a quota hold, its
+	// length computed on the Redis clock, is waited out.
+	clock atomic.Pointer[func() time.Time]
+}
+
+// now reads the instance's clock.
+func (d *downstreams) now() time.Time {
+	if c := d.clock.Load(); c != nil {
+		return (*c)()
+	}
+	return time.Now()
 }
 
 func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downstreams, error) {
@@ -188,7 +199,7 @@ func (d *downstreams) Held(name string) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if h, spent := d.quotaEnd[name]; spent {
-		if time.Now().Before(h.until) && h.version == s.Version {
+		if d.now().Before(h.until) && h.version == s.Version {
 			return "QUOTA"
 		}
 		delete(d.quotaEnd, name) // the window ended, or the limits changed: try again
@@ -197,6 +208,7 @@ func (d *downstreams) Held(name string) string {
 }
 
 // quotaHold is a spent quota: calls wait until its window ends, unless the limits change.
+// until is on this instance's clock: now, plus how long the window has left by Redis's.
 type quotaHold struct {
 	until   time.Time
 	version int64
@@ -224,7 +236,9 @@ func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Ti
 		var held *limiter.HeldError
 		if errors.As(err, &held) {
 			d.mu.Lock()
-			d.quotaEnd[name] = quotaHold{until: held.Until, version: s.Version}
+			// Until is on the Redis clock; For, its distance from now on that clock, is
+			// what this instance waits, on its own.
+			d.quotaEnd[name] = quotaHold{until: d.now().Add(held.For), version: s.Version}
 			d.mu.Unlock()
 		}
 		if held != nil || errors.Is(err, limiter.ErrNoTurn) {

@@ -39,3 +39,28 @@ func (r *Runner) FailDownstreamAcquire(fault func(name string) error) {
 	}
 	r.ds.acquireFault.Store(&fault)
 }
+
+// LosePlanShardsReplies makes the next n committed PlanShards replies of r fail as if the
+// connection broke just after the commit.
+func (r *Runner) LosePlanShardsReplies(n int) { r.shards.lostReplies.Store(int32(n)) }
+
+// SetDownstreamClock sets the clock r's downstreams wait out a quota hold by (nil: time.Now).
+func (r *Runner) SetDownstreamClock(now func() time.Time) {
+	if now == nil {
+		r.ds.clock.Store(nil)
+		return
+	}
+	r.ds.clock.Store(&now)
+}
+
+// AcquireDownstream takes a turn at downstream name as a call does, and ends it at once.
+func (r *Runner) AcquireDownstream(ctx context.Context, name string) error {
+	t, err := r.ds.Acquire(ctx, name, time.Now().Add(time.Second))
+	if err == nil {
+		t.Done(nil)
+	}
+	return err
+}
+
+// DownstreamHeld says why calls to name are held at the boundary now, as a batch asks.
+func (r *Runner) DownstreamHeld(name string) string { return r.ds.Held(name) }

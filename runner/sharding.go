@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/connretry"
 	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/store"
 )
@@ -147,8 +150,22 @@ func (w *shardWork) plan(ctx context.Context, run *Run, s *Sharding) error {
 			return err
 		}
 	}
+	// A commit whose reply was lost (the connection broke) may have landed: PlanShards is made
+	// again, and finds the run handed to its shards already. For half the lease: the run's
+	// end, if it comes to that, is recorded under the lease (and hands the run to its shards
+	// all the same).
+	lease := time.Duration(run.Snapshot().LeaseSeconds) * time.Second / 2
 	if err := run.e.Fenced(ctx, func(ctx context.Context, f store.Fence) (store.LeaseState, bt.StopReason, error) {
-		return r.store.PlanShards(ctx, f, plan)
+		ctx, cancel := context.WithTimeout(ctx, lease)
+		defer cancel()
+		res, err := connretry.OnUnavailable(ctx, func() (planReply, error) {
+			ls, pause, err := r.store.PlanShards(ctx, f, plan)
+			if err == nil && w.loseReply() {
+				err = fmt.Errorf("commit the shards of run %d: %w", f.RunID, io.ErrUnexpectedEOF) // a test's lost reply
+			}
+			return planReply{ls, pause}, err
+		})
+		return res.ls, res.pause, err
 	}); err != nil {
 		return err
 	}
@@ -369,12 +386,34 @@ func (w *shardWork) recovered(run bt.RunRecord) {
 	}
 }
 
+// loseReply reports whether a test asked for this committed PlanShards reply to be lost.
+func (w *shardWork) loseReply() bool {
+	for {
+		n := w.lostReplies.Load()
+		if n <= 0 {
+			return false
+		}
+		if w.lostReplies.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// planReply is PlanShards' reply.
+type planReply struct {
+	ls    store.LeaseState
+	pause bt.StopReason
+}
+
 // shardWork is the runner's side of sharded runs: the plan, the claimer and what follows a
 // shard's end.
 type shardWork struct {
 	r *Runner
 	// wake wakes the claimer (serve).
 	wake chan struct{}
+	// lostReplies, when above 0 (tests), is how many of the next committed PlanShards replies
+	// are lost on their way back, as when the connection breaks just after the commit.
+	lostReplies atomic.Int32
 }
 
 // noLocks stands for the job's Redis lock in a shard's run: the lock is the run's, and it is

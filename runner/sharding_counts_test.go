@@ -199,3 +199,86 @@ func TestShardShutdownInBackoffKeepsProgressWithinTotal(t *testing.T) {
 		t.Fatalf("counters off:\n%s", strings.Join(bad, "\n"))
 	}
 }
+
+// TestShardPlanReplyLost: the commit of a run's shards lands but its reply is lost. Made
+// again, PlanShards finds the shards planned and the run goes on; lost for as long as the
+// worker retries, the run's end hands it to its shards all the same. Either way every shard
+// is claimed, the run ends SUCCEEDED, and no shard is left PENDING.
+func TestShardPlanReplyLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lost int
+	}{{"once", 1}, {"until the worker gives up", 1 << 20}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t)
+			job := newShardedJob(b, "sharded-lost-reply", 3, 2)
+			job.lease = 2 * time.Second
+			// The shards' calls wait until the run's own worker is done, however it ended.
+			planDone := make(chan struct{})
+			job.gate = func(runner.ShardInfo, int) <-chan struct{} { return planDone }
+			rs := b.instances(2, 2, job, func(c *runner.Config) { c.Scheduler = true })
+			rs[0].LosePlanShardsReplies(tc.lost)
+			rs[1].LosePlanShardsReplies(tc.lost)
+			id := mustStart(t, rs[0], runner.StartParams{Job: job.name})
+			testenv.Eventually(t, 20*time.Second, "the run's own worker to end", func() bool {
+				return !rs[0].Active(id) && !rs[1].Active(id)
+			})
+			close(planDone)
+			run := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled)
+			if run.Status != bt.StatusSucceeded || run.Succeeded != 6 {
+				t.Fatalf("run %s (%s, %s), %d succeeded; want SUCCEEDED with 6", run.Status, run.StopReason, run.Message, run.Succeeded)
+			}
+			if n := b.count(`SELECT count(*) FROM job_runs WHERE parent_run_id = $1 AND status = 'PENDING'`, id); n != 0 {
+				t.Fatalf("%d shards left PENDING", n)
+			}
+			for target, n := range b.effects() {
+				if n != 1 {
+					t.Errorf("target %s made its effect %d times", target, n)
+				}
+			}
+		})
+	}
+}
+
+// TestShardOrphansOfAnEndedRunAreSettled: shards a run left PENDING when it ended without
+// them are ended by the recoverer as their run ended, and the run stays as it ended.
+func TestShardOrphansOfAnEndedRunAreSettled(t *testing.T) {
+	b := setup(t)
+	job := newShardedJob(b, "sharded-orphans", 3, 1)
+	job.maxConc = 1
+	hold := make(chan struct{})
+	defer close(hold)
+	job.gate = func(runner.ShardInfo, int) <-chan struct{} { return hold }
+	r := b.instances(1, 2, job, func(c *runner.Config) { c.Scheduler = true })[0]
+	id := mustStart(t, r, runner.StartParams{Job: job.name})
+	waitShards(t, r, id, "one shard held, two pending", func(s []*bt.RunRecord) bool {
+		pending := 0
+		for _, sh := range s {
+			if sh.Status == bt.StatusPending {
+				pending++
+			}
+		}
+		return len(s) == 3 && pending == 2
+	})
+	// The run ends by itself, as a worker whose PlanShards reply was lost ended it.
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET status = 'FAILED', stop_reason = 'DATABASE_UNAVAILABLE',
+		finished_at = now(), message = 'the database went away' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	shards := waitShards(t, r, id, "no shard left PENDING", func(s []*bt.RunRecord) bool {
+		for _, sh := range s {
+			if sh.Status == bt.StatusPending {
+				return false
+			}
+		}
+		return true
+	})
+	for _, s := range shards {
+		if s.Status != bt.StatusFailed && !s.Status.Active() {
+			t.Errorf("shard %s is %s (%s); want FAILED", s.Shard.Key, s.Status, s.Message)
+		}
+	}
+	if run := b.run(id); run.Status != bt.StatusFailed || run.StopReason != bt.StopReason("DATABASE_UNAVAILABLE") {
+		t.Errorf("run %s (%s); want it FAILED as it ended", run.Status, run.StopReason)
+	}
+}

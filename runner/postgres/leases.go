@@ -127,9 +127,13 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 			UPDATE job_runs SET status = $3, stop_reason = $4, message = $5,
 				finished_at = statement_timestamp(), lease_until = LEAST(lease_until, statement_timestamp()), pause_reason = NULL
 			WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > statement_timestamp()
+				AND shard_total IS NULL
 			RETURNING *
 		), cp AS (`+checkpointSync("fin")+`)
 		SELECT `+runColumns+` FROM fin`, f.RunID, f.Token, string(status), stop, message))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.handOver(ctx, tx, f)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +163,32 @@ func (s leaseStore) finish(ctx context.Context, f store.Fence, status bt.RunStat
 			run.ID, run.Message, run.FinishedAt); err != nil {
 			return nil, fmt.Errorf("record the stop condition of run %d: %w", run.ID, err)
 		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return run, nil
+}
+
+// handOver is the end of a run whose shards are planned, its worker ending it after all (the
+// reply of PlanShards was lost, and the worker took the plan for failed): the run is its
+// shards' now, and ends with the last of them, so the worker's end only gives up the run's
+// lease. The run is settled at once when none of its shards is left to work. ErrNoRows when
+// the run is not the worker's to end.
+func (s leaseStore) handOver(ctx context.Context, tx pgx.Tx, f store.Fence) (*bt.RunRecord, error) {
+	var id int64
+	if err := tx.QueryRow(ctx, `UPDATE job_runs SET lease_until = LEAST(lease_until, statement_timestamp()), heartbeat_at = statement_timestamp()
+		WHERE id = $1 AND lease_token = $2 AND status IN ('STARTING', 'RUNNING') AND lease_until > statement_timestamp()
+			AND shard_total IS NOT NULL
+		RETURNING id`, f.RunID, f.Token).Scan(&id); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `SELECT baton_settle_run($1)`, id); err != nil {
+		return nil, fmt.Errorf("settle run %d: %w", id, err)
+	}
+	run, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM job_runs WHERE id = $1`, id))
+	if err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
@@ -234,6 +264,18 @@ func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, err
 		for i := range expired {
 			expired[i].Ambiguous = amb[expired[i].ID]
 		}
+	}
+	// Shards left PENDING by a run that ended without them (before its end handed it to its
+	// shards: a run whose PlanShards reply was lost) are never claimed: they end as their run
+	// did, and the run stays as it ended, for a RESUME to continue each from its checkpoint.
+	if _, err := tx.Exec(ctx, `UPDATE job_runs c SET
+			status = CASE p.status WHEN 'CANCELLED' THEN 'CANCELLED' WHEN 'PAUSED' THEN 'PAUSED' ELSE 'FAILED' END,
+			stop_reason = COALESCE(p.stop_reason, 'ERROR'), finished_at = statement_timestamp(), auto_resume_at = NULL,
+			message = 'its run ended (' || p.status || ') before an instance claimed it; RESUME the job to continue from its checkpoint'
+		FROM job_runs p
+		WHERE c.status = 'PENDING' AND p.id = c.parent_run_id AND p.status NOT IN ('STARTING', 'RUNNING')
+			AND c.id IN (SELECT id FROM job_runs WHERE status = 'PENDING' FOR UPDATE SKIP LOCKED)`); err != nil {
+		return nil, fmt.Errorf("end the shards of ended runs: %w", err)
 	}
 	// Then the sharded runs: one whose shards have all ended (an expired shard's job policy
 	// may have ended it FAILED), or that is stopping, is settled. Each shard's end settles its

@@ -35,7 +35,8 @@ func (s shardStore) ShardPlan(ctx context.Context, job string, gen int64) ([]sto
 }
 
 // PlanShards records the plan (when the generation has none) and makes the run's shards, in
-// one transaction that holds the run's row from its fenced read to the commit.
+// one transaction that holds the run's row from its fenced read to the commit. Made again for
+// a run that has its shards (a commit whose reply was lost), it changes nothing and succeeds.
 func (s shardStore) PlanShards(ctx context.Context, f store.Fence, plan []store.PlannedShard) (store.LeaseState, bt.StopReason, error) {
 	var ls store.LeaseState
 	if len(plan) == 0 {
@@ -50,6 +51,14 @@ func (s shardStore) PlanShards(ctx context.Context, f store.Fence, plan []store.
 		"plan shards", f)
 	if err != nil || ls.CancelRequested || pause != "" {
 		return ls, pause, err // asked to stop: the run ends as its worker sees fit, with no shard
+	}
+	// Made again after a commit whose reply was lost: the run has its shards already.
+	var planned bool
+	if err := tx.QueryRow(ctx, `SELECT shard_total IS NOT NULL FROM job_runs WHERE id = $1`, f.RunID).Scan(&planned); err != nil {
+		return ls, "", fmt.Errorf("plan the shards of run %d: %w", f.RunID, err)
+	}
+	if planned {
+		return ls, "", nil
 	}
 	keys, indexes, specs := make([]string, len(plan)), make([]int32, len(plan)), make([]string, len(plan))
 	for i, p := range plan {

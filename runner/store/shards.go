@@ -23,7 +23,8 @@ type Shards interface {
 	// the beginning; a shard the generation finished is made SUCCEEDED, but in a replay). From
 	// then on the run holds no lease of its own. A run asked to stop (cancel, pause) is handed
 	// to nothing: the flags come back and nothing is written. The run ends at once when none
-	// of its shards is left to work.
+	// of its shards is left to work. Made again for a run already handed to its shards (the
+	// reply of a commit that landed was lost), it writes nothing and succeeds.
 	PlanShards(ctx context.Context, f Fence, plan []PlannedShard) (LeaseState, bt.StopReason, error)
 	// ClaimShard claims the first pending shard that is due, of a run of one of jobs that is
 	// neither stopping nor at its job's cap on concurrent shards, for c.Instance: the shard

@@ -111,7 +111,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			}
 			return p, nil
 		case replyQuota:
-			return nil, &HeldError{Reason: "QUOTA", Until: time.UnixMicro(reply[1])}
+			return nil, &HeldError{Reason: "QUOTA", Until: time.UnixMicro(reply[1]), For: time.Duration(reply[2]) * time.Microsecond}
 		case replyNoTurn:
 			return nil, noTurn(name, time.Duration(reply[1])*time.Microsecond)
 		}

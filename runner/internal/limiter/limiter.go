@@ -59,10 +59,13 @@ const retryEvery = time.Second
 var ErrNoTurn = errors.New("no turn before the deadline")
 
 // HeldError reports that calls to a downstream are held until Until: Reason "QUOTA" means its
-// quota for the current window is spent, and Until is the window's end (Redis clock).
+// quota for the current window is spent, and Until is the window's end (Redis clock). For is
+// how long from now that is, by the same clock: a caller waits For on its own monotonic clock
+// and never compares its clock with Until (invariant 3, one clock per decision).
 type HeldError struct {
 	Reason string
 	Until  time.Time
+	For    time.Duration
 }
 
 func (e *HeldError) Error() string {

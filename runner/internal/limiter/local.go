@@ -176,7 +176,7 @@ func (l *Limiter) acquireLocal(ctx context.Context, name string, lim Limits, sta
 			}
 			return p, nil
 		case replyQuota:
-			return nil, &HeldError{Reason: "QUOTA", Until: g.until}
+			return nil, &HeldError{Reason: "QUOTA", Until: g.until, For: g.until.Sub(now)}
 		case replyNoTurn:
 			return nil, noTurn(name, g.wait)
 		}

@@ -56,7 +56,7 @@ end
 // KEYS: slots, tat, adapt, quota. ARGV: member, concurrency, rate, burst, quota, window (µs),
 // max wait (µs), lease (µs), min fraction, recovery (µs), the caller's calls in flight on
 // slots Redis does not know (taken from the local share while degraded).
-// Reply {0, wait µs, now µs, quota window counted} | {1, quota window end µs} | {2} no slot |
+// Reply {0, wait µs, now µs, quota window counted} | {1, quota window end µs, µs until it} | {2} no slot |
 // {3, wait µs} turn past the max wait.
 var acquireScript = redis.NewScript(luaCommon + `
 local now = clock()
@@ -67,7 +67,7 @@ if quota > 0 then
   q = redis.call('HMGET', KEYS[4], 'w', 'n')
   -- The counted window may be the next one already, when a turn's wait crossed into it.
   local w = tonumber(q[1]) or 0
-  if w >= math.floor(now / win) * win and (tonumber(q[2]) or 0) >= quota then return {1, w + win} end
+  if w >= math.floor(now / win) * win and (tonumber(q[2]) or 0) >= quota then return {1, w + win, w + win - now} end
 end
 if conc > 0 then
   local held = redis.call('ZCARD', KEYS[1]) + tonumber(ARGV[11])
