@@ -31,19 +31,3 @@ func TestLoadEnv(t *testing.T) {
 		t.Fatalf("a refused LoadEnv changed the config: addr %q, pool %d", c.Addr, c.PoolSize)
 	}
 }
-
-// An instance's admin token names hold only the characters of a name and fit a token name's
-// 100 characters, whatever the instance is called.
-func TestAdminTokenPrefix(t *testing.T) {
-	t.Parallel()
-	if got := adminTokenPrefix("dev-admin", "web-1"); got != "dev-admin-web-1." {
-		t.Errorf("prefix of web-1 = %q, want dev-admin-web-1.", got)
-	}
-	if got := adminTokenPrefix("dev-admin", "host.example.org:8080/x y"); got != "dev-admin-host_example_org_8080_x_y." {
-		t.Errorf("prefix of a host name = %q", got)
-	}
-	long := adminTokenPrefix("dev-admin", strings.Repeat("h", 300)) + "1234567890"
-	if len(long) > 100 {
-		t.Errorf("a long instance's token name is %d characters, more than 100", len(long))
-	}
-}
