@@ -26,7 +26,7 @@ build: frontend ## Build bin/baton (static, -trimpath, version and commit stampe
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(GO_LDFLAGS) $$(scripts/ldflags.sh)" -o $(BIN) ./cmd/baton
 
 .PHONY: frontend
-frontend: ## Build the SPA into frontend/dist (a no-op until frontend/package.json exists)
+frontend: ## Build the SPA into frontend/dist (npm ci when node_modules is stale); without npm, embed the dist on disk
 	@if [[ ! -f frontend/package.json ]]; then exit 0; fi; \
 	if ! command -v npm >/dev/null; then \
 		echo "warning: frontend/package.json exists but node/npm is not installed;" \

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,21 @@ func TestDevAdminTokenEveryStart(t *testing.T) {
 	}
 	if got := signIn(t, restarted.base, restarted.token); got != http.StatusOK {
 		t.Fatalf("the running instance's token after the other stopped: HTTP %d, want 200", got)
+	}
+}
+
+// An instance's admin token names hold only the characters of a name and fit a token name's
+// 100 characters, whatever the instance is called.
+func TestAdminTokenPrefix(t *testing.T) {
+	t.Parallel()
+	if got := adminTokenPrefix("dev-admin", "web-1"); got != "dev-admin-web-1." {
+		t.Errorf("prefix of web-1 = %q, want dev-admin-web-1.", got)
+	}
+	if got := adminTokenPrefix("dev-admin", "host.example.org:8080/x y"); got != "dev-admin-host_example_org_8080_x_y." {
+		t.Errorf("prefix of a host name = %q", got)
+	}
+	long := adminTokenPrefix("dev-admin", strings.Repeat("h", 300)) + "1234567890"
+	if len(long) > 100 {
+		t.Errorf("a long instance's token name is %d characters, more than 100", len(long))
 	}
 }

@@ -13,6 +13,9 @@ import (
 
 	"github.com/baton-run/baton/internal/demo"
 	"github.com/baton-run/baton/runner"
+	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/postgres"
+	"github.com/baton-run/baton/runner/store"
 )
 
 // demoConfig reads the demo jobs' sizes from the environment, so a short demo or a browser
@@ -25,8 +28,9 @@ import (
 //	BATON_DEMO_SETTLEMENT_SHARDS                     demo-settlement-sharded's shards (12)
 //	BATON_DEMO_CRAWL_PAGES, BATON_DEMO_CRAWL_LATENCY demo-crawl, 16 shards (3200, 20ms)
 //	BATON_DEMO_FAST=1                                all of them tiny (for tests)
-//	BATON_DEMO_SCHEDULES=false                       no demo job on a schedule (demo-collect
-//	                                                 fires every 15 minutes otherwise)
+//	BATON_DEMO_SCHEDULES=false                       no demo job on a schedule, a schedule stored
+//	                                                 by an earlier start cleared (audited);
+//	                                                 demo-collect fires every 15 minutes otherwise
 //
 // BATON_DEMO_PROVIDER_URL, such as http://127.0.0.1:8099, makes demo-settlement pay through a
 // provider served over HTTP (demo.ProviderHandler) instead of one in process, so several
@@ -136,10 +140,43 @@ func parseProviderLimit(v string) (demo.ProviderLimit, error) {
 
 // demoJobsFunc returns the function that makes the demo jobs on the server's pool, first
 // creating the demo's tables: they are not in the product's schema, so `baton migrate up`
-// leaves them out and only a server that serves the demo makes them.
-func demoJobsFunc(ctx context.Context, cfg demo.Config) func(*pgxpool.Pool) ([]runner.Job, error) {
+// leaves them out and only a server that serves the demo makes them. With schedulesOff
+// (BATON_DEMO_SCHEDULES=false) it also clears the schedule a demo job kept from an earlier
+// start: a registration leaves a stored schedule as it is, and no demo job is then to be on
+// one.
+func demoJobsFunc(ctx context.Context, cfg demo.Config, schedulesOff bool) func(*pgxpool.Pool) ([]runner.Job, error) {
 	return func(pool *pgxpool.Pool) ([]runner.Job, error) {
 		jobs, _, err := demo.Setup(ctx, pool, cfg)
-		return jobs, err
+		if err != nil || !schedulesOff {
+			return jobs, err
+		}
+		return jobs, clearDemoSchedules(ctx, postgres.New(pool), jobs)
 	}
+}
+
+// clearDemoSchedules clears the stored schedule of each of jobs that has one, through the
+// store's schedule update (which wakes every scheduler), and audits each change.
+func clearDemoSchedules(ctx context.Context, st *postgres.Store, jobs []runner.Job) error {
+	none := ""
+	for _, j := range jobs {
+		name := j.Info().Name
+		cur, err := st.Job(ctx, name)
+		if bt.CodeOf(err) == bt.CodeNotFound {
+			continue // never registered: it starts without a schedule
+		}
+		if err != nil {
+			return fmt.Errorf("demo schedules: %w", err)
+		}
+		if cur.Cron == "" {
+			continue
+		}
+		if _, err := st.UpdateSchedule(ctx, name, store.SchedulePatch{Cron: &none, Actor: "demo"}); err != nil {
+			return fmt.Errorf("demo schedules: clear %s: %w", name, err)
+		}
+		if err := st.Audit(ctx, store.AuditRecord{Actor: "demo", Action: "updateJobSchedule", Target: "job:" + name,
+			Arguments: map[string]any{"cron": none, "was": cur.Cron, "reason": "BATON_DEMO_SCHEDULES=false"}, Outcome: "ok"}); err != nil {
+			return fmt.Errorf("demo schedules: audit %s: %w", name, err)
+		}
+	}
+	return nil
 }

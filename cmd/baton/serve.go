@@ -129,7 +129,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		o.JobsFunc = demoJobsFunc(ctx, cfg)
+		o.JobsFunc = demoJobsFunc(ctx, cfg, !envBool("BATON_DEMO_SCHEDULES", true))
 		o.AdminTokenName = "dev-admin"
 	}
 	o.Ready = func(base, token string) {

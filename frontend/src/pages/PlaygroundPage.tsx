@@ -1,5 +1,6 @@
 // The GraphQL playground: GraphiQL from the bundle (no CDN), with the console's token on HTTP
-// and on the subscription socket. Operators and above, like the server's introspection.
+// and on the subscription socket. Operators and above, like the server's introspection. Its
+// first tabs are the example operations (playgroundExamples.ts): list jobs, start one, watch a run.
 import 'graphiql/style.css';
 import 'graphiql/setup-workers/vite';
 
@@ -13,23 +14,7 @@ import { useEffect, useMemo } from 'react';
 import { authHeader, graphqlURL } from '../api/client';
 import { useRoleReason, useToken } from '../auth/AuthContext';
 import { Empty } from '../components/QueryState';
-
-const DEFAULT_QUERY = `# Baton's admin API. Ctrl-Enter runs; the token of this console is sent along.
-query Dashboard {
-  me { name role }
-  maintenance
-  jobs(first: 20) {
-    nodes {
-      name
-      cron
-      timezone
-      nextScheduledAt
-      activeRun { id status progress { processed total percent } }
-    }
-    pageInfo { hasNextPage endCursor }
-  }
-}
-`;
+import { EXAMPLE_TABS } from './playgroundExamples';
 
 function Playground({ token }: { token: string }) {
   const scheme = useComputedColorScheme('light');
@@ -44,7 +29,7 @@ function Playground({ token }: { token: string }) {
   useEffect(() => dispose, [dispose]);
   return (
     <Box h="calc(100vh - 56px - 2 * var(--mantine-spacing-md))" data-testid="playground" className={scheme === 'dark' ? 'graphiql-dark' : undefined}>
-      <GraphiQL fetcher={fetcher} defaultQuery={DEFAULT_QUERY} forcedTheme={scheme} shouldPersistHeaders={false} />
+      <GraphiQL fetcher={fetcher} defaultTabs={EXAMPLE_TABS} forcedTheme={scheme} shouldPersistHeaders={false} />
     </Box>
   );
 }
