@@ -294,7 +294,7 @@ func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
 			return nil, fmt.Errorf("log-level must be debug, info, warn or error, not %q", o.LogLevel)
 		}
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsText}
 	var h slog.Handler
 	switch o.LogFormat {
 	case "", "auto":
@@ -311,6 +311,15 @@ func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log-format must be auto, json or text, not %q", o.LogFormat)
 	}
 	return slog.New(tracing.LogHandler(h)), nil
+}
+
+// durationsAsText writes a time.Duration as Go spells it ("30s", "1m30s") instead of its
+// nanoseconds, which the JSON handler writes otherwise (30000000000).
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // isTerminal reports whether w is a terminal, where a person reads text better than JSON.

@@ -150,6 +150,7 @@ func connect(ctx context.Context, o Config) (databases, redis.UniversalClient, e
 	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
 	// lock call past its deadline, long enough to cost a run its lease. A bad Redis URL or CA
 	// file stops here, before anything touches the database.
+	redisconn.SetLogger(o.Logger) // go-redis' own messages, in the instance's log
 	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
 	if err != nil {
 		return databases{}, nil, fmt.Errorf("redis url: %w", err)
@@ -293,7 +294,7 @@ func tracerProvider(ctx context.Context, o Config) (trace.TracerProvider, func()
 	if o.TracerProvider != nil {
 		return o.TracerProvider, func() {}, nil
 	}
-	sdk, err := tracing.Setup(ctx, tracing.Config{Exporter: o.TracesExporter, Instance: o.Instance, Version: o.Version})
+	sdk, err := tracing.Setup(ctx, tracing.Config{Exporter: o.TracesExporter, Instance: o.Instance, Version: o.Version, Logger: o.Logger})
 	if err != nil {
 		return nil, nil, err
 	}

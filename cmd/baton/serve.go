@@ -150,5 +150,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stdout, "  admin token    %s\n\nLog in to the console with the admin token above.\n", token)
 		}
 	}
-	return server.Serve(ctx, o)
+	if err := server.Serve(ctx, o); err != nil {
+		// In the log, as the lines before it: a JSON stream stays JSON.
+		log.Error("baton serve failed", "err", err)
+		return &loggedError{err}
+	}
+	return nil
 }
