@@ -374,6 +374,9 @@ func (r *Runner) Run(ctx context.Context) error {
 				cron = "@hourly"
 			}
 			if err := r.Register(ctx, maintenanceJob{r: r, cron: cron}); err != nil {
+				if ctx.Err() != nil {
+					return nil // told to stop before anything started: a clean stop
+				}
 				return fmt.Errorf("register %s: %w", MaintenanceJobName, err)
 			}
 		}
