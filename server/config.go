@@ -64,6 +64,9 @@ type Config struct {
 	// ShutdownTimeout bounds how long shutdown waits for jobs to reach a boundary; 0 means
 	// runner.DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// PublicURL is the instance's base URL as its users reach it (https://baton.example.com,
+	// behind the load balancer): notifications link the console there. "" sends no links.
+	PublicURL string
 	// DrainDelay is how long an instance told to stop keeps answering with readiness 503
 	// "draining" before it stops taking work and closes its listener, for load balancers to
 	// take it out first; 0 closes at once. The shutdown timeout follows it.
@@ -197,6 +200,8 @@ var settings = []Setting{
 		func(c *Config) *time.Duration { return &c.Lease }, newDurationValue),
 	setting("shutdown-timeout", "duration", runner.DefaultShutdownTimeout, "how long SIGTERM waits for jobs to reach a boundary",
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, newDurationValue),
+	stringSetting("public-url", "", "", "base URL users reach the instance at (https://baton.example.com); notifications link the console's run, target and alarm pages there; empty sends no links",
+		func(c *Config) *string { return &c.PublicURL }),
 	setting("drain-delay", "duration", 5*time.Second, "on SIGTERM, how long readiness says 503 draining while the instance still answers, before it stops; 0 stops at once",
 		func(c *Config) *time.Duration { return &c.DrainDelay }, newDurationValue),
 	setting("start-timeout", "duration", time.Minute, "how long start-up retries an unreachable PostgreSQL (readiness 503 starting meanwhile); 0 tries once",

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-run/baton/internal/redisconn"
+	"github.com/baton-run/baton/notify"
 	"github.com/baton-run/baton/server/httpapi"
 )
 
@@ -127,6 +130,9 @@ func (o Config) check() error {
 	if _, err := redisconn.Parse(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile}); err != nil {
 		return fmt.Errorf("redis url: %w", err)
 	}
+	if _, err := o.consoleURL(); err != nil {
+		return err
+	}
 	if o.DrainDelay < 0 {
 		return fmt.Errorf("drain-delay (BATON_DRAIN_DELAY) must be 0 or more, not %v", o.DrainDelay)
 	}
@@ -134,4 +140,24 @@ func (o Config) check() error {
 		return fmt.Errorf("start-timeout (BATON_START_TIMEOUT) must be 0 or more, not %v", o.StartTimeout)
 	}
 	return nil
+}
+
+// consoleURL is the console's base under PublicURL ("" without one), for the links of
+// notifications. A PublicURL that is no absolute http(s) URL is an error naming the setting.
+func (o Config) consoleURL() (string, error) {
+	if o.PublicURL == "" {
+		return "", nil
+	}
+	u, err := url.Parse(o.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("public-url (BATON_PUBLIC_URL) must be an absolute http or https URL without query, such as https://baton.example.com, not %q", o.PublicURL)
+	}
+	return strings.TrimRight(o.PublicURL, "/") + "/admin", nil
+}
+
+// notifySender is the sender of the instance's notifications, linking the console under
+// PublicURL.
+func (o Config) notifySender() *notify.Sender {
+	console, _ := o.consoleURL() // checked by Serve
+	return &notify.Sender{ConsoleURL: console}
 }

@@ -188,3 +188,28 @@ func TestStartsWithoutRedis(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 }
+
+// TestPublicURLLinksNotifications: --public-url gives the notifications' sender the console
+// under it; without it, none; one that is no absolute http(s) URL is refused, naming the
+// setting, before the instance starts.
+func TestPublicURLLinksNotifications(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ public, console string }{
+		{"https://baton.example.com", "https://baton.example.com/admin"},
+		{"https://example.com/baton/", "https://example.com/baton/admin"},
+		{"", ""},
+	} {
+		c := DefaultConfig()
+		c.PublicURL = tc.public
+		if got := c.notifySender().ConsoleURL; got != tc.console {
+			t.Errorf("public-url %q: the sender links %q; want %q", tc.public, got, tc.console)
+		}
+	}
+	for _, bad := range []string{"baton.example.com", "ftp://x", "https://", "https://x/?a=1"} {
+		c := testConfig(t, testenv.Schema(t))
+		c.PublicURL = bad
+		if err := Serve(context.Background(), c); err == nil || !strings.Contains(err.Error(), "public-url (BATON_PUBLIC_URL) must be") {
+			t.Errorf("public-url %q: %v; want it refused, naming the setting", bad, err)
+		}
+	}
+}

@@ -26,7 +26,6 @@ import (
 	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/migrations"
-	"github.com/baton-run/baton/notify"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	"github.com/baton-run/baton/server/httpapi"
@@ -237,7 +236,7 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention, TracerProvider: tp,
-		Notify: runner.NotifyConfig{Sender: &notify.Sender{}, SecretKey: key},
+		Notify: runner.NotifyConfig{Sender: o.notifySender(), SecretKey: key},
 	})
 	if err != nil {
 		return nil, nil, err
