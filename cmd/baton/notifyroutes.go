@@ -178,7 +178,7 @@ func notifyDeliveriesCommand(ctx context.Context, args []string, stdout, stderr 
 	var data struct {
 		NotificationDeliveries []wireDelivery `json:"notificationDeliveries"`
 	}
-	if err := c.do(ctx, `query($c: ID, $s: DeliveryStatus, $first: Int) { notificationDeliveries(channelId: $c, status: $s, first: $first) { `+
+	if err := c.do(ctx, `query NotificationDeliveries($c: ID, $s: DeliveryStatus, $first: Int) { notificationDeliveries(channelId: $c, status: $s, first: $first) { `+
 		deliveryFields+` } }`, vars, &data); err != nil {
 		return err
 	}
