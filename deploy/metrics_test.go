@@ -203,6 +203,7 @@ func startBaton(t *testing.T) (base, token string) {
 	c.PoolSize = 2
 	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	c.AdminTokenName = "deploy-metrics"
+	c.DrainDelay = 0 // no load balancer to wait for
 	c.Jobs = []runner.Job{probeJob()}
 	type started struct{ base, token string }
 	ready := make(chan started, 1)

@@ -50,7 +50,9 @@ type Sender struct {
 	Client *http.Client
 	// NowFunc stamps webhooks; nil means time.Now.
 	NowFunc func() time.Time
-	// ConsoleURL, when set, links the console's alarms page from Slack and PagerDuty.
+	// ConsoleURL is the console's base as its users reach it (https://baton.example.com/admin;
+	// `baton serve --public-url` sets it). When set, every message links the alarm's target,
+	// run or job page and the alarms page (ConsoleLink).
 	ConsoleURL string
 	// AllowPrivateNetworks lets deliveries reach loopback, link-local and private addresses
 	// (--notify-allow-private-networks).
@@ -67,6 +69,8 @@ type WebhookEvent struct {
 	Delivery int64           `json:"delivery"`
 	Alert    bt.AlertPayload `json:"alert"`
 	Source   string          `json:"source"`
+	// Console links the alarm's pages in the console; absent when the Sender has no ConsoleURL.
+	Console *Link `json:"console,omitempty"`
 }
 
 // Send delivers m to its channel; any answer but a 2xx is an error (retried by the outbox).
@@ -80,7 +84,8 @@ func (s *Sender) Send(ctx context.Context, m bt.NotificationMessage) error {
 	switch m.Channel.Kind {
 	case bt.ChannelWebhook:
 		target = m.Channel.URL
-		body, err = json.Marshal(WebhookEvent{Event: webhookEvent(m.Kind), Delivery: m.DeliveryID, Alert: m.Alert, Source: m.Source})
+		body, err = json.Marshal(WebhookEvent{Event: webhookEvent(m.Kind), Delivery: m.DeliveryID, Alert: m.Alert, Source: m.Source,
+			Console: ConsoleLink(s.ConsoleURL, m.Alert)})
 		ts := strconv.FormatInt(s.now().Unix(), 10)
 		header.Set(HeaderTimestamp, ts)
 		header.Set(HeaderSignature, Sign(m.Secret, ts, body))

@@ -2,6 +2,8 @@ package notify
 
 import (
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -29,6 +31,37 @@ func subject(a bt.AlertPayload) string {
 	return ""
 }
 
+// Link is a page of the console about an alarm: the deepest there is — its target's, else its
+// run's, else its job's — and the alarms page.
+type Link struct {
+	// Page is the target's, run's or job's page, or the alarms page for an alarm of none.
+	Page string `json:"page"`
+	// What names the page: "target", "run", "job" or "alarms".
+	What string `json:"what"`
+	// Alerts is the console's alarms page.
+	Alerts string `json:"alerts"`
+}
+
+// ConsoleLink returns the links of a's pages in the console at consoleURL (the console's
+// base, such as https://baton.example.com/admin), or nil when consoleURL is "".
+func ConsoleLink(consoleURL string, a bt.AlertPayload) *Link {
+	if consoleURL == "" {
+		return nil
+	}
+	base := strings.TrimRight(consoleURL, "/")
+	l := &Link{Page: base + "/alerts", What: "alarms", Alerts: base + "/alerts"}
+	job := url.PathEscape(a.JobName)
+	switch {
+	case a.Target != nil && a.JobName != "":
+		l.Page, l.What = base+"/jobs/"+job+"/targets/"+url.PathEscape(*a.Target), "target"
+	case a.RunID != nil:
+		l.Page, l.What = base+"/runs/"+strconv.FormatInt(*a.RunID, 10), "run"
+	case a.JobName != "":
+		l.Page, l.What = base+"/jobs/"+job, "job"
+	}
+	return l
+}
+
 // SlackMessage is the body posted to a Slack-compatible incoming webhook: text for
 // notifications and clients without blocks, and the same in blocks.
 func SlackMessage(m bt.NotificationMessage, consoleURL string) map[string]any {
@@ -46,8 +79,11 @@ func SlackMessage(m bt.NotificationMessage, consoleURL string) map[string]any {
 	if m.Alert.ResolvedAt != nil {
 		context += " · resolved " + m.Alert.ResolvedAt.UTC().Format("2006-01-02 15:04:05Z")
 	}
-	if consoleURL != "" {
-		context += fmt.Sprintf(" · <%s/alerts|console>", strings.TrimRight(consoleURL, "/"))
+	if l := ConsoleLink(consoleURL, m.Alert); l != nil {
+		if l.What != "alarms" {
+			context += fmt.Sprintf(" · <%s|%s in the console>", l.Page, l.What)
+		}
+		context += fmt.Sprintf(" · <%s|alarms>", l.Alerts)
 	}
 	return map[string]any{
 		"text": head + ": " + m.Alert.Message,
@@ -83,8 +119,12 @@ func PagerDutyEvent(m bt.NotificationMessage, consoleURL string) map[string]any 
 	ev["payload"] = map[string]any{"summary": bt.Truncate(title(m)+": "+m.Alert.Message, 1024), "severity": severity,
 		"source": m.Source, "component": m.Alert.JobName, "group": string(m.Alert.Kind), "class": string(m.Alert.Kind),
 		"timestamp": m.Alert.FiredAt, "custom_details": details}
-	if consoleURL != "" {
-		ev["links"] = []map[string]any{{"href": strings.TrimRight(consoleURL, "/") + "/alerts", "text": "Baton console"}}
+	if l := ConsoleLink(consoleURL, m.Alert); l != nil {
+		links := []map[string]any{{"href": l.Alerts, "text": "Baton alarms"}}
+		if l.What != "alarms" {
+			links = append([]map[string]any{{"href": l.Page, "text": "Baton: the " + l.What}}, links...)
+		}
+		ev["links"] = links
 	}
 	return ev
 }

@@ -87,6 +87,12 @@ type Hub struct {
 	stopped bool
 
 	// Used only by the goroutine that reads from Redis.
+	// lastWarn is when a read failure was last logged, and held how many were not since: the
+	// first failure of an outage is logged, then one a minute (the package stays a leaf, so
+	// this is not internal/logthrottle).
+	lastWarn time.Time
+	held     int
+
 	keys      map[string]keyMark
 	dispatchN uint64
 	lastSweep time.Time
@@ -257,7 +263,12 @@ func (h *Hub) session(ctx context.Context, failures *int) error {
 				// A failed ping write has made go-redis reconnect; wait as for any error.
 			}
 			*failures++
-			h.log.Warn("redis subscription read failed", "err", err, "attempt", *failures)
+			if *failures == 1 || time.Since(h.lastWarn) >= time.Minute {
+				h.log.Warn("redis subscription read failed", "err", err, "attempt", *failures, "repeats_not_logged", h.held)
+				h.lastWarn, h.held = time.Now(), 0
+			} else {
+				h.held++
+			}
 			if !sleep(ctx, backoff(*failures, h.opts.MaxBackoff)) {
 				return ctx.Err()
 			}
@@ -267,7 +278,7 @@ func (h *Hub) session(ctx context.Context, failures *int) error {
 		switch msg := msg.(type) {
 		case *redis.Subscription:
 			if msg.Kind == kind && msg.Channel == h.channel {
-				*failures = 0
+				*failures, h.held = 0, 0
 				h.subscribed()
 			}
 			if msg.Kind == "sunsubscribe" && msg.Channel == h.channel {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-run/baton/internal/logthrottle"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/pipeline"
 	"github.com/baton-run/baton/runner/redislock"
@@ -76,7 +77,11 @@ type remoteReply struct {
 }
 
 // handover hands starts between instances through Redis.
-type handover struct{ r *Runner }
+type handover struct {
+	r *Runner
+	// warn holds back repeats of the warning an unreachable Redis makes every second or so.
+	warn *logthrottle.Limiter
+}
 
 func (h handover) startsKey() string { return redislock.Namespace(h.r.cfg.Env) + "starts" }
 func (h handover) replyKey(id string) string {
@@ -122,6 +127,10 @@ func (h handover) start(ctx context.Context, p StartParams) (*RunRecord, error) 
 	return r.store.Run(ctx, rep.RunID)
 }
 
+// takeStartsWarning is the warning of a failed wait for start requests, logged once and then
+// at most once a minute while Redis stays unreachable.
+const takeStartsWarning = "take start requests"
+
 // serve takes start requests from instances without workers while this one has a free
 // slot.
 func (h handover) serve(ctx context.Context) {
@@ -139,10 +148,13 @@ func (h handover) serve(ctx context.Context) {
 		}
 		res, err := r.cfg.Redis.BRPop(ctx, time.Second, h.startsKey()).Result()
 		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
+			h.warn.Reset(takeStartsWarning)
 			continue
 		}
 		if err != nil {
-			r.log.Warn("take start requests", "err", err)
+			if ok, n := h.warn.Allow(takeStartsWarning); ok {
+				r.log.Warn(takeStartsWarning, "err", err, "repeats_not_logged", n)
+			}
 			t := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
@@ -152,6 +164,7 @@ func (h handover) serve(ctx context.Context) {
 			}
 			continue
 		}
+		h.warn.Reset(takeStartsWarning)
 		var req remoteStart
 		if err := json.Unmarshal([]byte(res[1]), &req); err != nil || req.ID == "" {
 			r.log.Warn("malformed start request dropped", "err", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/baton-run/baton/internal/logthrottle"
 	bt "github.com/baton-run/baton/runner/batontype"
 	"github.com/baton-run/baton/runner/internal/maintenance"
 	"github.com/baton-run/baton/runner/internal/metrics"
@@ -187,7 +188,7 @@ func New(cfg Config) (*Runner, error) {
 		active:  map[int64]*Run{},
 	}
 	r.shards = &shardWork{r: r, wake: make(chan struct{}, 1)}
-	r.handover = handover{r}
+	r.handover = handover{r: r, warn: logthrottle.New(0, nil)}
 	if cfg.TracerProvider != nil {
 		r.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test.sh — everything CI checks (`make test`, `.ci/run`). Installs what is missing, makes
+# test.sh — everything CI checks (`make test`, `.ci/run`). Installs what is missing (or, with
+# --check-only, only says what is: one message naming each tool and its package), makes
 # PostgreSQL and Redis reachable (scripts/dev-services.sh), then runs, in order:
 #   generated-code drift check (only when CI=true), go vet + gofmt, the build, the Prometheus
 #   rules (promtool), the Go tests with the race detector, the SPA's tests (once
@@ -50,42 +51,85 @@ as_root() {
 	fi
 }
 
-# ensure_chromium installs Chromium for the browser tests, only when there are browser tests
-# (frontend/ or e2e/) and /usr/bin/chromium is missing.
-ensure_chromium() {
-	[[ -x /usr/bin/chromium ]] && return 0
-	[[ -f frontend/package.json || -f e2e/package.json ]] || return 0
-	log "installing chromium (apt-get)"
-	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+# --- what the tests need ------------------------------------------------------------------
+# The tests start private PostgreSQL servers (postgres, initdb, pg_ctl, pg_basebackup for the
+# standbys) and Redis servers (redis-server, redis-cli for Cluster), PgBouncer in front of
+# PostgreSQL, promtool for the rules, and, once there are browser tests, Chromium and node/npm.
+# Where they are looked for: PostgreSQL's server binaries in /usr/lib/postgresql/*/bin (else on
+# PATH), pgbouncer in /usr/sbin (else on PATH), chromium at /usr/bin/chromium, the rest on PATH.
+# BATON_PG_BIN_GLOB, BATON_SBIN and BATON_CHROMIUM move those places (the script's own test).
+PG_BIN_GLOB=${BATON_PG_BIN_GLOB:-/usr/lib/postgresql/*/bin}
+SBIN=${BATON_SBIN:-/usr/sbin}
+CHROMIUM=${BATON_CHROMIUM:-/usr/bin/chromium}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# pg_bin_dir prints the directory of PostgreSQL's server binaries, the newest version's.
+pg_bin_dir() {
+	local d p found=
+	# shellcheck disable=SC2086 # the glob is to expand
+	for d in $PG_BIN_GLOB; do # in order: the last is the newest major version
+		if [[ -x $d/postgres && -x $d/initdb ]]; then
+			found=$d
+		fi
+	done
+	if [[ -z $found ]] && p=$(command -v postgres 2>/dev/null) && [[ -x ${p%/*}/initdb ]]; then
+		found=${p%/*}
+	fi
+	[[ -n $found ]] && echo "$found"
 }
 
-# ensure_pgbouncer installs Debian's PgBouncer, which the tests start in front of a private
-# PostgreSQL (internal/testenv.PrivatePgBouncer), when it is missing.
-ensure_pgbouncer() {
-	if [[ -x /usr/sbin/pgbouncer ]] || command -v pgbouncer >/dev/null; then
-		return 0
+# missing_prereqs prints one line per missing tool: the tool and the Debian package it is in.
+missing_prereqs() {
+	local pgdir t
+	pgdir=$(pg_bin_dir) || pgdir=
+	for t in postgres initdb pg_ctl; do
+		[[ -n $pgdir && -x $pgdir/$t ]] || echo "$t postgresql"
+	done
+	[[ -n $pgdir && -x $pgdir/pg_basebackup ]] || have pg_basebackup || echo "pg_basebackup postgresql-client"
+	have redis-server || echo "redis-server redis-server"
+	have redis-cli || echo "redis-cli redis-tools"
+	[[ -x $SBIN/pgbouncer ]] || have pgbouncer || echo "pgbouncer pgbouncer"
+	have promtool || echo "promtool prometheus"
+	if [[ -f frontend/package.json || -f e2e/package.json ]]; then
+		[[ -x $CHROMIUM ]] || echo "chromium chromium"
+		have node || echo "node nodejs"
+		have npm || echo "npm npm"
 	fi
-	if ! command -v apt-get >/dev/null; then
-		echo "pgbouncer is not installed and there is no apt-get to install it" >&2
-		return 1
-	fi
-	log "installing pgbouncer (apt-get)"
-	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer
 }
 
-# ensure_promtool installs Debian's prometheus package, for its promtool, when promtool is
-# missing: prometheus_rules and the Go tests of deploy/ run it. Without recommends: the node
-# exporter is of no use here.
-ensure_promtool() {
-	if command -v promtool >/dev/null; then
-		return 0
+# missing_message is the one message naming what is missing and how to get it.
+missing_message() {
+	local tools=() pkgs=() tool pkg
+	while read -r tool pkg; do
+		tools+=("$tool")
+		[[ " ${pkgs[*]} " == *" $pkg "* ]] || pkgs+=("$pkg")
+	done <<<"$1"
+	local list=${tools[0]} verb=is i
+	for ((i = 1; i < ${#tools[@]}; i++)); do
+		list+=", ${tools[i]}"
+	done
+	((${#tools[@]} == 1)) || verb=are
+	printf 'test.sh: the tests need %s, which %s not installed. On Debian or Ubuntu: apt-get install --no-install-recommends %s (prometheus gives promtool); elsewhere install them so that they are on PATH (PostgreSQL'"'"'s server binaries may be in /usr/lib/postgresql/*/bin).\n' \
+		"$list" "$verb" "${pkgs[*]}"
+}
+
+# ensure_prereqs installs what is missing with apt-get when it can (as root, or with sudo),
+# then fails with one message naming what is still missing and how to get it.
+ensure_prereqs() {
+	local missing pkgs
+	missing=$(missing_prereqs)
+	[[ -z $missing ]] && return 0
+	if [[ $CHECK_ONLY != true ]] && have apt-get && { [[ $(id -u) -eq 0 ]] || have sudo; }; then
+		pkgs=$(awk '{print $2}' <<<"$missing" | sort -u | tr '\n' ' ')
+		log "installing $pkgs(apt-get)"
+		# shellcheck disable=SC2086
+		as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs || true
+		missing=$(missing_prereqs)
+		[[ -z $missing ]] && return 0
 	fi
-	if ! command -v apt-get >/dev/null; then
-		echo "promtool is not installed and there is no apt-get to install it (Debian's prometheus package)" >&2
-		return 1
-	fi
-	log "installing prometheus for promtool (apt-get)"
-	as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus
+	missing_message "$missing" >&2
+	return 1
 }
 
 ensure_go_modules() {
@@ -121,15 +165,25 @@ browser_tests() {
 }
 
 # --- install what is missing ------------------------------------------------------------------
+CHECK_ONLY=false
+case ${1:-} in
+--check-only)
+	# Only say whether everything the tests need is there, and what is not; install nothing.
+	CHECK_ONLY=true
+	ensure_prereqs || exit 1
+	echo "test.sh: everything the tests need is installed"
+	exit 0
+	;;
+"") ;;
+*) die "unknown argument $1 (the only one is --check-only)" ;;
+esac
 ensure_go_modules
 # A failed install fails the run, but the Go tests still run first.
-ensure_chromium || failed+=("install chromium")
-ensure_pgbouncer || failed+=("install pgbouncer")
-ensure_promtool || failed+=("install promtool")
-if [[ -x /usr/bin/chromium ]]; then
+ensure_prereqs || failed+=("install what the tests need")
+if [[ -x $CHROMIUM ]]; then
 	# The names the common browser drivers look for.
-	export CHROME_BIN=/usr/bin/chromium CHROME_PATH=/usr/bin/chromium
-	export PUPPETEER_EXECUTABLE_PATH=/usr/bin/chromium PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH=/usr/bin/chromium
+	export CHROME_BIN=$CHROMIUM CHROME_PATH=$CHROMIUM
+	export PUPPETEER_EXECUTABLE_PATH=$CHROMIUM PLAYWRIGHT_CHROMIUM_EXECUTABLE_PATH=$CHROMIUM
 fi
 
 # --- services ---------------------------------------------------------------------------------

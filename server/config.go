@@ -64,6 +64,16 @@ type Config struct {
 	// ShutdownTimeout bounds how long shutdown waits for jobs to reach a boundary; 0 means
 	// runner.DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// PublicURL is the instance's base URL as its users reach it (https://baton.example.com,
+	// behind the load balancer): notifications link the console there. "" sends no links.
+	PublicURL string
+	// DrainDelay is how long an instance told to stop keeps answering with readiness 503
+	// "draining" before it stops taking work and closes its listener, for load balancers to
+	// take it out first; 0 closes at once. The shutdown timeout follows it.
+	DrainDelay time.Duration
+	// StartTimeout is how long start-up retries PostgreSQL (with backoff) when it cannot be
+	// reached, answering /healthz 200 and /readyz 503 "starting" meanwhile; 0 tries once.
+	StartTimeout time.Duration
 	// Demo asks for the demo jobs and a ready admin token. Serve does not read it: the demo
 	// jobs take their sizes from the environment, so `baton serve` (package main) wires them
 	// through JobsFunc and AdminTokenName.
@@ -124,6 +134,9 @@ type Config struct {
 	// instead of the provider TracesExporter would make: a program's own. Serve does not shut
 	// it down.
 	TracerProvider trace.TracerProvider
+
+	// drainWait, when set, replaces the wait of DrainDelay (tests hold the delay open with it).
+	drainWait func(time.Duration)
 }
 
 // Options is the former name of Config.
@@ -193,6 +206,12 @@ var settings = []Setting{
 		func(c *Config) *time.Duration { return &c.Lease }, newDurationValue),
 	setting("shutdown-timeout", "duration", runner.DefaultShutdownTimeout, "how long SIGTERM waits for jobs to reach a boundary",
 		func(c *Config) *time.Duration { return &c.ShutdownTimeout }, newDurationValue),
+	stringSetting("public-url", "", "", "base URL users reach the instance at (https://baton.example.com); notifications link the console's run, target and alarm pages there; empty sends no links",
+		func(c *Config) *string { return &c.PublicURL }),
+	setting("drain-delay", "duration", 5*time.Second, "on SIGTERM, how long readiness says 503 draining while the instance still answers, before it stops; 0 stops at once",
+		func(c *Config) *time.Duration { return &c.DrainDelay }, newDurationValue),
+	setting("start-timeout", "duration", time.Minute, "how long start-up retries an unreachable PostgreSQL (readiness 503 starting meanwhile); 0 tries once",
+		func(c *Config) *time.Duration { return &c.StartTimeout }, newDurationValue),
 	setting("demo", "bool", false, "register the demo jobs and print a ready admin token",
 		func(c *Config) *bool { return &c.Demo }, newBoolValue),
 	setting("dev", "bool", false, "development mode: playground and introspection for every role",
@@ -302,7 +321,7 @@ func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
 			return nil, fmt.Errorf("log-level must be debug, info, warn or error, not %q", o.LogLevel)
 		}
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationsAsText}
 	var h slog.Handler
 	switch o.LogFormat {
 	case "", "auto":
@@ -319,6 +338,15 @@ func (o Config) NewLogger(w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log-format must be auto, json or text, not %q", o.LogFormat)
 	}
 	return slog.New(tracing.LogHandler(h)), nil
+}
+
+// durationsAsText writes a time.Duration as Go spells it ("30s", "1m30s") instead of its
+// nanoseconds, which the JSON handler writes otherwise (30000000000).
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // isTerminal reports whether w is a terminal, where a person reads text better than JSON.

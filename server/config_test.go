@@ -18,7 +18,8 @@ import (
 
 // programFields are the fields of Config that a program sets and `baton serve` does not.
 var programFields = map[string]bool{"Logger": true, "Version": true, "Jobs": true, "JobsFunc": true,
-	"AdminTokenName": true, "Ready": true, "Console": true, "TracerProvider": true}
+	"AdminTokenName": true, "Ready": true, "Console": true, "TracerProvider": true,
+	"drainWait": true} // the tests' hook on the drain delay
 
 // Every setting writes one field of Config of its own, every field but a program's is a
 // setting, and no flag or variable name is used twice.

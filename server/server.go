@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -28,7 +27,6 @@ import (
 	"github.com/baton-run/baton/internal/redisconn"
 	"github.com/baton-run/baton/live"
 	"github.com/baton-run/baton/migrations"
-	"github.com/baton-run/baton/notify"
 	"github.com/baton-run/baton/pubsub"
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
@@ -41,8 +39,8 @@ import (
 func Serve(ctx context.Context, o Config) error {
 	o.setDefaults()
 	log := o.Logger
-	if o.DatabaseURL == "" || o.RedisURL == "" {
-		return errors.New("server: DatabaseURL and RedisURL are required")
+	if err := o.check(); err != nil {
+		return err
 	}
 	tp, stopTracing, err := tracerProvider(ctx, o)
 	if err != nil {
@@ -50,7 +48,13 @@ func Serve(ctx context.Context, o Config) error {
 	}
 	// Deferred first, so it runs last: the spans of the runs that stop at shutdown go too.
 	defer stopTracing()
-	dbs, rdb, err := connect(ctx, o)
+	// Listening first: while PostgreSQL is not up yet, /healthz says alive, /readyz not ready.
+	front, err := listen(o.Addr)
+	if err != nil {
+		return err
+	}
+	defer front.stop()
+	dbs, rdb, err := connectWithin(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -73,15 +77,7 @@ func Serve(ctx context.Context, o Config) error {
 	var draining atomic.Bool
 	tokens := httpapi.NewTokenStore(dbs.main)
 	tokens.ListenOn(dbs.listen)
-	mux := routes(o, r, hub, dbs.main, rdb, reg, hm, tokens, draining.Load, tp)
-
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
+	front.use(routes(o, r, hub, dbs.main, rdb, reg, hm, tokens, draining.Load, tp))
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
@@ -90,24 +86,26 @@ func Serve(ctx context.Context, o Config) error {
 	runDone := make(chan error, 1)
 	go func() { runDone <- r.Run(bg) }()
 
-	base := "http://" + displayAddr(ln.Addr())
+	base := front.base()
 	log.Info("baton serving", "url", base, "instance", r.Instance(), "env", o.Env,
 		"pool_size", o.PoolSize, "scheduler", o.Scheduler, "jobs", len(jobs))
 	defer announce(ctx, o, tokens, base)()
 
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: finishing runs at their next boundary", "timeout", o.ShutdownTimeout)
-	case err := <-srvErr:
+		log.Info("shutting down: finishing runs at their next boundary", "timeout", o.ShutdownTimeout, "drain_delay", o.DrainDelay)
+		draining.Store(true)
+		o.drain()
+	case err := <-front.errc:
 		log.Error("http server stopped", "err", err)
+		draining.Store(true)
 	}
-	draining.Store(true)
 	stopBG()
 	runErr := <-runDone
 	<-hubDone
+	front.stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
 	_ = pub.Close(shutdownCtx)
 	if runErr != nil {
 		log.Error("shutdown incomplete", "err", runErr)
@@ -218,9 +216,10 @@ func connect(ctx context.Context, o Config) (databases, redis.UniversalClient, e
 	// The client has ContextTimeoutEnabled set: without it a stalled Redis would hold every
 	// lock call past its deadline, long enough to cost a run its lease. A bad Redis URL or CA
 	// file stops here, before anything touches the database.
+	redisconn.SetLogger(o.Logger) // go-redis' own messages, in the instance's log
 	rdb, err := redisconn.New(o.RedisURL, redisconn.Options{CAFile: o.RedisCAFile})
 	if err != nil {
-		return databases{}, nil, fmt.Errorf("redis url: %w", err)
+		return databases{}, nil, permanent{fmt.Errorf("redis url: %w", err)}
 	}
 	dbs, err := openDatabases(ctx, o)
 	if err != nil {
@@ -249,7 +248,7 @@ func openDatabases(ctx context.Context, o Config) (databases, error) {
 	}
 	pcfg, err := poolConfig(o.DatabaseURL, o.DatabaseDirectURL != "", maxConns)
 	if err != nil {
-		return databases{}, fmt.Errorf("parse database url: %w", err)
+		return databases{}, permanent{fmt.Errorf("parse database url: %w", err)}
 	}
 	main, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -305,7 +304,7 @@ func newRunner(ctx context.Context, o Config, dbs databases, rdb redis.Universal
 		PollInterval: o.PollInterval, DefaultLease: o.Lease, ShutdownTimeout: o.ShutdownTimeout,
 		Logger: o.Logger, Registerer: reg, Events: live.NewEventPublisher(pub), WorkerVersion: o.Version,
 		Retention: o.Retention, TracerProvider: tp,
-		Notify: runner.NotifyConfig{Sender: &notify.Sender{AllowPrivateNetworks: o.NotifyAllowPrivateNetworks}, SecretKey: key},
+		Notify: runner.NotifyConfig{Sender: o.notifySender(), SecretKey: key},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -361,7 +360,7 @@ func tracerProvider(ctx context.Context, o Config) (trace.TracerProvider, func()
 	if o.TracerProvider != nil {
 		return o.TracerProvider, func() {}, nil
 	}
-	sdk, err := tracing.Setup(ctx, tracing.Config{Exporter: o.TracesExporter, Instance: o.Instance, Version: o.Version})
+	sdk, err := tracing.Setup(ctx, tracing.Config{Exporter: o.TracesExporter, Instance: o.Instance, Version: o.Version, Logger: o.Logger})
 	if err != nil {
 		return nil, nil, err
 	}

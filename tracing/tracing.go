@@ -12,11 +12,13 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -52,6 +54,10 @@ type Config struct {
 	// (headers, timeout, compression, certificates, sampler, batching, resource attributes)
 	// from the process environment themselves.
 	LookupEnv func(string) (string, bool)
+	// Logger receives OpenTelemetry's errors (a batch of spans the receiver did not take) as
+	// warnings; nil leaves OpenTelemetry's error handler as it is. The handler is the
+	// process's: the last Setup with a Logger wins.
+	Logger *slog.Logger
 }
 
 // Setup returns the tracer provider c asks for, or nil when tracing is off: Exporter none or
@@ -78,6 +84,9 @@ func Setup(ctx context.Context, c Config) (*sdktrace.TracerProvider, error) {
 	if strings.TrimSpace(c.Exporter) != ExporterOTLP {
 		return nil, nil
 	}
+	if c.Logger != nil {
+		SetErrorLogger(c.Logger)
+	}
 	exp, err := newExporter(ctx, env)
 	if err != nil {
 		return nil, err
@@ -91,6 +100,15 @@ func Setup(ctx context.Context, c Config) (*sdktrace.TracerProvider, error) {
 	// parentbased_always_on unless they say otherwise. A caller that sampled its request
 	// out is followed, so a run it starts is not traced either.
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// SetErrorLogger sends OpenTelemetry's errors, the failed exports of spans among them, to log
+// as warnings ("trace export failed"), instead of OpenTelemetry's default, which writes them
+// through the standard library's log.
+func SetErrorLogger(log *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("trace export failed", "err", err)
+	}))
 }
 
 // CheckExporter refuses an exporter Setup does not know, naming the setting.

@@ -342,3 +342,12 @@ const (
 	runsPageSize    = 50
 	replaysPageSize = 25
 )
+
+// operationName names the operation of a document whose field is field: the field with its
+// first letter in upper case (startJob: StartJob), as the server's spans and logs show it.
+func operationName(field string) string {
+	if field == "" {
+		return field
+	}
+	return strings.ToUpper(field[:1]) + field[1:]
+}

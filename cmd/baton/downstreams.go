@@ -195,7 +195,7 @@ func (f *downstreamSetFlags) input(fs *flag.FlagSet, name string) (map[string]an
 
 func (c *apiClient) listDownstreams(ctx context.Context, asJSON bool, stdout io.Writer) error {
 	var data downstreamsJSON
-	if err := c.do(ctx, `query { downstreams { `+downstreamFields+` } }`, nil, &data); err != nil {
+	if err := c.do(ctx, `query Downstreams { downstreams { `+downstreamFields+` } }`, nil, &data); err != nil {
 		return err
 	}
 	if data.Downstreams == nil {
@@ -217,7 +217,7 @@ func (c *apiClient) showDownstream(ctx context.Context, name string, asJSON bool
 	var data struct {
 		Downstream *downstreamJSON `json:"downstream"`
 	}
-	if err := c.do(ctx, `query($n: String!) { downstream(name: $n) { `+downstreamFields+` } }`, map[string]any{"n": name}, &data); err != nil {
+	if err := c.do(ctx, `query Downstream($n: String!) { downstream(name: $n) { `+downstreamFields+` } }`, map[string]any{"n": name}, &data); err != nil {
 		return err
 	}
 	if data.Downstream == nil {
@@ -237,7 +237,7 @@ func (c *apiClient) updateDownstream(ctx context.Context, sub string, in map[str
 			UserErrors []userErr       `json:"userErrors"`
 		} `json:"updateDownstream"`
 	}
-	err := c.do(ctx, `mutation($in: UpdateDownstreamInput!) { updateDownstream(input: $in) {
+	err := c.do(ctx, `mutation UpdateDownstream($in: UpdateDownstreamInput!) { updateDownstream(input: $in) {
 		downstream { `+downstreamFields+` } userErrors { code message field } } }`, map[string]any{"in": in}, &data)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -59,6 +60,22 @@ type codedError struct {
 func (e *codedError) Error() string { return e.err.Error() }
 func (e *codedError) Unwrap() error { return e.err }
 func (e *codedError) exitCode() int { return e.code }
+
+// loggedError is an error already written to the log (serve's, once its logger exists), which
+// main does not print again: a JSON log stream stays JSON to its last line.
+type loggedError struct{ err error }
+
+func (e *loggedError) Error() string { return e.err.Error() }
+func (e *loggedError) Unwrap() error { return e.err }
+
+// report prints err for main, unless it is help or already logged.
+func report(stderr io.Writer, err error) {
+	var logged *loggedError
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.As(err, &logged) {
+		return
+	}
+	fmt.Fprintln(stderr, "baton:", err)
+}
 
 // usageErrorf is a bad command line: exit code 2.
 func usageErrorf(format string, args ...any) error {

@@ -348,7 +348,7 @@ func (c *apiClient) listJobs(ctx context.Context, asJSON bool, stdout io.Writer)
 				} `json:"pageInfo"`
 			} `json:"jobs"`
 		}
-		err := c.do(ctx, `query($first: Int, $after: String) { jobs(first: $first, after: $after) {
+		err := c.do(ctx, `query Jobs($first: Int, $after: String) { jobs(first: $first, after: $after) {
 			nodes { name cron timezone enabled paused nextScheduledAt `+policyFields+`
 				activeRun { `+runFields+` } lastRun { `+runFields+` } }
 			pageInfo { hasNextPage endCursor } } }`, map[string]any{"first": jobsPageSize, "after": after}, &data)
@@ -423,7 +423,7 @@ func (c *apiClient) startJob(ctx context.Context, name, mode string, stdout io.W
 			UserErrors []userErr `json:"userErrors"`
 		} `json:"startJob"`
 	}
-	err := c.do(ctx, `mutation($in: StartJobInput!) { startJob(input: $in) { run { `+runFields+` } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation StartJob($in: StartJobInput!) { startJob(input: $in) { run { `+runFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": map[string]any{"name": name, "mode": mode}}, &data)
 	if err != nil {
 		return "", err
@@ -459,7 +459,7 @@ func (c *apiClient) cancelRun(ctx context.Context, id string, stdout io.Writer) 
 			UserErrors []userErr `json:"userErrors"`
 		} `json:"cancelRun"`
 	}
-	err := c.do(ctx, `mutation($in: CancelRunInput!) { cancelRun(input: $in) { run { `+runFields+` } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation CancelRun($in: CancelRunInput!) { cancelRun(input: $in) { run { `+runFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": map[string]any{"runId": id}}, &data)
 	if err != nil {
 		return err
@@ -486,7 +486,7 @@ func (c *apiClient) updateSchedule(ctx context.Context, in map[string]any, stdou
 			UserErrors      []userErr    `json:"userErrors"`
 		} `json:"updateJobSchedule"`
 	}
-	err := c.do(ctx, `mutation($in: UpdateJobScheduleInput!) { updateJobSchedule(input: $in) {
+	err := c.do(ctx, `mutation UpdateJobSchedule($in: UpdateJobScheduleInput!) { updateJobSchedule(input: $in) {
 		job { name cron timezone enabled leaseSeconds nextFireTimes(n: 3) } scheduleRequest { `+requestFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": in}, &data)
 	if err != nil {
@@ -522,7 +522,7 @@ func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]a
 		var data struct {
 			Job *job `json:"job"`
 		}
-		if err := c.do(ctx, `query($n: String!) { job(name: $n) { `+policyFields+` } }`, map[string]any{"n": name}, &data); err != nil {
+		if err := c.do(ctx, `query JobPolicy($n: String!) { job(name: $n) { `+policyFields+` } }`, map[string]any{"n": name}, &data); err != nil {
 			return err
 		}
 		if data.Job == nil {
@@ -536,7 +536,7 @@ func (c *apiClient) autoResume(ctx context.Context, name string, in map[string]a
 				UserErrors []userErr `json:"userErrors"`
 			} `json:"updateJobAutoResume"`
 		}
-		err := c.do(ctx, `mutation($in: UpdateJobAutoResumeInput!) { updateJobAutoResume(input: $in) {
+		err := c.do(ctx, `mutation UpdateJobAutoResume($in: UpdateJobAutoResumeInput!) { updateJobAutoResume(input: $in) {
 			job { `+policyFields+` } userErrors { code message field } } }`, map[string]any{"in": in}, &data)
 		if err != nil {
 			return err
@@ -563,7 +563,7 @@ func (c *apiClient) pauseJob(ctx context.Context, name string, stdout io.Writer)
 			UserErrors []userErr `json:"userErrors"`
 		} `json:"pauseJob"`
 	}
-	err := c.do(ctx, `mutation($in: PauseJobInput!) { pauseJob(input: $in) { job { activeRun { id } } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation PauseJob($in: PauseJobInput!) { pauseJob(input: $in) { job { activeRun { id } } userErrors { code message field } } }`,
 		map[string]any{"in": map[string]any{"name": name}}, &data)
 	if err != nil {
 		return err
@@ -587,7 +587,7 @@ func (c *apiClient) resumeJob(ctx context.Context, name string, stdout io.Writer
 			UserErrors []userErr `json:"userErrors"`
 		} `json:"resumeJob"`
 	}
-	err := c.do(ctx, `mutation($in: ResumeJobInput!) { resumeJob(input: $in) { run { id } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation ResumeJob($in: ResumeJobInput!) { resumeJob(input: $in) { run { id } userErrors { code message field } } }`,
 		map[string]any{"in": map[string]any{"name": name}}, &data)
 	if err != nil {
 		return "", err

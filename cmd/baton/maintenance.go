@@ -47,7 +47,7 @@ func maintenanceCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		var data struct {
 			Maintenance bool `json:"maintenance"`
 		}
-		if err := c.do(ctx, `query { maintenance }`, nil, &data); err != nil {
+		if err := c.do(ctx, `query Maintenance { maintenance }`, nil, &data); err != nil {
 			return err
 		}
 		if api.json() {
@@ -63,7 +63,7 @@ func maintenanceCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 			UserErrors  []userErr  `json:"userErrors"`
 		} `json:"setMaintenance"`
 	}
-	err = c.do(ctx, `mutation($in: SetMaintenanceInput!) { setMaintenance(input: $in) {
+	err = c.do(ctx, `mutation SetMaintenance($in: SetMaintenanceInput!) { setMaintenance(input: $in) {
 		maintenance resumedRuns { id jobName } userErrors { code message field } } }`,
 		map[string]any{"in": map[string]any{"paused": sub == "on"}}, &data)
 	if err != nil {

@@ -231,7 +231,7 @@ func channels(ctx context.Context, c *apiClient) ([]wireChannel, error) {
 	var data struct {
 		NotificationChannels []wireChannel `json:"notificationChannels"`
 	}
-	if err := c.do(ctx, `query { notificationChannels { `+channelFields+` } }`, nil, &data); err != nil {
+	if err := c.do(ctx, `query NotificationChannels { notificationChannels { `+channelFields+` } }`, nil, &data); err != nil {
 		return nil, err
 	}
 	if data.NotificationChannels == nil {
@@ -286,7 +286,7 @@ func saveChannel(ctx context.Context, c *apiClient, in map[string]any, asJSON bo
 			UserErrors []userErr    `json:"userErrors"`
 		} `json:"saveNotificationChannel"`
 	}
-	q := `mutation($in: SaveNotificationChannelInput!) { saveNotificationChannel(input: $in) { channel { ` + channelFields + ` } userErrors { code message field } } }`
+	q := `mutation SaveNotificationChannel($in: SaveNotificationChannelInput!) { saveNotificationChannel(input: $in) { channel { ` + channelFields + ` } userErrors { code message field } } }`
 	if err := c.do(ctx, q, map[string]any{"in": in}, &data); err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func simpleMutation(ctx context.Context, c *apiClient, field, inputType string, 
 	var data map[string]struct {
 		UserErrors []userErr `json:"userErrors"`
 	}
-	q := fmt.Sprintf(`mutation($in: %s!) { %s(input: $in) { %s userErrors { code message field } } }`, inputType, field, selection)
+	q := fmt.Sprintf(`mutation %s($in: %s!) { %s(input: $in) { %s userErrors { code message field } } }`, operationName(field), inputType, field, selection)
 	if err := c.do(ctx, q, map[string]any{"in": in}, &data); err != nil {
 		return err
 	}

@@ -110,6 +110,11 @@ func TestNotifyCommands(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "the delivery to read SENT", func() bool {
 		return strings.Contains(as(exitOK, "notify", "deliveries", "--channel", "ops").stdout, "SENT")
 	})
+	// Each delivery names its channel.
+	lines := strings.Split(strings.TrimSpace(as(exitOK, "notify", "deliveries").stdout), "\n")
+	if len(lines) != 2 || strings.Fields(lines[0])[1] != "CHANNEL" || strings.Fields(lines[1])[1] != "ops" {
+		t.Fatalf("notify deliveries: want a CHANNEL column naming ops:\n%s", strings.Join(lines, "\n"))
+	}
 	as(exitOK, "notify", "channels", "set", "ops", "--burst", "2")
 	as(exitOK, "notify", "channels", "remove", "ops")
 	as(exitNotFound, "notify", "channels", "remove", "ops")

@@ -178,7 +178,7 @@ func notifyDeliveriesCommand(ctx context.Context, args []string, stdout, stderr 
 	var data struct {
 		NotificationDeliveries []wireDelivery `json:"notificationDeliveries"`
 	}
-	if err := c.do(ctx, `query($c: ID, $s: DeliveryStatus, $first: Int) { notificationDeliveries(channelId: $c, status: $s, first: $first) { `+
+	if err := c.do(ctx, `query NotificationDeliveries($c: ID, $s: DeliveryStatus, $first: Int) { notificationDeliveries(channelId: $c, status: $s, first: $first) { `+
 		deliveryFields+` } }`, vars, &data); err != nil {
 		return err
 	}
@@ -188,10 +188,38 @@ func notifyDeliveriesCommand(ctx context.Context, args []string, stdout, stderr 
 		}
 		return writeJSON(stdout, map[string]any{"deliveries": data.NotificationDeliveries})
 	}
+	names, err := channelNames(ctx, c)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREATED\tKIND\tALARM\tSTATUS\tATTEMPTS\tLAST ERROR")
+	fmt.Fprintln(tw, "CREATED\tCHANNEL\tKIND\tALARM\tSTATUS\tATTEMPTS\tLAST ERROR")
 	for _, d := range data.NotificationDeliveries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", d.CreatedAt, d.Kind, d.AlertKey, d.Status, d.Attempts, orDash(d.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.CreatedAt, names.of(d.ChannelID), d.Kind, d.AlertKey, d.Status, d.Attempts, orDash(d.LastError))
 	}
 	return tw.Flush()
+}
+
+// channelNamer names channels by id.
+type channelNamer map[string]string
+
+// channelNames reads the channels' names.
+func channelNames(ctx context.Context, c *apiClient) (channelNamer, error) {
+	list, err := channels(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	names := channelNamer{}
+	for _, ch := range list {
+		names[ch.ID] = ch.Name
+	}
+	return names, nil
+}
+
+// of is the name of channel id, or "#id" for one since removed.
+func (n channelNamer) of(id string) string {
+	if name, ok := n[id]; ok {
+		return name
+	}
+	return "#" + id
 }

@@ -144,7 +144,7 @@ func (c *apiClient) requestRestart(ctx context.Context, name, reason, compensati
 	if compensationRef != "" {
 		in["compensationRef"] = compensationRef
 	}
-	err := c.do(ctx, `mutation($in: RequestRestartInput!) { requestRestart(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation RequestRestart($in: RequestRestartInput!) { requestRestart(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": in}, &data)
 	if err != nil {
 		return "", err
@@ -173,7 +173,7 @@ func (c *apiClient) executeReplay(ctx context.Context, id string, stdout io.Writ
 			UserErrors    []userErr    `json:"userErrors"`
 		} `json:"executeReplay"`
 	}
-	err := c.do(ctx, `mutation($in: ExecuteReplayInput!) { executeReplay(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation ExecuteReplay($in: ExecuteReplayInput!) { executeReplay(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": map[string]any{"requestId": id}}, &data)
 	if err != nil {
 		return "", err
@@ -265,7 +265,7 @@ func (c *apiClient) listReplays(ctx context.Context, statuses []string, limit in
 				PageInfo pageInfo           `json:"pageInfo"`
 			} `json:"replayRequests"`
 		}
-		err := c.do(ctx, `query($status: [ReplayStatus!], $first: Int, $after: String) {
+		err := c.do(ctx, `query ReplayRequests($status: [ReplayStatus!], $first: Int, $after: String) {
 			replayRequests(status: $status, first: $first, after: $after) {
 				nodes { `+requestFullFields+` } pageInfo { hasNextPage endCursor } } }`, vars, &data)
 		if err != nil {
@@ -328,7 +328,7 @@ func (c *apiClient) decideReplay(ctx context.Context, mutation, inputType, id, n
 		ReplayRequest *wireRequest `json:"replayRequest"`
 		UserErrors    []userErr    `json:"userErrors"`
 	}
-	err := c.do(ctx, `mutation($in: `+inputType+`!) { `+mutation+`(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
+	err := c.do(ctx, `mutation `+operationName(mutation)+`($in: `+inputType+`!) { `+mutation+`(input: $in) { replayRequest { `+requestFields+` } userErrors { code message field } } }`,
 		map[string]any{"in": in}, &data)
 	if err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func (c *apiClient) listRuns(ctx context.Context, job string, statuses []string,
 				PageInfo pageInfo   `json:"pageInfo"`
 			} `json:"runs"`
 		}
-		err := c.do(ctx, `query($job: String, $status: [RunStatus!], $first: Int, $after: String) {
+		err := c.do(ctx, `query Runs($job: String, $status: [RunStatus!], $first: Int, $after: String) {
 			runs(jobName: $job, status: $status, first: $first, after: $after) {
 				nodes { `+runFields+` } pageInfo { hasNextPage endCursor } } }`, vars, &data)
 		if err != nil {
@@ -184,7 +184,7 @@ func (c *apiClient) showRun(ctx context.Context, id string, asJSON bool, stdout 
 			} `json:"errors"`
 		} `json:"run"`
 	}
-	err := c.do(ctx, `query($id: ID!, $n: Int) { run(id: $id) { `+runFields+shardFields+`
+	err := c.do(ctx, `query Run($id: ID!, $n: Int) { run(id: $id) { `+runFields+shardFields+`
 		errors(first: $n) { nodes { itemKey failureClass message attempt createdAt } pageInfo { hasNextPage endCursor } } } }`,
 		map[string]any{"id": id, "n": runErrorsShown}, &data)
 	if err != nil {

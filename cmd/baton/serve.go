@@ -139,5 +139,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintf(stdout, "  admin token    %s\n\nLog in to the console with the admin token above: it is this instance's own,\nnew at every start and revoked when the instance stops cleanly.\n", token)
 		}
 	}
-	return server.Serve(ctx, o)
+	if err := server.Serve(ctx, o); err != nil {
+		// In the log, as the lines before it: a JSON stream stays JSON.
+		log.Error("baton serve failed", "err", err)
+		return &loggedError{err}
+	}
+	return nil
 }

@@ -128,7 +128,7 @@ func (c *apiClient) jobSharding(ctx context.Context, name string, n *int, asJSON
 		var data struct {
 			Job *job `json:"job"`
 		}
-		if err := c.do(ctx, `query($n: String!) { job(name: $n) { maxConcurrentShards } }`, map[string]any{"n": name}, &data); err != nil {
+		if err := c.do(ctx, `query JobShards($n: String!) { job(name: $n) { maxConcurrentShards } }`, map[string]any{"n": name}, &data); err != nil {
 			return err
 		}
 		if data.Job == nil {
@@ -142,7 +142,7 @@ func (c *apiClient) jobSharding(ctx context.Context, name string, n *int, asJSON
 				UserErrors []userErr `json:"userErrors"`
 			} `json:"updateJobSharding"`
 		}
-		err := c.do(ctx, `mutation($in: UpdateJobShardingInput!) { updateJobSharding(input: $in) {
+		err := c.do(ctx, `mutation UpdateJobSharding($in: UpdateJobShardingInput!) { updateJobSharding(input: $in) {
 			job { maxConcurrentShards } userErrors { code message field } } }`,
 			map[string]any{"in": map[string]any{"job": name, "maxConcurrentShards": *n}}, &data)
 		if err != nil {

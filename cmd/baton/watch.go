@@ -154,7 +154,7 @@ func (c *apiClient) subscribeRun(ctx context.Context, id string, each func(*wire
 		return nil, err
 	}
 	sub, _ := json.Marshal(map[string]any{
-		"query":     `subscription($id: ID!) { runProgress(runId: $id) { ` + runFields + shardFields + ` } }`,
+		"query":     `subscription RunProgress($id: ID!) { runProgress(runId: $id) { ` + runFields + shardFields + ` } }`,
 		"variables": map[string]any{"id": id},
 	})
 	var last *wireRun

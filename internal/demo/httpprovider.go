@@ -18,6 +18,7 @@ import (
 
 	"github.com/baton-run/baton/runner"
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/tracing"
 )
 
 // The wire format of ProviderHandler, as small JSON bodies:
@@ -181,7 +182,9 @@ func NewHTTPProvider(baseURL string) (*HTTPProvider, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64 // a run pays up to its parallelism at once; keep those connections
-	return &HTTPProvider{base: u, client: &http.Client{Transport: tr}}, nil
+	// Through tracing.Transport: a call within a run's item carries its trace to the provider,
+	// as a job's own calls should, and has its client span ("HTTP POST").
+	return &HTTPProvider{base: u, client: &http.Client{Transport: tracing.Transport(tr)}}, nil
 }
 
 // URL returns the provider's base URL.

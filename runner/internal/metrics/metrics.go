@@ -90,8 +90,29 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}),
 	}
-	// The runs' and items' counters from the start, at zero, by the values a dashboard or a
-	// rule reads: a series that appears only with its first increase is one a rate misses.
+	m.atZero()
+	// A write that relied on the runner's knowledge of a ledger row (new, or in a known state)
+	// and was redone as an upsert: harmless, but anything above 0 is a bug worth reporting.
+	redoneWrites := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "baton_ledger_writes_redone_total",
+		Help: "Item writes that relied on a ledger state that was not so and were redone as upserts (expected: 0).",
+	}, func() float64 { return float64(redone()) })
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.RunsStarted, m.RunsFinished, m.Items, m.LeaseRenewals, m.LeaseLost,
+			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.FiresBlocked, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness,
+			m.NotificationsSent, m.NotificationsPending, redoneWrites} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// atZero makes the labelled counters' series that rules and dashboards read exist at zero
+// from the start: a series that appears only with its first increase is one a rate misses.
+func (m *Metrics) atZero() {
+	// The runs' and items', by the values a dashboard or a rule reads.
 	for _, tr := range []bt.Trigger{bt.TriggerScheduled, bt.TriggerManual, bt.TriggerReplay, bt.TriggerReconcile, bt.TriggerAutoResume} {
 		m.RunsStarted.WithLabelValues(string(tr))
 	}
@@ -109,20 +130,4 @@ func New(reg prometheus.Registerer, redone func() int64) (*Metrics, error) {
 			m.NotificationsSent.WithLabelValues(string(k), result)
 		}
 	}
-	// A write that relied on the runner's knowledge of a ledger row (new, or in a known state)
-	// and was redone as an upsert: harmless, but anything above 0 is a bug worth reporting.
-	redoneWrites := prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "baton_ledger_writes_redone_total",
-		Help: "Item writes that relied on a ledger state that was not so and were redone as upserts (expected: 0).",
-	}, func() float64 { return float64(redone()) })
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.RunsStarted, m.RunsFinished, m.Items, m.LeaseRenewals, m.LeaseLost,
-			m.LockContention, m.LockErrors, m.CapacityExceeded, m.FiresSkipped, m.FiresBlocked, m.Recovered, m.AutoResumed, m.ShardsClaimed, m.StartLatency, m.ScheduleLateness,
-			m.NotificationsSent, m.NotificationsPending, redoneWrites} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return m, nil
 }
