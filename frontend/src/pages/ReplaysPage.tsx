@@ -1,6 +1,7 @@
 // Replay requests and the approval queue: approvers approve or reject with a note; nobody can
 // decide their own request. A gated RESTART waits here too, as a request of kind RESTART. An
-// approved request whose run could not start (the job paused, no free slot) is executed here.
+// approved request whose run could not start (the job paused, no free slot) is executed here. A
+// request judged again and reopened says why it needs approval again.
 import { Accordion, Anchor, Badge, Card, Chip, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
@@ -40,7 +41,7 @@ export function executeBlockedBy(req: { status: ReplayStatus; replayRun: unknown
   return null;
 }
 
-function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onDecided: () => void }) {
+export function RequestCard({ req, onDecided }: { req: ReplayRequestFieldsFragment; onDecided: () => void }) {
   const viewer = useViewer();
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState<string | null>(null);

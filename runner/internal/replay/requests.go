@@ -448,7 +448,8 @@ func (s *Service) execute(ctx context.Context, req *bt.ReplayRequest, token stri
 		return req, fmt.Errorf("%s %d approved but its run did not start (execute it again with executeReplay): %w", kindWord(req), id, err)
 	}
 	auditExecuted(ctx, s.cfg, actor, target, run.ID)
-	return s.cfg.Store.ReplayRequest(ctx, id)
+	// The run has started: the caller going away now must not hide that.
+	return s.cfg.Store.ReplayRequest(context.WithoutCancel(ctx), id)
 }
 
 // auditExecuted records the execute of a request whose run's insert marked it EXECUTED.
