@@ -33,7 +33,7 @@ type NotifyConfig struct {
 	Sender NotificationSender
 	// SecretKey encrypts the channels' literal secrets at rest (AES-256-GCM: 32 bytes; 16 or
 	// 24 take AES-128 or -192). Every instance needs the same key. Without one, a literal
-	// secret is refused (SECRET_KEY_MISSING) and only "env:NAME" references are taken.
+	// secret is refused (SECRET_KEY_MISSING) and only "env:BATON_NOTIFY_NAME" references are taken.
 	SecretKey []byte
 	// LookupEnvFunc reads the environment variable an "env:NAME" secret names; nil means
 	// os.LookupEnv.
