@@ -7,3 +7,10 @@
 -- ADMIN all the same.
 ALTER TABLE notification_channels DROP CONSTRAINT notification_channels_url_check;
 ALTER TABLE notification_channels ADD CONSTRAINT notification_channels_url_check CHECK (length(url) <= 4096);
+
+-- A delivery's last error keeps an error answer's status line alone. Errors recorded before
+-- held the first 512 bytes of the answer's body, which a VIEWER reads: they keep their status
+-- code only.
+UPDATE notification_outbox
+SET last_error = regexp_replace(last_error, '^the receiver answered ([0-9]{3})\M.*$', 'HTTP \1 (the answer''s body, kept before, was dropped)', 's')
+WHERE last_error LIKE 'the receiver answered %';

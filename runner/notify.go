@@ -33,7 +33,7 @@ type NotifyConfig struct {
 	Sender NotificationSender
 	// SecretKey encrypts the channels' literal secrets at rest (AES-256-GCM: 32 bytes; 16 or
 	// 24 take AES-128 or -192). Every instance needs the same key. Without one, a literal
-	// secret is refused (SECRET_KEY_MISSING) and only "env:NAME" references are taken.
+	// secret is refused (SECRET_KEY_MISSING) and only "env:BATON_NOTIFY_NAME" references are taken.
 	SecretKey []byte
 	// LookupEnvFunc reads the environment variable an "env:NAME" secret names; nil means
 	// os.LookupEnv.
@@ -339,6 +339,9 @@ func (s *NotificationService) applyChannel(c *store.StoredChannel, in bt.Channel
 	}
 	if c.Secret == "" {
 		return invalidChannel("secret", "a %s channel needs its secret (%s), or env:%sNAME to read it from the environment", c.Kind, secretName(c.Kind), NotifyEnvPrefix)
+	}
+	if s.r.notify.box == nil && in.URL == nil && !create {
+		return nil // without a key, a URL stored before stays as it is when it is not changed
 	}
 	sealed, err := s.r.notify.box.storeURL(c.URL)
 	if err != nil {

@@ -492,6 +492,13 @@ func TestNotifyCredentialURLSealedAndHidden(t *testing.T) {
 	if k := b.count(`SELECT count(*) FROM notification_channels`); k != 3 {
 		t.Fatalf("%d channels, want the 3 accepted", k)
 	}
+	// A keyless cluster still changes a channel whose URL, stored before, is left as it was.
+	if _, err := b.Pool.Exec(ctx, `UPDATE notification_channels SET url = $1 WHERE id = $2`, full, plain.ID); err != nil {
+		t.Fatal(err)
+	}
+	if up, err := keyless.Alarms().Notifications().UpdateChannel(ctx, "alice", plain.ID, bt.ChannelInput{Burst: ptr(3)}); err != nil || up.URLShown != shown {
+		t.Fatalf("keyless update keeping a stored URL: %+v, %v", up, err)
+	}
 }
 
 // A credential URL stored in the clear before URLs were sealed is sealed when an instance with

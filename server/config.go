@@ -100,7 +100,7 @@ type Config struct {
 	Retention runner.Retention
 	// SecretKey encrypts the notification channels' secrets at rest (AES-256-GCM): 32 bytes
 	// as base64 or 64 hex digits, the same on every instance. "" stores no literal secret:
-	// channels then take only env:NAME references (docs/deployment.md).
+	// channels then take only env:BATON_NOTIFY_NAME references (docs/deployment.md).
 	SecretKey string
 	// NotifyAllowPrivateNetworks lets notification deliveries reach loopback, link-local and
 	// private addresses (RFC 1918, ULA, carrier-grade NAT); without it they reach public

@@ -5130,7 +5130,7 @@ type NotificationChannel @goModel(model: "github.com/baton-run/baton/runner/bato
   url: String @goField(forceResolver: true)
   "Whether the channel has its secret."
   secretSet: Boolean!
-  "Which secret it is, without giving it away: env:NAME, or the last characters of a stored one."
+  "Which secret it is, without giving it away: env:BATON_NOTIFY_NAME, or the last characters of a stored one."
   secretHint: String @goField(forceResolver: true)
   "Deliveries a minute at most, and at once (the token bucket's size)."
   ratePerMinute: Int!
@@ -5214,7 +5214,7 @@ input SaveNotificationChannelInput {
   kind: ChannelKind
   "http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK."
   url: String
-  "The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add."
+  "The literal secret (stored encrypted) or env:BATON_NOTIFY_NAME, at most 1024 characters; required to add."
   secret: String
   "1 to 6000; 30 by default."
   ratePerMinute: Int
@@ -5259,7 +5259,7 @@ type SendTestNotificationPayload {
 }
 
 extend enum UserErrorCode {
-  "A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key."
+  "A literal secret, or a URL that carries credentials, on a cluster without a secret key (--secret-key): give env:BATON_NOTIFY_NAME, or configure a key."
   SECRET_KEY_MISSING
   "An env:NAME secret whose NAME does not start with BATON_NOTIFY_: only those variables may be read."
   SECRET_ENV_REFUSED

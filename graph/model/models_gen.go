@@ -445,7 +445,7 @@ type SaveNotificationChannelInput struct {
 	Kind *batontype.ChannelKind `json:"kind,omitempty"`
 	// http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK.
 	URL *string `json:"url,omitempty"`
-	// The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add.
+	// The literal secret (stored encrypted) or env:BATON_NOTIFY_NAME, at most 1024 characters; required to add.
 	Secret *string `json:"secret,omitempty"`
 	// 1 to 6000; 30 by default.
 	RatePerMinute *int `json:"ratePerMinute,omitempty"`
@@ -939,7 +939,7 @@ const (
 	UserErrorCodeSelfApproval     UserErrorCode = "SELF_APPROVAL"
 	UserErrorCodeConflict         UserErrorCode = "CONFLICT"
 	UserErrorCodeShuttingDown     UserErrorCode = "SHUTTING_DOWN"
-	// A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key.
+	// A literal secret, or a URL that carries credentials, on a cluster without a secret key (--secret-key): give env:BATON_NOTIFY_NAME, or configure a key.
 	UserErrorCodeSecretKeyMissing UserErrorCode = "SECRET_KEY_MISSING"
 	// An env:NAME secret whose NAME does not start with BATON_NOTIFY_: only those variables may be read.
 	UserErrorCodeSecretEnvRefused UserErrorCode = "SECRET_ENV_REFUSED"

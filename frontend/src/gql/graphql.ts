@@ -319,7 +319,7 @@ export type SaveNotificationChannelInput = {
   ratePerMinute?: number | null | undefined;
   /** The channel's routes (at most 50), replacing those it has; omitted keeps them. */
   routes?: Array<NotificationRouteInput> | null | undefined;
-  /** The literal secret (stored encrypted) or env:NAME, at most 1024 characters; required to add. */
+  /** The literal secret (stored encrypted) or env:BATON_NOTIFY_NAME, at most 1024 characters; required to add. */
   secret?: string | null | undefined;
   /** http or https; required for WEBHOOK, PagerDuty's Events v2 endpoint by default, none for SLACK. */
   url?: string | null | undefined;
@@ -426,7 +426,7 @@ export type UserErrorCode =
   | 'REPLAY_BLOCKED'
   /** An env:NAME secret whose NAME does not start with BATON_NOTIFY_: only those variables may be read. */
   | 'SECRET_ENV_REFUSED'
-  /** A literal secret on a cluster without a secret key (--secret-key): give env:NAME, or configure a key. */
+  /** A literal secret, or a URL that carries credentials, on a cluster without a secret key (--secret-key): give env:BATON_NOTIFY_NAME, or configure a key. */
   | 'SECRET_KEY_MISSING'
   | 'SELF_APPROVAL'
   | 'SHUTTING_DOWN';
