@@ -170,7 +170,7 @@ func TestLedgerAlarms(t *testing.T) {
 	wantAlarms(t, r, "TARGET_RETRIED retry", "DOWNSTREAM_ERRORS flaky-api", "AMBIGUOUS_EFFECT doubt")
 
 	wantGauges(t, r, map[string]float64{"AMBIGUOUS_EFFECT": 1, "CHECKPOINT_STALLED": 0, "DOWNSTREAM_ERRORS": 1,
-		"HEARTBEAT_MISSED": 0, "NO_LEDGER_WRITES": 0, "TARGET_RETRIED": 1, "AUTO_RESUME_EXHAUSTED": 0, "DOWNSTREAM_LIMIT_DEGRADED": 0})
+		"HEARTBEAT_MISSED": 0, "NO_LEDGER_WRITES": 0, "TARGET_RETRIED": 1, "AUTO_RESUME_EXHAUSTED": 0, "DOWNSTREAM_LIMIT_DEGRADED": 0, "SCHEDULED_FIRE_BLOCKED": 0})
 
 	// Each alarm ends with its signal: the doubt is resolved, the target confirmed, the
 	// downstream window moves on.
@@ -189,5 +189,5 @@ func TestLedgerAlarms(t *testing.T) {
 	}
 	wantAlarms(t, r)
 	wantGauges(t, r, map[string]float64{"AMBIGUOUS_EFFECT": 0, "CHECKPOINT_STALLED": 0, "DOWNSTREAM_ERRORS": 0,
-		"HEARTBEAT_MISSED": 0, "NO_LEDGER_WRITES": 0, "TARGET_RETRIED": 0, "AUTO_RESUME_EXHAUSTED": 0, "DOWNSTREAM_LIMIT_DEGRADED": 0})
+		"HEARTBEAT_MISSED": 0, "NO_LEDGER_WRITES": 0, "TARGET_RETRIED": 0, "AUTO_RESUME_EXHAUSTED": 0, "DOWNSTREAM_LIMIT_DEGRADED": 0, "SCHEDULED_FIRE_BLOCKED": 0})
 }
