@@ -127,7 +127,7 @@ func (n *notifier) send(ctx context.Context, instance string, d store.ClaimedDel
 // sealChannelURLs seals every credential URL still stored in the clear (saved before URLs
 // were sealed), when this instance has the secret key; each is audited, as scheme://host/…,
 // and keeps its channel's last editor. A failure is logged and left to the next start.
-func (r *Runner) sealChannelURLs(ctx context.Context) {
+func sealChannelURLs(ctx context.Context, r *Runner) {
 	box := r.notify.box
 	if box == nil {
 		return

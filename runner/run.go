@@ -33,7 +33,7 @@ func (r *Runner) newRun(job Job, rec *bt.RunRecord, token string, scope bt.Repla
 	info := job.Info()
 	retry := info.Retry.withDefaults()
 	d := pipeline.Deps{Store: r.store, Locks: r.locks, Metrics: r.metrics, Logger: r.log,
-		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance, Downstreams: r.ds, Tracer: r.tracer}
+		NowFunc: r.cfg.NowFunc, Instance: r.cfg.Instance, Downstreams: r.ds, Tracer: r.tracer, FollowSpan: r.spans.follow}
 	var shard *ShardInfo
 	if s := rec.Shard; s != nil {
 		d.Locks = noLocks{} // the run holds the job's lock; the database fences each shard

@@ -141,6 +141,7 @@ type Runner struct {
 
 	reg      *registry
 	handover handover
+	spans    *spanFollower // the spans of sharded runs planned here, until the runs end
 
 	slots    chan struct{}
 	draining atomic.Bool
@@ -189,6 +190,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.shards = &shardWork{r: r, wake: make(chan struct{}, 1)}
 	r.handover = handover{r: r, warn: logthrottle.New(0, nil)}
+	r.spans = newSpanFollower(r)
 	if cfg.TracerProvider != nil {
 		r.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
@@ -386,7 +388,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.ds.serve(ctx) }()
-	go func() { defer wg.Done(); r.sealChannelURLs(ctx); r.notify.serve(ctx) }()
+	go func() { defer wg.Done(); sealChannelURLs(ctx, r); r.notify.serve(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.spans.serve(ctx) }()
 	if cap(r.slots) > 0 { // an API-only instance leaves handed-over starts, shards and reconciles to the others
 		wg.Add(3)
 		go func() { defer wg.Done(); r.handover.serve(ctx) }()

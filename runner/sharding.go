@@ -355,6 +355,7 @@ func (w *shardWork) ended(ctx context.Context, rec bt.RunRecord) {
 		}
 	}
 	w.publishRun(ctx, rec.Shard.RunID, rec.Shard.RunEnded)
+	r.spans.wakeUp() // the run's span, if this instance holds it, may end now
 }
 
 // publishRun sends a run's state as the database has it now to the event sink. ended says

@@ -542,6 +542,8 @@ func (n *Node) env() []string {
 		"BATON_POLL_INTERVAL="+cfg.PollInterval.String(),
 		"BATON_LEASE="+cfg.Lease.String(),
 		"BATON_SHUTDOWN_TIMEOUT="+cfg.ShutdownTimeout.String(),
+		// No load balancer in front: a SIGTERM goes straight to the shutdown the scenarios time.
+		"BATON_DRAIN_DELAY=0s",
 		"BATON_LOG_FORMAT=json",
 		// No demo job fires on its own: a scenario starts what it runs, and a fire of
 		// demo-collect's quarter-hourly schedule would hold the job when it starts it.

@@ -33,6 +33,11 @@ func (run *Run) Execute(body func(ctx context.Context) error) {
 		run.log.Info("run handed to its shards")
 		if run.span != nil {
 			run.span.AddEvent("handed to its shards")
+			if run.d.FollowSpan != nil {
+				// The span covers the run's life: it ends with the last shard, not here.
+				run.d.FollowSpan(run.span, run.started.ID)
+				run.spanFollowed = true
+			}
 		}
 		return
 	}

@@ -78,6 +78,9 @@ type Deps struct {
 	PublishFunc func(rec bt.RunRecord, final bool)
 	// Instance names this process in the message of a run abandoned at shutdown.
 	Instance string
+	// FollowSpan, when set, takes the span of a run handed to its shards, to end it when the
+	// run ends (EndRunSpan); without it the span ends with the hand-off.
+	FollowSpan func(span trace.Span, runID int64)
 }
 
 // Settings are what the run's job and start decided for it.
@@ -141,6 +144,8 @@ type Run struct {
 	stats   *callStats
 	// span is the run's span (Settings.Span), nil when it has none.
 	span trace.Span
+	// spanFollowed: the span was handed to Deps.FollowSpan, which ends it.
+	spanFollowed bool
 }
 
 // New returns the run of rec, holding the lease token in s.

@@ -109,12 +109,15 @@ func endSpanError(span trace.Span, err error) {
 
 // endRunSpan ends the run's span with its outcome as the record of its end says.
 func (run *Run) endRunSpan() {
-	span := run.span
-	if span == nil {
+	if run.span == nil || run.spanFollowed {
 		return
 	}
+	EndRunSpan(run.span, run.Snapshot())
+}
+
+// EndRunSpan ends a run's span with the run's outcome as rec, the record of its end, says.
+func EndRunSpan(span trace.Span, rec bt.RunRecord) {
 	if span.IsRecording() {
-		rec := run.Snapshot()
 		span.SetAttributes(AttrStatus.String(string(rec.Status)), AttrProcessed.Int64(rec.Processed))
 		if rec.StopReason != "" {
 			span.SetAttributes(AttrStopReason.String(string(rec.StopReason)))
