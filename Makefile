@@ -104,12 +104,16 @@ fuzz: ## Run every Fuzz* target for FUZZTIME each (default 30s; scripts/fuzz.sh)
 # How many random operation sequences `make soak` runs through the model-based safety test
 # (`make test` runs 200).
 MODEL_SEQUENCES ?= 5000
+# How many kill-and-requeue scenarios `make soak` runs through the shard counters' model test
+# (`make test` runs 3).
+SHARD_MODEL_SCENARIOS ?= 200
 
 .PHONY: soak
-soak: build ## Long soak tests: the model-based safety test over MODEL_SEQUENCES (5000) sequences, then go test -tags soak -run Soak ./e2e/... (60 min limit each)
+soak: build ## Long soak tests: the model-based safety test over MODEL_SEQUENCES (5000) sequences, the shard counters' model over SHARD_MODEL_SCENARIOS (200) scenarios, then go test -tags soak -run Soak ./e2e/... (60 min limit each)
 	@if [[ ! -d e2e ]]; then echo "soak: there is no e2e/ directory yet, so no soak test to run" >&2; exit 1; fi
 	scripts/dev-services.sh up >/dev/null
 	. .data/env && BATON_MODEL_SEQUENCES=$(MODEL_SEQUENCES) $(GO) test -race -run '^TestModelSafety$$' -count=1 -timeout 60m ./internal/demo/
+	. .data/env && BATON_SHARD_MODEL_SCENARIOS=$(SHARD_MODEL_SCENARIOS) $(GO) test -run '^TestShardCountersModel$$' -count=1 -timeout 60m ./runner/
 	. .data/env && BATON_BIN=$(CURDIR)/$(BIN) $(GO) test -tags soak -run Soak -count=1 -timeout 60m ./e2e/...
 
 ##@ Clean up

@@ -47,40 +47,6 @@ func (b *bundle) ledgerState(job, target string) (state, lastError string) {
 	return state, lastError
 }
 
-// A holder that dies while a call waits for its turn at a downstream leaves that target as it
-// was: no intent was written for a call that had no turn, so nothing is in doubt. The call
-// that had its turn and was in flight is in doubt, as it must be.
-func TestDownstreamTurnWaitLeavesNoTargetInDoubt(t *testing.T) {
-	b := setup(t)
-	called := make(chan string, 2)
-	release := make(chan struct{})
-	defer close(release)
-	job := turnJob("turn-wait", "single", bt.DownstreamLimits{Concurrency: 1}, []string{"a", "b"}, func(ctx context.Context, item runner.Item) error {
-		called <- item.Target
-		<-release
-		return nil
-	})
-	r := b.runner(func(c *runner.Config) { c.Scheduler = true }, job)
-	id := mustStart(t, r, runner.StartParams{Job: "turn-wait"})
-	first := <-called // the other call waits for the only slot
-	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, id); err != nil {
-		t.Fatal(err)
-	}
-	if got := b.waitStatus(id, bt.StatusFailed, bt.StatusSucceeded); got.Status != bt.StatusFailed {
-		t.Fatalf("run %s (%s); want FAILED, its lease lost", got.Status, got.Message)
-	}
-	other := "a"
-	if first == "a" {
-		other = "b"
-	}
-	if state, _ := b.ledgerState("turn-wait", first); state != string(bt.LedgerAmbiguous) {
-		t.Errorf("%s, called when its holder died, is %q; want AMBIGUOUS_EFFECT", first, state)
-	}
-	if state, _ := b.ledgerState("turn-wait", other); state == string(bt.LedgerAmbiguous) || state == string(bt.LedgerInFlight) {
-		t.Errorf("%s, waiting for its turn when its holder died, is %s: in doubt though never called", other, state)
-	}
-}
-
 // An Acquire that fails and does not clear ends the item after a bounded number of rounds,
 // TRANSIENT and not called, and the run ends: no call is made, and nothing loops for ever.
 func TestDownstreamAcquireFailureEndsItemNotCalled(t *testing.T) {

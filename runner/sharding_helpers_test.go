@@ -36,6 +36,9 @@ type shardedJob struct {
 	batch bool
 	// retry is the job's retry policy; nil: one attempt.
 	retry *runner.RetryPolicy
+	// hold, when set, may hold a shard's Run at "start" (before anything) or "end" (after its
+	// last item's outcome is committed) until its channel closes.
+	hold func(shard runner.ShardInfo, at string) <-chan struct{}
 
 	b *bundle
 
@@ -72,6 +75,16 @@ func (j *shardedJob) Run(ctx context.Context, run *runner.Run) error {
 	}
 	if j.started != nil {
 		j.started <- shard.Key
+	}
+	if j.hold != nil {
+		if g := j.hold(shard, "start"); g != nil {
+			<-g
+		}
+		defer func() {
+			if g := j.hold(shard, "end"); g != nil {
+				<-g
+			}
+		}()
 	}
 	start := 1
 	if cp := run.Checkpoint(); cp != "" {

@@ -30,10 +30,6 @@ type batch struct {
 	pending []*itemState      // the items the next round calls
 	decided *store.ItemsWrite // outcomes decided without a call, for the first result commit
 
-	// intentMu serialises the intents written one by one, each once its call has its turn
-	// at its downstream; intentErr is the first that failed, which stops the batch.
-	intentMu  sync.Mutex
-	intentErr error
 }
 
 // itemState is one item's progress through a batch.
@@ -43,6 +39,8 @@ type itemState struct {
 	attempt   int
 	prevSig   string
 	prevCount int
+	// before is the target's state before this batch's intents (none: no row).
+	before bt.LedgerState
 	// notCalled counts the rounds the item's downstream failed to give it a turn (not the
 	// waits for one): an Acquire error that does not clear ends the item after a few.
 	notCalled int
@@ -185,7 +183,7 @@ func (b *batch) decide(ctx context.Context, priors map[store.TargetStep]store.Le
 		// nobody else adds rows to the generation while the lease holds.
 		st.base.Fresh = !known
 		if known {
-			st.base.Prior = prior.State
+			st.base.Prior, st.before = prior.State, prior.State
 			st.base.InputChanged = prior.InputHash != "" && st.base.InputHash != "" && prior.InputHash != st.base.InputHash
 			st.attempt, st.prevSig, st.prevCount = prior.Attempt, prior.ErrorSig, prior.SameErrorCount
 			if b.decideKnown(st, prior) {
@@ -303,11 +301,6 @@ func (b *batch) call(ctx context.Context, round int) (*results, error) {
 		return nil, err
 	}
 	b.calls(ctx)
-	if b.intentErr != nil {
-		// An intent written after its turn failed (the lease is lost, or the database):
-		// the run stops as after any failed write.
-		return nil, b.intentErr
-	}
 	for _, st := range b.pending {
 		if st.err == nil {
 			b.confirm(st, res)
@@ -318,15 +311,12 @@ func (b *batch) call(ctx context.Context, round int) (*results, error) {
 	return res, nil
 }
 
-// intents commits IN_FLIGHT for every external pending item that takes no turn at a
-// downstream, before any call is made. An item that takes a turn has its intent committed
-// once it has its turn (intent): a holder that dies while it waits leaves the target as it
-// was, not in doubt (docs/adr/0018-downstream-limits.md).
+// intents commits IN_FLIGHT for every external pending item before any call is made.
 func (b *batch) intents(ctx context.Context) error {
 	w := &store.ItemsWrite{}
 	for _, st := range b.pending {
 		st.attempt++
-		if st.item.External && !b.takesTurn(st.item) {
+		if st.item.External {
 			l := st.base
 			l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, store.WriteIntent
 			w.Ledger = append(w.Ledger, l)
@@ -339,33 +329,10 @@ func (b *batch) intents(ctx context.Context) error {
 		return err
 	}
 	for _, st := range b.pending {
-		if st.item.External && !b.takesTurn(st.item) {
+		if st.item.External {
 			st.base.Fresh, st.base.Prior = false, bt.LedgerInFlight // the intent's row is there now
 		}
 	}
-	return nil
-}
-
-// takesTurn reports whether item's call waits for a turn at its downstream.
-func (b *batch) takesTurn(item bt.Item) bool {
-	return b.run.d.Downstreams != nil && item.Downstream != ""
-}
-
-// intent commits the IN_FLIGHT intent of one external item whose call has its turn, just
-// before the call. It fails once any intent of the batch failed.
-func (b *batch) intent(ctx context.Context, st *itemState) error {
-	b.intentMu.Lock()
-	defer b.intentMu.Unlock()
-	if b.intentErr != nil {
-		return b.intentErr
-	}
-	l := st.base
-	l.State, l.Attempt, l.Kind = bt.LedgerInFlight, st.attempt, store.WriteIntent
-	if err := b.run.writes.write(ctx, &store.ItemsWrite{Ledger: []store.LedgerWrite{l}}, nil); err != nil {
-		b.intentErr = err
-		return err
-	}
-	st.base.Fresh, st.base.Prior = false, bt.LedgerInFlight
 	return nil
 }
 
@@ -388,14 +355,6 @@ func (b *batch) calls(ctx context.Context) {
 			st.err = err // not called: neither a call nor a failure for the stop conditions
 			endCallSpan(span, err)
 			return
-		}
-		if turn != nil && st.item.External {
-			if err := b.intent(ctx, st); err != nil {
-				turn.Done(err) // frees the slot; the call is not made
-				st.err = NotCalled(err)
-				endCallSpan(span, st.err)
-				return
-			}
 		}
 		st.err = callItem(cctx, run.log, st.item, b.fn, st.a)
 		endCallSpan(span, st.err)
@@ -522,10 +481,17 @@ func (b *batch) settleFailure(st *itemState, round int, res *results) {
 	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled && st.notCalled < maxNotCalled(run.retry)) {
 		res.retry = append(res.retry, st)
 		if notCalled {
-			// No call was made, and no intent written (the turn comes before the intent): the
-			// target's row stays as it was, and the retry's intent takes this attempt's
-			// number again.
-			st.attempt--
+			// No call was made: the retry's intent takes this attempt's number again (the
+			// write below, settling this attempt's own intent, still carries it).
+			defer func() { st.attempt-- }()
+		}
+		if st.item.External && notCalled && rejected(st.before) {
+			// Settled back to the class a replay was retrying: no call was made to change it.
+			l := st.base
+			msg := PublicErrorText(run.log, st.err)
+			l.State, l.Attempt, l.LastError, l.ErrorSig, l.SameErrorCount = st.before, st.attempt, &msg, &sig, st.prevCount
+			res.w.Ledger = append(res.w.Ledger, l)
+			st.base.Prior = st.before
 			return
 		}
 		if st.item.External {
@@ -556,21 +522,34 @@ func maxNotCalled(p Retry) int { return max(p.MaxAttempts, 3) }
 
 // notCalledOutcome adds to w the end of an item whose call was never made, its downstream
 // giving it no turn: TRANSIENT with the reason, so that a RESUME tries it again — unless the
-// target is in a rejected (or settled) class a replay was retrying, which stays as it is: no
-// call was made to change it. Either way it is counted once, failed.
+// target was in a rejected class a replay was retrying, which it keeps: no call was made to
+// change it. Either way it is counted once, failed.
 func (b *batch) notCalledOutcome(st *itemState, w *store.ItemsWrite) {
 	run := b.run
-	switch st.base.Prior {
-	case "", bt.LedgerTransient, bt.LedgerNotApplied:
-		l := st.base
-		setFailure(run.log, &l, &w.Delta, failure{state: bt.LedgerTransient, cause: st.err, attempt: max(st.attempt, 1),
+	l := st.base
+	state := bt.LedgerTransient
+	if rejected(st.before) {
+		state = st.before
+	}
+	if state != bt.LedgerTransient && !st.item.External {
+		w.Delta.Failed++ // nothing of this run's on the row: it stays as it was
+	} else {
+		setFailure(run.log, &l, &w.Delta, failure{state: state, cause: st.err, attempt: max(st.attempt, 1),
 			sig: st.prevSig, same: st.prevCount})
 		w.Ledger = append(w.Ledger, l)
-	default:
-		w.Delta.Failed++
 	}
 	w.Delta.Processed++
 	run.d.Metrics.Items.WithLabelValues("NOT_CALLED").Inc()
+}
+
+// rejected reports whether state is a class a replay retries (a rejection or BUG_SUSPECTED),
+// one a call never made must not overwrite.
+func rejected(state bt.LedgerState) bool {
+	switch state {
+	case "", bt.LedgerTransient, bt.LedgerNotApplied, bt.LedgerInFlight, bt.LedgerConfirmed, bt.LedgerAmbiguous, bt.LedgerSkipped:
+		return false
+	}
+	return true
 }
 
 // commitResults commits a round's results, with the batch's checkpoint once nothing is left
