@@ -223,7 +223,7 @@ func (s *Service) Approve(ctx context.Context, requestID int64, by Actor, note s
 		return req, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was requested: " + strings.Join(pf.BlockingReasons, "; ")}
 	}
 	if changed := rejudge(cur, pf, true); len(changed) > 0 {
-		return s.reopen(ctx, cur, bt.ReplayPendingApproval, pf, changed, by, "approveReplay", args)
+		return reopen(ctx, s, cur, bt.ReplayPendingApproval, pf, changed, by, "approveReplay", args)
 	}
 	req, err = s.cfg.Store.DecideReplay(ctx, requestID, store.ReplayDecision{From: bt.ReplayPendingApproval, To: bt.ReplayApproved,
 		DecidedBy: &name, DecidedByTokenID: by.tokenID(), Note: &n, Preflight: pf},
@@ -282,7 +282,7 @@ func riskWord(r bt.RiskLevel) string {
 // reopen moves a request whose judgement changed back to PENDING_APPROVAL, its decision
 // dropped, its fresh preflight and the reason stored, and returns it with APPROVAL_REQUIRED:
 // nothing starts until a second person approves it as it is now.
-func (s *Service) reopen(ctx context.Context, cur *bt.ReplayRequest, from bt.ReplayStatus, pf *bt.Preflight, changed []string,
+func reopen(ctx context.Context, s *Service, cur *bt.ReplayRequest, from bt.ReplayStatus, pf *bt.Preflight, changed []string,
 	by Actor, action string, args map[string]any) (*bt.ReplayRequest, error) {
 	reason := "judged again at " + strings.TrimSuffix(action, "Replay") + ": " + strings.Join(changed, "; ")
 	out, err := s.cfg.Store.DecideReplay(ctx, cur.ID, store.ReplayDecision{From: from, To: bt.ReplayPendingApproval, Preflight: pf, Reopen: &reason},
@@ -376,7 +376,7 @@ func (s *Service) Execute(ctx context.Context, requestID int64, by Actor) (req *
 		return out, &bt.Error{Code: bt.CodeReplayBlocked, Message: kindWord(cur) + " blocked since it was approved: " + strings.Join(pf.BlockingReasons, "; ")}
 	}
 	if changed := rejudge(cur, pf, decidedByOther(cur)); len(changed) > 0 {
-		return s.reopen(ctx, cur, bt.ReplayApproved, pf, changed, by, "executeReplay", nil)
+		return reopen(ctx, s, cur, bt.ReplayApproved, pf, changed, by, "executeReplay", nil)
 	}
 	started = true // execute releases the claim of a start that fails
 	return s.execute(ctx, cur, token, by)
