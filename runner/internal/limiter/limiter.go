@@ -163,6 +163,7 @@ type Limiter struct {
 	episode  int       // counts entries into degraded mode
 	local    locals
 	counts   map[string]*counts
+	marked   map[string]time.Time // intents whose turn marker may say "waiting" (turns.go), until when
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -189,6 +190,7 @@ func New(cfg Config) *Limiter {
 		log:    cfg.Log,
 		local:  locals{},
 		counts: map[string]*counts{},
+		marked: map[string]time.Time{},
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
