@@ -215,7 +215,7 @@ type quotaHold struct {
 }
 
 // Acquire waits for a call to name to take its turn under the cluster-wide limits. The grant
-// is recorded for intent (limiter.AcquireFor), for the recoverer (notCalled).
+// is recorded for intent (limiter.Acquire), for the recoverer (notCalled).
 func (d *downstreams) Acquire(ctx context.Context, name string, intent pipeline.TurnIntent, deadline time.Time) (pipeline.Turn, error) {
 	s, ok := d.get(name)
 	if ok && s.Limits.Paused {
@@ -231,7 +231,7 @@ func (d *downstreams) Acquire(ctx context.Context, name string, intent pipeline.
 		err = (*fault)(name)
 	}
 	if err == nil {
-		p, err = d.lim.AcquireFor(ctx, name, lim, deadline, limiter.Intent{ID: intent.ID, Note: string(intent.NotCalled)})
+		p, err = d.lim.Acquire(ctx, name, lim, deadline, limiter.Intent{ID: intent.ID, Note: string(intent.NotCalled)})
 	}
 	if err != nil {
 		var held *limiter.HeldError
@@ -267,7 +267,7 @@ func (d *downstreams) notCalled(ctx context.Context, intents []store.OpenIntent)
 	for i, in := range intents {
 		ids[i] = pipeline.TurnID(in.RunID, in.IdempotencyKey, in.Attempt)
 	}
-	revoked, err := d.lim.Revoke(ctx, ids, turnRevokeTTL)
+	revoked, err := limiter.Revoke(ctx, d.lim, ids, turnRevokeTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -36,13 +36,14 @@ const (
 // has none), so a caller may bound the wait tighter than the call. A zero deadline means
 // ctx's deadline, or DefaultLease from now. Zero Limits return a permit at once without
 // touching Redis. Limits no downstream can have are refused with an INVALID_INPUT error.
-func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline time.Time) (*Permit, error) {
-	return l.AcquireFor(ctx, name, lim, deadline, Intent{})
-}
-
-// AcquireFor is Acquire for the call of intent: the turn it takes leaves a marker in Redis
-// that Revoke reads (turns.go). A zero Intent leaves none.
-func (l *Limiter) AcquireFor(ctx context.Context, name string, lim Limits, deadline time.Time, in Intent) (*Permit, error) {
+//
+// Given an Intent (at most one), the turn is for that intent's call: it leaves a marker in
+// Redis that Revoke reads (turns.go). Without one, or with a zero one, it leaves none.
+func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline time.Time, intent ...Intent) (*Permit, error) {
+	var in Intent
+	if len(intent) > 0 {
+		in = intent[0]
+	}
 	start := l.now()
 	if err := lim.validate(name); err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func (l *Limiter) AcquireFor(ctx context.Context, name string, lim Limits, deadl
 			return p, err
 		}
 	}
-	if l.isMarked(in.ID) {
+	if l.marked.has(in.ID, l.now()) {
 		// Redis may say this call waits for its turn: a turn from the local share would let
 		// the recoverer take a call made for one never made.
 		return nil, fmt.Errorf("downstream %q: its turn was asked of Redis, which is unavailable: %w", name, ErrNoTurn)
@@ -112,7 +113,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			mark := 0
 			if answered {
 				mark = 1
-				l.markWaiting(in.ID, ttl) // before the script runs: its reply may be lost
+				l.marked.waiting(in.ID, ttl, l.now()) // before the script runs: its reply may be lost
 			}
 			args = append(args, mark, in.Note, ttl.Milliseconds())
 		}

@@ -163,7 +163,8 @@ type Limiter struct {
 	episode  int       // counts entries into degraded mode
 	local    locals
 	counts   map[string]*counts
-	marked   map[string]time.Time // intents whose turn marker may say "waiting" (turns.go), until when
+
+	marked turnMarks // intents whose turn marker may say "waiting" (turns.go)
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -190,7 +191,6 @@ func New(cfg Config) *Limiter {
 		log:    cfg.Log,
 		local:  locals{},
 		counts: map[string]*counts{},
-		marked: map[string]time.Time{},
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,14 +11,14 @@ import (
 // Turn markers: the evidence a turn leaves of whether it was granted, for a caller that
 // writes its intent before it waits for its turn and may die while it waits.
 //
-// AcquireFor with an Intent keeps one key per intent, written by acquireScript in the step
+// Acquire with an Intent keeps one key per intent, written by acquireScript in the step
 // that decides: "g" once the turn is granted, before the caller can call; "w<note>" while it
 // waits for a slot, once Redis has answered it before (an answer that may be lost marks
 // nothing, so a caller that then falls back to the local share leaves no "w"). Revoke turns a
 // "w" into "x" in one step, and a revoked intent is never granted a turn: either the grant
 // came first and Revoke sees "g", or Revoke came first and the call is never made. A caller
 // whose intent may be marked waiting takes no turn from the local share for it while the
-// marker may live (isMarked). No marker, or "g", says nothing: the call may have been made.
+// marker may live (turnMarks). No marker, or "g", says nothing: the call may have been made.
 
 // Intent names the call a turn is for. ID is unique per call; Note is kept with a waiting
 // marker and returned by Revoke.
@@ -32,29 +33,38 @@ func markTTL(lease time.Duration) time.Duration {
 	return 2*max(lease, 0) + time.Minute
 }
 
-// markWaiting records that Redis may mark intent id waiting, for about ttl (counted here
-// twice over, on this instance's clock, so that it outlives the marker).
-func (l *Limiter) markWaiting(id string, ttl time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	for k, until := range l.marked {
-		if now.After(until) {
-			delete(l.marked, k)
-		}
-	}
-	l.marked[id] = now.Add(2 * ttl)
+// turnMarks are the intents of this instance whose markers Redis may hold as waiting, each
+// until when (on this instance's clock).
+type turnMarks struct {
+	mu    sync.Mutex
+	until map[string]time.Time
 }
 
-// isMarked reports whether Redis may hold intent id as waiting for its turn.
-func (l *Limiter) isMarked(id string) bool {
+// waiting records that Redis may mark intent id waiting, for about ttl from now (counted
+// twice over, so that it outlives the marker).
+func (m *turnMarks) waiting(id string, ttl time.Duration, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.until == nil {
+		m.until = map[string]time.Time{}
+	}
+	for k, until := range m.until {
+		if now.After(until) {
+			delete(m.until, k)
+		}
+	}
+	m.until[id] = now.Add(2 * ttl)
+}
+
+// has reports whether Redis may hold intent id as waiting for its turn.
+func (m *turnMarks) has(id string, now time.Time) bool {
 	if id == "" {
 		return false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	until, ok := l.marked[id]
-	return ok && l.now().Before(until)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.until[id]
+	return ok && now.Before(until)
 }
 
 // revokeScript revokes the intents whose markers say they wait for a turn (or were revoked
@@ -78,7 +88,7 @@ return out
 // Revoke settles the intents ids whose calls were never made: for each one Redis holds as
 // waiting for its turn, it makes sure no turn is granted to it, ever, and returns its note.
 // An intent not returned may have been called. An error says nothing of any of them.
-func (l *Limiter) Revoke(ctx context.Context, ids []string, ttl time.Duration) (map[string]string, error) {
+func Revoke(ctx context.Context, l *Limiter, ids []string, ttl time.Duration) (map[string]string, error) {
 	out := map[string]string{}
 	if len(ids) == 0 {
 		return out, nil
