@@ -214,8 +214,9 @@ type quotaHold struct {
 	version int64
 }
 
-// Acquire waits for a call to name to take its turn under the cluster-wide limits.
-func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Time) (pipeline.Turn, error) {
+// Acquire waits for a call to name to take its turn under the cluster-wide limits. The grant
+// is recorded for intent (limiter.Acquire), for the recoverer (notCalled).
+func (d *downstreams) Acquire(ctx context.Context, name string, intent pipeline.TurnIntent, deadline time.Time) (pipeline.Turn, error) {
 	s, ok := d.get(name)
 	if ok && s.Limits.Paused {
 		return nil, fmt.Errorf("%w: the downstream is paused", pipeline.ErrWaiting)
@@ -230,7 +231,7 @@ func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Ti
 		err = (*fault)(name)
 	}
 	if err == nil {
-		p, err = d.lim.Acquire(ctx, name, lim, deadline)
+		p, err = d.lim.Acquire(ctx, name, lim, deadline, limiter.Intent{ID: intent.ID, Note: string(intent.NotCalled)})
 	}
 	if err != nil {
 		var held *limiter.HeldError
@@ -251,6 +252,37 @@ func (d *downstreams) Acquire(ctx context.Context, name string, deadline time.Ti
 		d.m.wait.WithLabelValues(name).Observe(p.Waited.Seconds())
 	}
 	return &dsTurn{d: d, name: name, lim: lim, p: p}, nil
+}
+
+// turnRevokeTTL is how long a revoked intent stays revoked: far past any lease, during which
+// a holder thought dead could still ask for its turn.
+const turnRevokeTTL = 24 * time.Hour
+
+// notCalled tells the recoverer which intents of dead holders never had their turn: Redis held
+// them waiting, and now never grants them one. It returns the state each such intent's target
+// is settled as (store.NotCalledFunc). Any other intent may have been called; an error says
+// nothing of any.
+func (d *downstreams) notCalled(ctx context.Context, intents []store.OpenIntent) (map[int64]bt.LedgerState, error) {
+	ids := make([]string, len(intents))
+	for i, in := range intents {
+		ids[i] = pipeline.TurnID(in.RunID, in.IdempotencyKey, in.Attempt)
+	}
+	revoked, err := limiter.Revoke(ctx, d.lim, ids, turnRevokeTTL)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]bt.LedgerState, len(revoked))
+	for i, in := range intents {
+		if note, ok := revoked[ids[i]]; ok {
+			switch state := bt.LedgerState(note); state {
+			case bt.LedgerValidationRejected, bt.LedgerConflict, bt.LedgerPolicyBlocked, bt.LedgerBugSuspected:
+				out[in.ID] = state // the rejected class a replay was retrying: no call changed it
+			default:
+				out[in.ID] = bt.LedgerTransient
+			}
+		}
+	}
+	return out, nil
 }
 
 // note records, once per instance, a downstream that an item names but no job declares: it

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	bt "github.com/baton-run/baton/runner/batontype"
+	"github.com/baton-run/baton/runner/internal/pipeline"
 )
 
 // Wake wakes the scheduler loop at once (tests use it to make every instance pass now).
@@ -55,7 +56,7 @@ func (r *Runner) SetDownstreamClock(now func() time.Time) {
 
 // AcquireDownstream takes a turn at downstream name as a call does, and ends it at once.
 func (r *Runner) AcquireDownstream(ctx context.Context, name string) error {
-	t, err := r.ds.Acquire(ctx, name, time.Now().Add(time.Second))
+	t, err := r.ds.Acquire(ctx, name, pipeline.TurnIntent{}, time.Now().Add(time.Second))
 	if err == nil {
 		t.Done(nil)
 	}

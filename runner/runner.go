@@ -205,6 +205,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.recoverer = &maintenance.Recoverer{Store: st, Locks: r.locks, Metrics: m, Logger: r.log}
 	r.recoverer.RunEndedFunc = r.shards.recovered
+	r.recoverer.NotCalledFunc = r.ds.notCalled
 	listenDB := cfg.ListenDB
 	if listenDB == nil {
 		listenDB = cfg.DB

@@ -228,7 +228,7 @@ func syncCheckpoints(ctx context.Context, q interface {
 
 // RecoverExpired fails every active run whose lease has expired by the database clock and
 // turns its IN_FLIGHT ledger rows into AMBIGUOUS_EFFECT, all in one transaction.
-func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, error) {
+func (s leaseStore) RecoverExpired(ctx context.Context, notCalled store.NotCalledFunc) ([]store.ExpiredRun, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -255,6 +255,9 @@ func (s leaseStore) RecoverExpired(ctx context.Context) ([]store.ExpiredRun, err
 			ids[i] = e.ID
 		}
 		if err := syncCheckpoints(ctx, tx, ids); err != nil {
+			return nil, err
+		}
+		if err := settleNotCalled(ctx, tx, ids, notCalled); err != nil {
 			return nil, err
 		}
 		amb, err := markAmbiguous(ctx, tx, ids, "the worker lost its lease while the call was in flight")
@@ -318,6 +321,54 @@ func scanExpiredRun(row pgx.Row) (store.ExpiredRun, error) {
 		e.ShardOf = *parent
 	}
 	return e, err
+}
+
+// settleNotCalled settles the IN_FLIGHT ledger rows of the given runs that notCalled says were
+// never called (their holder died waiting for a downstream turn) as it says, keeping the
+// counters in step; markAmbiguous then quarantines the rest. A notCalled that fails settles
+// none: they stay in doubt.
+func settleNotCalled(ctx context.Context, tx pgx.Tx, runIDs []int64, notCalled store.NotCalledFunc) error {
+	if notCalled == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, run_id, idempotency_key, attempt FROM job_ledger
+		WHERE run_id = ANY($1) AND state = 'IN_FLIGHT' AND external`, runIDs)
+	open, err := collect(rows, err, "read in-flight targets", func(row pgx.Row) (store.OpenIntent, error) {
+		var in store.OpenIntent
+		err := row.Scan(&in.ID, &in.RunID, &in.IdempotencyKey, &in.Attempt)
+		return in, err
+	})
+	if err != nil || len(open) == 0 {
+		return err
+	}
+	settle, err := notCalled(ctx, open)
+	if err != nil || len(settle) == 0 {
+		return nil // in doubt, as without a limiter to ask
+	}
+	ids, states := make([]int64, 0, len(settle)), make([]string, 0, len(settle))
+	for id, st := range settle {
+		ids, states = append(ids, id), append(states, string(st))
+	}
+	_, err = tx.Exec(ctx, `
+		WITH nc AS (
+			UPDATE job_ledger l SET state = c.state,
+				last_error = 'not called: the worker lost its lease while the call waited for its downstream turn',
+				updated_at = COALESCE(r.finished_at, statement_timestamp())
+			FROM unnest($1::bigint[], $2::text[]) AS c(id, state), job_runs r
+			WHERE l.id = c.id AND l.state = 'IN_FLIGHT' AND r.id = l.run_id
+			RETURNING l.job_name, l.generation, l.run_id, l.state
+		), per AS (
+			SELECT job_name, generation, run_id, state, count(*) AS n FROM nc GROUP BY 1, 2, 3, 4
+		)
+		INSERT INTO job_ledger_counts (job_name, generation, run_id, state, n)
+		SELECT job_name, generation, 0, state, sum(n) FROM per GROUP BY 1, 2, 4
+		UNION ALL SELECT job_name, generation, 0, 'IN_FLIGHT', -sum(n) FROM per GROUP BY 1, 2
+		UNION ALL SELECT job_name, generation, run_id, state, n FROM per
+		ON CONFLICT (job_name, generation, run_id, state, stripe) DO UPDATE SET n = job_ledger_counts.n + EXCLUDED.n`, ids, states)
+	if err != nil {
+		return fmt.Errorf("settle targets not called: %w", err)
+	}
+	return nil
 }
 
 // markAmbiguous turns the IN_FLIGHT ledger rows of the given runs into AMBIGUOUS_EFFECT and

@@ -157,10 +157,24 @@ type Leases interface {
 	Finish(ctx context.Context, f Fence, status bt.RunStatus, reason bt.StopReason, message string) (*bt.RunRecord, error)
 	// RecoverExpired fails every active run whose lease has run out and turns its IN_FLIGHT
 	// ledger rows into AMBIGUOUS_EFFECT; a shard whose job's policy resumes it goes back to
-	// PENDING instead. It also settles the sharded runs that are stopping or whose shards have
-	// all ended, and returns them too (Settled).
-	RecoverExpired(ctx context.Context) ([]ExpiredRun, error)
+	// PENDING instead. An intent notCalled (nil: none) says was never called is settled as it
+	// says, with "not called" as its error. It also settles the sharded runs that are stopping
+	// or whose shards have all ended, and returns them too (Settled).
+	RecoverExpired(ctx context.Context, notCalled NotCalledFunc) ([]ExpiredRun, error)
 }
+
+// OpenIntent is an IN_FLIGHT ledger row of a run whose lease expired.
+type OpenIntent struct {
+	ID             int64 // the ledger row
+	RunID          int64
+	IdempotencyKey string
+	Attempt        int
+}
+
+// NotCalledFunc returns, of intents, those whose calls are known never to have been made and
+// never to be made, each with the state its target is settled as. An error, or an intent it
+// leaves out, leaves the target in doubt.
+type NotCalledFunc func(ctx context.Context, intents []OpenIntent) (map[int64]bt.LedgerState, error)
 
 // ExpiredRun is a run the recoverer failed because its lease ran out.
 type ExpiredRun struct {

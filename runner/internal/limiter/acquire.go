@@ -11,10 +11,11 @@ import (
 
 // Reply codes of acquireScript.
 const (
-	replyOK     = 0
-	replyQuota  = 1
-	replyNoSlot = 2
-	replyNoTurn = 3
+	replyOK      = 0
+	replyQuota   = 1
+	replyNoSlot  = 2
+	replyNoTurn  = 3
+	replyRevoked = 4
 )
 
 // Slot polling backoff: a few ms, doubling, capped.
@@ -35,7 +36,14 @@ const (
 // has none), so a caller may bound the wait tighter than the call. A zero deadline means
 // ctx's deadline, or DefaultLease from now. Zero Limits return a permit at once without
 // touching Redis. Limits no downstream can have are refused with an INVALID_INPUT error.
-func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline time.Time) (*Permit, error) {
+//
+// Given an Intent (at most one), the turn is for that intent's call: it leaves a marker in
+// Redis that Revoke reads (turns.go). Without one, or with a zero one, it leaves none.
+func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline time.Time, intent ...Intent) (*Permit, error) {
+	var in Intent
+	if len(intent) > 0 {
+		in = intent[0]
+	}
 	start := l.now()
 	if err := lim.validate(name); err != nil {
 		return nil, err
@@ -59,10 +67,15 @@ func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline
 		hold = d
 	}
 	if l.useRedis() {
-		p, err := l.acquireRedis(ctx, name, lim, start, deadline, hold)
+		p, err := l.acquireRedis(ctx, name, lim, start, deadline, hold, in)
 		if !errors.Is(err, errUnavailable) {
 			return p, err
 		}
+	}
+	if l.marked.has(in.ID, l.now()) {
+		// Redis may say this call waits for its turn: a turn from the local share would let
+		// the recoverer take a call made for one never made.
+		return nil, fmt.Errorf("downstream %q: its turn was asked of Redis, which is unavailable: %w", name, ErrNoTurn)
 	}
 	return l.acquireLocal(ctx, name, lim, start, deadline, hold)
 }
@@ -76,10 +89,14 @@ func noTurn(name string, wait time.Duration) error {
 }
 
 // acquireRedis runs acquireScript until it grants or refuses, polling while no slot is free.
-func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, start, deadline, hold time.Time) (*Permit, error) {
+func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, start, deadline, hold time.Time, in Intent) (*Permit, error) {
 	keys := l.ks.all(name)[:4]
+	if in.ID != "" {
+		keys = append(keys, l.ks.turn(in.ID))
+	}
 	member := l.newMember()
 	poll := pollMin
+	answered := false // Redis has answered this Acquire once: later polls mark the intent waiting
 	for {
 		maxWait := deadline.Sub(l.now())
 		if maxWait < 0 {
@@ -91,12 +108,26 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		}
 		args := []any{member, lim.Concurrency, lim.Rate, lim.burst(), lim.Quota, lim.QuotaWindow.Microseconds(),
 			maxWait.Microseconds(), max(hold.Sub(l.now()), maxWait).Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds(), own}
+		if in.ID != "" {
+			ttl := markTTL(hold.Sub(l.now()))
+			mark := 0
+			if answered {
+				mark = 1
+				l.marked.waiting(in.ID, ttl, l.now()) // before the script runs: its reply may be lost
+			}
+			args = append(args, mark, in.Note, ttl.Milliseconds())
+		}
 		reply, err := l.run(ctx, func(ctx context.Context) ([]int64, error) {
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})
 		if err != nil {
+			if answered && in.ID != "" && errors.Is(err, errUnavailable) {
+				// Redis may hold this intent waiting: no turn from the local share for it.
+				return nil, fmt.Errorf("downstream %q: %w: %w", name, ErrNoTurn, err)
+			}
 			return nil, err
 		}
+		answered = true
 		switch reply[0] {
 		case replyOK:
 			wait := time.Duration(reply[1]) * time.Microsecond
@@ -114,6 +145,8 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			return nil, &HeldError{Reason: "QUOTA", Until: time.UnixMicro(reply[1]), For: time.Duration(reply[2]) * time.Microsecond}
 		case replyNoTurn:
 			return nil, noTurn(name, time.Duration(reply[1])*time.Microsecond)
+		case replyRevoked:
+			return nil, fmt.Errorf("downstream %q: the recoverer settled this call as not made: %w", name, ErrNoTurn)
 		}
 		// No free slot: poll again shortly, never past the deadline, or at once when a call
 		// of this instance frees a slot.

@@ -164,6 +164,8 @@ type Limiter struct {
 	local    locals
 	counts   map[string]*counts
 
+	marked turnMarks // intents whose turn marker may say "waiting" (turns.go)
+
 	closeOnce sync.Once
 	stop      chan struct{}
 	done      chan struct{}

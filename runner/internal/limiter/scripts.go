@@ -9,12 +9,16 @@ const (
 	keyAdapt = ":adapt" // hash: f (rate fraction after the last decrease), d (its time), b (blocked until), n and nw (pushbacks in the window from nw)
 	keyQuota = ":quota" // hash: w (window start, µs), n (calls counted in it)
 	keyStats = ":st"    // base of the per-second buckets ":st:<unix second>" (hash c t e w ws)
+	keyTurn  = "~turn:" // before an intent's id: its turn marker (turns.go); no downstream name holds '~'
 )
 
 // keyspace is the key prefix of every downstream.
 type keyspace string
 
 func (k keyspace) key(name, kind string) string { return string(k) + name + kind }
+
+// turn is the key of the turn marker of intent id.
+func (k keyspace) turn(id string) string { return string(k) + keyTurn + id }
 
 // all returns the keys of name in the order the scripts take them.
 func (k keyspace) all(name string) []string {
@@ -55,11 +59,15 @@ end
 // acquireScript takes a slot, the rate turn and the quota count in one step, or nothing.
 // KEYS: slots, tat, adapt, quota. ARGV: member, concurrency, rate, burst, quota, window (µs),
 // max wait (µs), lease (µs), min fraction, recovery (µs), the caller's calls in flight on
-// slots Redis does not know (taken from the local share while degraded).
+// slots Redis does not know (taken from the local share while degraded); with KEYS[5], the
+// intent's turn marker (turns.go): ARGV 12 (1: mark the intent waiting when no slot is free),
+// its note, and the marker's TTL (ms).
 // Reply {0, wait µs, now µs, quota window counted} | {1, quota window end µs, µs until it} | {2} no slot |
-// {3, wait µs} turn past the max wait.
+// {3, wait µs} turn past the max wait | {4} the intent was revoked: no turn, ever.
 var acquireScript = redis.NewScript(luaCommon + `
 local now = clock()
+local marker = KEYS[5]
+if marker and string.sub(redis.call('GET', marker) or '', 1, 1) == 'x' then return {4} end
 local conc, rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local quota, win, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local q
@@ -74,7 +82,10 @@ if conc > 0 then
   if held >= conc then
     -- Full: only now drop the holders past their expiry (dead instances, dropped permits).
     held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-    if held >= conc then return {2} end
+    if held >= conc then
+      if marker and ARGV[12] == '1' then redis.call('SET', marker, 'w' .. ARGV[13], 'PX', ARGV[14]) end
+      return {2}
+    end
   end
 end
 local a = redis.call('HMGET', KEYS[3], 'f', 'd', 'b')
@@ -95,6 +106,7 @@ elseif blocked > now then
   if wait > maxwait then return {3, math.floor(wait)} end
 end
 if wait < 0 then wait = 0 end
+if marker then redis.call('SET', marker, 'g', 'PX', ARGV[14]) end
 if tat2 then redis.call('SET', KEYS[2], us(tat2), 'PX', math.ceil((tat2 - now) / 1000) + 2000) end
 if conc > 0 then
   local lease = tonumber(ARGV[8])

@@ -18,7 +18,7 @@ import (
 type RecoverStore interface {
 	// RecoverExpired fails the runs whose lease expired, turning their IN_FLIGHT targets
 	// AMBIGUOUS_EFFECT, and returns them.
-	RecoverExpired(ctx context.Context) ([]store.ExpiredRun, error)
+	RecoverExpired(ctx context.Context, notCalled store.NotCalledFunc) ([]store.ExpiredRun, error)
 	// Run reads one run.
 	Run(ctx context.Context, id int64) (*bt.RunRecord, error)
 }
@@ -35,13 +35,16 @@ type Recoverer struct {
 	Locks   Unlocker
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+	// NotCalledFunc, if set, says which intents of the expired runs were never called (their
+	// holder died waiting for a downstream turn): those are settled, not quarantined.
+	NotCalledFunc store.NotCalledFunc
 	// RunEndedFunc, if set, receives each recovered run as it now stands.
 	RunEndedFunc func(run bt.RunRecord)
 }
 
 // Recover runs one recovery pass.
 func (rc *Recoverer) Recover(ctx context.Context) {
-	expired, err := rc.Store.RecoverExpired(ctx)
+	expired, err := rc.Store.RecoverExpired(ctx, rc.NotCalledFunc)
 	if err != nil {
 		if ctx.Err() == nil {
 			rc.Logger.Error("recover expired leases", "err", err)

@@ -350,7 +350,7 @@ func (b *batch) calls(ctx context.Context) {
 		if run.d.Tracer != nil {
 			cctx, span = b.callSpan(ictx, st)
 		}
-		turn, err := b.turn(cctx, st.item)
+		turn, err := b.turn(cctx, st)
 		if err != nil {
 			st.err = err // not called: neither a call nor a failure for the stop conditions
 			endCallSpan(span, err)

@@ -62,17 +62,26 @@ func (b *batch) heldBy(ds Downstreams) (name, why string) {
 // turn waits for item's call to take its turn at its downstream. The wait ends by half of
 // what is left of the call's context, so a call that waited still has the other half: it
 // never starts late enough to be cut off by the lease. No turn in time is a NotCalled error.
-func (b *batch) turn(ictx context.Context, item bt.Item) (Turn, error) {
-	ds := b.run.d.Downstreams
+func (b *batch) turn(ictx context.Context, st *itemState) (Turn, error) {
+	ds, item := b.run.d.Downstreams, st.item
 	if ds == nil || item.Downstream == "" {
 		return nil, nil
+	}
+	var intent TurnIntent
+	if item.External {
+		// A holder that dies before the turn is granted leaves the target as the call found
+		// it: TRANSIENT, or the rejected class a replay retries (notCalledOutcome).
+		intent = TurnIntent{ID: TurnID(b.run.fence.RunID, st.base.IdempotencyKey, st.attempt), NotCalled: bt.LedgerTransient}
+		if rejected(st.before) {
+			intent.NotCalled = st.before
+		}
 	}
 	now := time.Now()
 	deadline := now.Add(time.Minute)
 	if dl, ok := ictx.Deadline(); ok {
 		deadline = now.Add(dl.Sub(now) / 2)
 	}
-	t, err := ds.Acquire(ictx, item.Downstream, deadline)
+	t, err := ds.Acquire(ictx, item.Downstream, intent, deadline)
 	if err != nil && ictx.Err() != nil {
 		err = fmt.Errorf("%w: %w", ErrWaiting, err) // the lease or the run ended the wait
 	}

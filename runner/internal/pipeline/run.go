@@ -9,6 +9,7 @@ package pipeline
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -48,8 +49,21 @@ type Downstreams interface {
 	Held(name string) string
 	// Acquire waits for a call to name to take its turn, never past deadline (nor ctx), and
 	// returns the turn to end once the call has returned. An error means no turn: the call
-	// must not be made.
-	Acquire(ctx context.Context, name string, deadline time.Time) (Turn, error)
+	// must not be made. The turn is for intent, whose grant it records (TurnIntent).
+	Acquire(ctx context.Context, name string, intent TurnIntent, deadline time.Time) (Turn, error)
+}
+
+// TurnIntent is the committed intent a turn is asked for: ID names it (TurnID), and NotCalled
+// is the state its target is settled as if its holder dies before the turn is granted.
+type TurnIntent struct {
+	ID        string
+	NotCalled bt.LedgerState
+}
+
+// TurnID names the intent of attempt of the target whose idempotency key is key, written by
+// run runID: the ledger row's run_id, idempotency_key and attempt.
+func TurnID(runID int64, key string, attempt int) string {
+	return strconv.FormatInt(runID, 10) + ":" + strconv.Itoa(attempt) + ":" + key
 }
 
 // Turn is one call's permission to go to its downstream.

@@ -24,7 +24,7 @@ func testAutoResumeClaimedOnce(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	exec(t, s, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, f.RunID)
-	if _, err := s.RecoverExpired(ctx); err != nil {
+	if _, err := s.RecoverExpired(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	due, _, err := s.DueAutoResumes(ctx, 10)
@@ -60,7 +60,7 @@ func testAutoResumeClaimedOnce(t *testing.T, open Open) {
 		t.Fatalf("claiming the resumed run again while its resume runs: %v, want ErrResumeTaken", err)
 	}
 	exec(t, s, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, run.ID)
-	if _, err := s.RecoverExpired(ctx); err != nil {
+	if _, err := s.RecoverExpired(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	last, err := s.Run(ctx, run.ID)

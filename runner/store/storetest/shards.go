@@ -115,7 +115,7 @@ func checkShardRequeued(t *testing.T, s DB, run, shard int64) {
 	t.Helper()
 	ctx := context.Background()
 	exec(t, s, `UPDATE job_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, shard)
-	expired, err := s.RecoverExpired(ctx)
+	expired, err := s.RecoverExpired(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
