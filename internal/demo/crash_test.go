@@ -81,6 +81,7 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 	t.Logf("%d trials over %d accounts", trials, accounts)
 
 	inFlightAtKill := map[string]int64{}
+	notCalled := 0
 	for trial := range trials {
 		// Every other worker pays in batches (intents and results for many accounts per
 		// commit, results updating the intents in place), the rest one by one.
@@ -123,11 +124,27 @@ func TestCrashAnywhereMakesNoEffectTwice(t *testing.T) {
 		if n := b.count(`SELECT count(*) FROM job_ledger WHERE state = 'IN_FLIGHT'`); n != 0 {
 			t.Fatalf("trial %d: %d IN_FLIGHT rows survived recovery", trial, n)
 		}
+		// A target whose holder died waiting for its downstream turn was never called: the
+		// recoverer settles it "not called" rather than in doubt. It must have made no effect.
+		for target, run := range inFlightAtKill {
+			if run != id {
+				continue
+			}
+			if s := b.stateOf(target); s != string(bt.LedgerAmbiguous) {
+				if effects := b.count(`SELECT count(*) FROM demo_provider_effects e JOIN job_ledger l
+					ON e.idempotency_key = l.idempotency_key WHERE l.target_key = $1`, target); effects != 0 {
+					t.Errorf("trial %d: %s was settled %s after the kill, as not called, but made %d effects", trial, target, s, effects)
+				}
+				delete(inFlightAtKill, target)
+				notCalled++
+			}
+		}
 	}
 
 	// Finish the work in this process, then reconcile everything in doubt.
 	last := b.waitStatus(r, b.start(r, runner.StartParams{Job: SettlementJobName, Mode: bt.ModeResume}), bt.StatusSucceeded)
-	t.Logf("killed %d times; %d targets were in flight at a kill; provider %+v", trials, len(inFlightAtKill), provider.Stats())
+	t.Logf("killed %d times; %d targets were in flight at a kill, %d more waited for a turn and were not called; provider %+v",
+		trials, len(inFlightAtKill), notCalled, provider.Stats())
 	for target := range inFlightAtKill {
 		if s := b.stateOf(target); s != string(bt.LedgerAmbiguous) {
 			var run, attempt, effects int
