@@ -73,8 +73,8 @@ func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline
 		}
 	}
 	if l.marked.has(in.ID, l.now()) {
-		// Redis may say this call waits for its turn: a turn from the local share would let
-		// the recoverer take a call made for one never made.
+		// Redis may say this call waits for its turn (or for its granted turn's wait): a turn
+		// from the local share would let the recoverer take a call made for one never made.
 		return nil, fmt.Errorf("downstream %q: its turn was asked of Redis, which is unavailable: %w", name, ErrNoTurn)
 	}
 	return l.acquireLocal(ctx, name, lim, start, deadline, hold)
@@ -108,21 +108,23 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		}
 		args := []any{member, lim.Concurrency, lim.Rate, lim.burst(), lim.Quota, lim.QuotaWindow.Microseconds(),
 			maxWait.Microseconds(), max(hold.Sub(l.now()), maxWait).Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds(), own}
+		ttl := markTTL(hold.Sub(l.now()))
 		if in.ID != "" {
-			ttl := markTTL(hold.Sub(l.now()))
 			mark := 0
 			if answered {
 				mark = 1
-				l.marked.waiting(in.ID, ttl, l.now()) // before the script runs: its reply may be lost
 			}
+			// Before the script runs: its reply may be lost, and it may have left "w" or "r".
+			l.marked.waiting(in.ID, ttl, l.now())
 			args = append(args, mark, in.Note, ttl.Milliseconds())
 		}
 		reply, err := l.run(ctx, func(ctx context.Context) ([]int64, error) {
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})
 		if err != nil {
-			if answered && in.ID != "" && errors.Is(err, errUnavailable) {
-				// Redis may hold this intent waiting: no turn from the local share for it.
+			if in.ID != "" && errors.Is(err, errUnavailable) {
+				// Redis may hold this intent waiting, or granted with a wait it may revoke: no
+				// turn from the local share for it.
 				return nil, fmt.Errorf("downstream %q: %w: %w", name, ErrNoTurn, err)
 			}
 			return nil, err
@@ -134,6 +136,12 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			if err := sleep(ctx, wait); err != nil {
 				l.undo(name, member, lim.Concurrency > 0, reply[3])
 				return nil, err
+			}
+			if in.ID != "" && wait > 0 {
+				if err := takeTurn(ctx, l, name, in, ttl); err != nil {
+					l.undo(name, member, lim.Concurrency > 0, reply[3])
+					return nil, err
+				}
 			}
 			p := &Permit{Waited: l.now().Sub(start), l: l, name: name}
 			if lim.Concurrency > 0 {

@@ -145,6 +145,9 @@ type Config struct {
 	Now   func() time.Time
 	Adapt Adapt        // zero fields take defaults
 	Log   *slog.Logger // nil means slog.Default()
+	// Waited, if set, is called with an intent's id when the wait its turn was granted with is
+	// over, before the turn is taken (takeTurn); tests stall a holder there.
+	Waited func(id string)
 }
 
 // Limiter holds calls to downstreams to their limits. Its methods are safe for concurrent use.
