@@ -253,6 +253,9 @@ func (d *downstreams) Acquire(ctx context.Context, name string, intent pipeline.
 		if held != nil || errors.Is(err, limiter.ErrNoTurn) {
 			err = fmt.Errorf("%w: %w", pipeline.ErrWaiting, err) // its turn comes later
 		}
+		if errors.Is(err, limiter.ErrTurnLeft) {
+			err = fmt.Errorf("%w: %w", pipeline.ErrFreshIntent, err)
+		}
 		d.m.calls.WithLabelValues(name, "not_called").Inc()
 		return nil, err
 	}

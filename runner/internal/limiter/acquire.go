@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"time"
 )
@@ -113,16 +114,22 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			mark := 0
 			if answered {
 				mark = 1
+				l.marked.waiting(in.ID, ttl, l.now()) // before the script runs: its reply may be lost
 			}
-			// Before the script runs: its reply may be lost, and it may have left "w" or "r".
-			l.marked.waiting(in.ID, ttl, l.now())
 			args = append(args, mark, in.Note, ttl.Milliseconds())
 		}
 		reply, err := l.run(ctx, func(ctx context.Context) ([]int64, error) {
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})
+		if err != nil && in.ID != "" && !answered && !neverSent(err) {
+			// The script may have run and granted the turn with a wait ("r"), its reply lost.
+			l.marked.waiting(in.ID, ttl, l.now())
+			if errors.Is(err, errUnavailable) {
+				return nil, fmt.Errorf("downstream %q: %w, %w: %w", name, ErrNoTurn, ErrTurnLeft, err)
+			}
+		}
 		if err != nil {
-			if in.ID != "" && errors.Is(err, errUnavailable) {
+			if in.ID != "" && l.marked.has(in.ID, l.now()) && errors.Is(err, errUnavailable) {
 				// Redis may hold this intent waiting, or granted with a wait it may revoke: no
 				// turn from the local share for it.
 				return nil, fmt.Errorf("downstream %q: %w: %w", name, ErrNoTurn, err)
@@ -138,6 +145,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 				return nil, err
 			}
 			if in.ID != "" && wait > 0 {
+				l.marked.waiting(in.ID, ttl, l.now()) // "r" until taken: no turn from the local share
 				if err := takeTurn(ctx, l, name, in, ttl); err != nil {
 					l.undo(name, member, lim.Concurrency > 0, reply[3])
 					return nil, err
@@ -229,4 +237,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// neverSent reports whether err is a failure to reach Redis at all (no connection could be
+// made), so that no script ran.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

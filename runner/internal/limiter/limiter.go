@@ -58,6 +58,11 @@ const retryEvery = time.Second
 // Acquire reserved nothing for it.
 var ErrNoTurn = errors.New("no turn before the deadline")
 
+// ErrTurnLeft reports, with ErrNoTurn, a call not made whose intent Redis may still hold as
+// waiting or granted with a wait, which Revoke would take for a call never made: the call
+// must not be made under that intent, from the local share either, but under a new one.
+var ErrTurnLeft = errors.New("its turn may be left in Redis")
+
 // HeldError reports that calls to a downstream are held until Until: Reason "QUOTA" means its
 // quota for the current window is spent, and Until is the window's end (Redis clock). For is
 // how long from now that is, by the same clock: a caller waits For on its own monotonic clock

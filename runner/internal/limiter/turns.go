@@ -125,8 +125,8 @@ return {1}
 `)
 
 // takeTurn takes intent's turn at name once the wait it was granted with is over, before the
-// call. An error wraps ErrNoTurn: revoked, or Redis not reached (the turn may be revoked
-// still, so no turn from the local share either).
+// call. An error wraps ErrNoTurn: revoked, or Redis not reached (then ErrTurnLeft too: the
+// turn may be revoked still).
 func takeTurn(ctx context.Context, l *Limiter, name string, in Intent, ttl time.Duration) error {
 	if l.cfg.Waited != nil {
 		l.cfg.Waited(in.ID)
@@ -135,7 +135,7 @@ func takeTurn(ctx context.Context, l *Limiter, name string, in Intent, ttl time.
 		return takeScript.Run(ctx, l.cfg.Redis, []string{l.ks.turn(in.ID)}, ttl.Milliseconds()).Int64Slice()
 	})
 	if err != nil {
-		return fmt.Errorf("downstream %q: its turn could not be taken: %w (%v)", name, ErrNoTurn, err)
+		return fmt.Errorf("downstream %q: its turn could not be taken: %w, %w (%v)", name, ErrNoTurn, ErrTurnLeft, err)
 	}
 	if reply[0] != 1 {
 		return fmt.Errorf("downstream %q: the recoverer settled this call as not made: %w", name, ErrNoTurn)
