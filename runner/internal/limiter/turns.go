@@ -19,9 +19,11 @@ import (
 // for a slot, once Redis has answered it before. Revoke turns a "w" or "r" into "x" in one
 // step, and a revoked intent is never granted or given its turn: either the grant (or the
 // take) came first and Revoke sees "g", or Revoke came first and the call is never made. A
-// caller that has asked Redis for an intent's turn takes none from the local share for it
-// while the marker may live (turnMarks): an ask whose answer was lost may have left "r". No
-// marker, or "g", says nothing: the call may have been made.
+// caller whose intent Redis may hold as "w" or "r" (answered before, granted with a wait, or
+// asked by a script whose answer was lost other than by a refused connection) takes no turn
+// from the local share for it while the marker may live (turnMarks); the last two end with
+// ErrTurnLeft, for a retry under a new intent. No marker, or "g", says nothing: the call may
+// have been made.
 
 // Intent names the call a turn is for. ID is unique per call; Note is kept with a waiting
 // marker and returned by Revoke.
@@ -36,8 +38,8 @@ func markTTL(lease time.Duration) time.Duration {
 	return 2*max(lease, 0) + time.Minute
 }
 
-// turnMarks are the intents of this instance whose markers Redis may hold as waiting, each
-// until when (on this instance's clock).
+// turnMarks are the intents of this instance whose markers Redis may hold as waiting ("w",
+// or "r" for the wait of a granted turn), each until when (on this instance's clock).
 type turnMarks struct {
 	mu    sync.Mutex
 	until map[string]time.Time
