@@ -121,20 +121,8 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		reply, err := l.run(ctx, func(ctx context.Context) ([]int64, error) {
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})
-		if err != nil && in.ID != "" && !answered && !neverSent(err) {
-			// The script may have run and granted the turn with a wait ("r"), its reply lost.
-			l.marked.waiting(in.ID, ttl, l.now())
-			if errors.Is(err, errUnavailable) {
-				return nil, fmt.Errorf("downstream %q: %w, %w: %w", name, ErrNoTurn, ErrTurnLeft, err)
-			}
-		}
 		if err != nil {
-			if in.ID != "" && l.marked.has(in.ID, l.now()) && errors.Is(err, errUnavailable) {
-				// Redis may hold this intent waiting, or granted with a wait it may revoke: no
-				// turn from the local share for it.
-				return nil, fmt.Errorf("downstream %q: %w: %w", name, ErrNoTurn, err)
-			}
-			return nil, err
+			return nil, askFailed(l, name, in, answered, ttl, err)
 		}
 		answered = true
 		switch reply[0] {
@@ -172,6 +160,28 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		}
 		poll = min(poll*2, pollMax)
 	}
+}
+
+// askFailed returns the error of an ask of acquireScript for in that failed with err. It
+// wraps errUnavailable (the caller falls back to the local share) only when Redis cannot hold
+// in as waiting or granted with a wait, which a turn from the local share would contradict;
+// otherwise it wraps ErrNoTurn (and ErrTurnLeft when the lost reply may have granted it).
+func askFailed(l *Limiter, name string, in Intent, answered bool, ttl time.Duration, err error) error {
+	if in.ID == "" {
+		return err
+	}
+	if !answered && !neverSent(err) {
+		// The script may have run and granted the turn with a wait ("r"), its reply lost.
+		l.marked.waiting(in.ID, ttl, l.now())
+		if errors.Is(err, errUnavailable) {
+			return fmt.Errorf("downstream %q: %w, %w: %v", name, ErrNoTurn, ErrTurnLeft, err)
+		}
+	}
+	if l.marked.has(in.ID, l.now()) && errors.Is(err, errUnavailable) {
+		// Redis may hold this intent waiting: no turn from the local share for it.
+		return fmt.Errorf("downstream %q: %w: %v", name, ErrNoTurn, err)
+	}
+	return err
 }
 
 // pollWait waits d, or until a call of this instance to name releases its slot (one waiter
