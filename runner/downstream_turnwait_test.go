@@ -151,3 +151,83 @@ func TestDownstreamGrantedTurnStaysInDoubt(t *testing.T) {
 	}
 	b.checkCounts(other, "turn-granted", 1, id)
 }
+
+// A holder that dies while a call waits out the rate turn it was granted (GCRA grants at
+// once, with the time to wait) leaves that call's target not in doubt: the turn is not taken
+// until the wait is over, the recoverer revokes it first and settles the target TRANSIENT,
+// not called, and a RESUME calls it once. The target whose call had its turn is in doubt.
+func TestDownstreamRateWaitLeavesNoTargetInDoubt(t *testing.T) {
+	b := setup(t)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	var order []string
+	gate := make(chan struct{}) // closed when the test ends: the stuck call returns
+	t.Cleanup(func() { close(gate) })
+	job := turnJob("rate-wait", "paced", bt.DownstreamLimits{RatePerSecond: 4, Burst: 1}, []string{"a", "b"}, func(ctx context.Context, item runner.Item) error {
+		mu.Lock()
+		calls[item.Target]++
+		order = append(order, item.Target)
+		n := len(order)
+		mu.Unlock()
+		if n == 1 {
+			<-gate // the first call made holds the round, ignoring its context
+		}
+		return nil
+	})
+	called := func() ([]string, map[string]int) {
+		mu.Lock()
+		defer mu.Unlock()
+		c := map[string]int{}
+		for k, v := range calls {
+			c[k] = v
+		}
+		return append([]string(nil), order...), c
+	}
+	holder := b.runner(nil, job)
+	other := b.runner(nil, job)
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	holder.StallDownstreamTurns(func(string) {
+		once.Do(func() { close(stalled) })
+		<-release // the holder is gone while its call waits for its rate turn
+	})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	id := mustStart(t, holder, runner.StartParams{Job: "rate-wait"})
+	waitFor(t, "one call to be made and the other to wait out its rate turn", func() bool {
+		select {
+		case <-stalled:
+			o, _ := called()
+			return len(o) == 1
+		default:
+			return false
+		}
+	})
+	recoverRun(b, other, id)
+
+	order0, _ := called()
+	first, waited := order0[0], map[string]string{"a": "b", "b": "a"}[order0[0]]
+	if state, _ := b.ledgerState("rate-wait", first); state != string(bt.LedgerAmbiguous) {
+		t.Errorf("%s, called when its holder died, is %q; want AMBIGUOUS_EFFECT", first, state)
+	}
+	state, lastError := b.ledgerState("rate-wait", waited)
+	if state != string(bt.LedgerTransient) || !strings.Contains(lastError, "not called") {
+		t.Fatalf("%s, waiting out its rate turn when its holder died, is %q (%q); want TRANSIENT, not called", waited, state, lastError)
+	}
+	b.checkCounts(other, "rate-wait", 1, id)
+
+	close(release) // the stalled holder wakes: its turn was revoked, it does not call
+	released = true
+	res := mustStart(t, other, runner.StartParams{Job: "rate-wait", Mode: bt.ModeResume})
+	b.waitStatus(res, bt.StatusSucceeded, bt.StatusFailed, bt.StatusCancelled)
+	if _, c := called(); c[waited] != 1 || c[first] != 1 {
+		t.Errorf("calls %v after the resume; want each target called once", c)
+	}
+	if state, _ := b.ledgerState("rate-wait", waited); state != string(bt.LedgerConfirmed) {
+		t.Errorf("%s is %q after the resume; want CONFIRMED", waited, state)
+	}
+}

@@ -61,6 +61,9 @@ type downstreams struct {
 	// clock is this instance's clock (time.Now; tests skew it), by which a quota hold, its
 	// length computed on the Redis clock, is waited out.
 	clock atomic.Pointer[func() time.Time]
+	// waited, when set (tests), is called when a call's turn granted with a wait is about to
+	// be taken (limiter.Config.Waited).
+	waited atomic.Pointer[func(id string)]
 }
 
 // now reads the instance's clock.
@@ -78,7 +81,12 @@ func newDownstreams(cfg Config, st store.Downstreams, log *slog.Logger) (*downst
 	empty := map[string]bt.DownstreamState{}
 	d.limits.Store(&empty)
 	d.lim = limiter.New(limiter.Config{Redis: cfg.Redis, Prefix: "baton:{" + cfg.Env + "}:ds:", Instance: cfg.Instance,
-		Share: func() int { return int(d.live.Load()) }})
+		Share: func() int { return int(d.live.Load()) },
+		Waited: func(id string) {
+			if f := d.waited.Load(); f != nil {
+				(*f)(id)
+			}
+		}})
 	m, err := newDSMetrics(cfg.Registerer)
 	d.m = m
 	return d, err
@@ -244,6 +252,9 @@ func (d *downstreams) Acquire(ctx context.Context, name string, intent pipeline.
 		}
 		if held != nil || errors.Is(err, limiter.ErrNoTurn) {
 			err = fmt.Errorf("%w: %w", pipeline.ErrWaiting, err) // its turn comes later
+		}
+		if errors.Is(err, limiter.ErrTurnLeft) {
+			err = fmt.Errorf("%w: %w", pipeline.ErrFreshIntent, err)
 		}
 		d.m.calls.WithLabelValues(name, "not_called").Inc()
 		return nil, err

@@ -54,6 +54,16 @@ func (r *Runner) SetDownstreamClock(now func() time.Time) {
 	r.ds.clock.Store(&now)
 }
 
+// StallDownstreamTurns makes every call of r whose downstream turn was granted with a wait
+// run stall(intent id) when the wait is over, before it takes the turn (nil: none).
+func (r *Runner) StallDownstreamTurns(stall func(id string)) {
+	if stall == nil {
+		r.ds.waited.Store(nil)
+		return
+	}
+	r.ds.waited.Store(&stall)
+}
+
 // AcquireDownstream takes a turn at downstream name as a call does, and ends it at once.
 func (r *Runner) AcquireDownstream(ctx context.Context, name string) error {
 	t, err := r.ds.Acquire(ctx, name, pipeline.TurnIntent{}, time.Now().Add(time.Second))

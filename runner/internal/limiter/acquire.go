@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"time"
 )
@@ -73,8 +74,8 @@ func (l *Limiter) Acquire(ctx context.Context, name string, lim Limits, deadline
 		}
 	}
 	if l.marked.has(in.ID, l.now()) {
-		// Redis may say this call waits for its turn: a turn from the local share would let
-		// the recoverer take a call made for one never made.
+		// Redis may say this call waits for its turn (or for its granted turn's wait): a turn
+		// from the local share would let the recoverer take a call made for one never made.
 		return nil, fmt.Errorf("downstream %q: its turn was asked of Redis, which is unavailable: %w", name, ErrNoTurn)
 	}
 	return l.acquireLocal(ctx, name, lim, start, deadline, hold)
@@ -108,8 +109,8 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		}
 		args := []any{member, lim.Concurrency, lim.Rate, lim.burst(), lim.Quota, lim.QuotaWindow.Microseconds(),
 			maxWait.Microseconds(), max(hold.Sub(l.now()), maxWait).Microseconds(), l.adapt.minFraction(lim.Rate), l.adapt.Recovery.Microseconds(), own}
+		ttl := markTTL(hold.Sub(l.now()))
 		if in.ID != "" {
-			ttl := markTTL(hold.Sub(l.now()))
 			mark := 0
 			if answered {
 				mark = 1
@@ -121,11 +122,7 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			return acquireScript.Run(ctx, l.cfg.Redis, keys, args...).Int64Slice()
 		})
 		if err != nil {
-			if answered && in.ID != "" && errors.Is(err, errUnavailable) {
-				// Redis may hold this intent waiting: no turn from the local share for it.
-				return nil, fmt.Errorf("downstream %q: %w: %w", name, ErrNoTurn, err)
-			}
-			return nil, err
+			return nil, askFailed(l, name, in, answered, ttl, err)
 		}
 		answered = true
 		switch reply[0] {
@@ -134,6 +131,13 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 			if err := sleep(ctx, wait); err != nil {
 				l.undo(name, member, lim.Concurrency > 0, reply[3])
 				return nil, err
+			}
+			if in.ID != "" && wait > 0 {
+				l.marked.waiting(in.ID, ttl, l.now()) // "r" until taken: no turn from the local share
+				if err := takeTurn(ctx, l, name, in, ttl); err != nil {
+					l.undo(name, member, lim.Concurrency > 0, reply[3])
+					return nil, err
+				}
 			}
 			p := &Permit{Waited: l.now().Sub(start), l: l, name: name}
 			if lim.Concurrency > 0 {
@@ -156,6 +160,28 @@ func (l *Limiter) acquireRedis(ctx context.Context, name string, lim Limits, sta
 		}
 		poll = min(poll*2, pollMax)
 	}
+}
+
+// askFailed returns the error of an ask of acquireScript for in that failed with err. It
+// wraps errUnavailable (the caller falls back to the local share) only when Redis cannot hold
+// in as waiting or granted with a wait, which a turn from the local share would contradict;
+// otherwise it wraps ErrNoTurn (and ErrTurnLeft when the lost reply may have granted it).
+func askFailed(l *Limiter, name string, in Intent, answered bool, ttl time.Duration, err error) error {
+	if in.ID == "" {
+		return err
+	}
+	if !answered && !neverSent(err) {
+		// The script may have run and granted the turn with a wait ("r"), its reply lost.
+		l.marked.waiting(in.ID, ttl, l.now())
+		if errors.Is(err, errUnavailable) {
+			return fmt.Errorf("downstream %q: %w, %w: %v", name, ErrNoTurn, ErrTurnLeft, err)
+		}
+	}
+	if l.marked.has(in.ID, l.now()) && errors.Is(err, errUnavailable) {
+		// Redis may hold this intent waiting: no turn from the local share for it.
+		return fmt.Errorf("downstream %q: %w: %v", name, ErrNoTurn, err)
+	}
+	return err
 }
 
 // pollWait waits d, or until a call of this instance to name releases its slot (one waiter
@@ -221,4 +247,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// neverSent reports whether err is a failure to reach Redis at all (no connection could be
+// made), so that no script ran.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -58,6 +58,11 @@ const retryEvery = time.Second
 // Acquire reserved nothing for it.
 var ErrNoTurn = errors.New("no turn before the deadline")
 
+// ErrTurnLeft reports, with ErrNoTurn, a call not made whose intent Redis may still hold as
+// waiting or granted with a wait, which Revoke would take for a call never made: the call
+// must not be made under that intent, from the local share either, but under a new one.
+var ErrTurnLeft = errors.New("its turn may be left in Redis")
+
 // HeldError reports that calls to a downstream are held until Until: Reason "QUOTA" means its
 // quota for the current window is spent, and Until is the window's end (Redis clock). For is
 // how long from now that is, by the same clock: a caller waits For on its own monotonic clock
@@ -145,6 +150,9 @@ type Config struct {
 	Now   func() time.Time
 	Adapt Adapt        // zero fields take defaults
 	Log   *slog.Logger // nil means slog.Default()
+	// Waited, if set, is called with an intent's id when the wait its turn was granted with is
+	// over, before the turn is taken (takeTurn); tests stall a holder there.
+	Waited func(id string)
 }
 
 // Limiter holds calls to downstreams to their limits. Its methods are safe for concurrent use.

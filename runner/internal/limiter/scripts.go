@@ -61,7 +61,7 @@ end
 // max wait (µs), lease (µs), min fraction, recovery (µs), the caller's calls in flight on
 // slots Redis does not know (taken from the local share while degraded); with KEYS[5], the
 // intent's turn marker (turns.go): ARGV 12 (1: mark the intent waiting when no slot is free),
-// its note, and the marker's TTL (ms).
+// its note, and the marker's TTL (ms); a grant marks it "g", or "r" when it comes with a wait.
 // Reply {0, wait µs, now µs, quota window counted} | {1, quota window end µs, µs until it} | {2} no slot |
 // {3, wait µs} turn past the max wait | {4} the intent was revoked: no turn, ever.
 var acquireScript = redis.NewScript(luaCommon + `
@@ -106,7 +106,12 @@ elseif blocked > now then
   if wait > maxwait then return {3, math.floor(wait)} end
 end
 if wait < 0 then wait = 0 end
-if marker then redis.call('SET', marker, 'g', 'PX', ARGV[14]) end
+wait = math.floor(wait)
+if marker then
+  -- A turn granted with a wait is not taken until the wait is over (takeTurn).
+  if wait > 0 then redis.call('SET', marker, 'r' .. ARGV[13], 'PX', ARGV[14])
+  else redis.call('SET', marker, 'g', 'PX', ARGV[14]) end
+end
 if tat2 then redis.call('SET', KEYS[2], us(tat2), 'PX', math.ceil((tat2 - now) / 1000) + 2000) end
 if conc > 0 then
   local lease = tonumber(ARGV[8])
@@ -125,7 +130,7 @@ if quota > 0 then
   end
   redis.call('PEXPIREAT', KEYS[4], us((counted + win) / 1000 + 60000))
 end
-return {0, math.floor(wait), now, counted}
+return {0, wait, now, counted}
 `)
 
 // undoScript gives back what acquireScript took for a call that did not start: the slot and

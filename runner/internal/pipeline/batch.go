@@ -480,7 +480,7 @@ func (b *batch) settleFailure(st *itemState, round int, res *results) {
 	// downstream failed to give it a turn tries a bounded number of rounds.
 	if state == bt.LedgerTransient && (round < run.retry.MaxAttempts || notCalled && st.notCalled < maxNotCalled(run.retry)) {
 		res.retry = append(res.retry, st)
-		if notCalled {
+		if notCalled && !errors.Is(st.err, ErrFreshIntent) {
 			// No call was made: the retry's intent takes this attempt's number again (the
 			// write below, settling this attempt's own intent, still carries it).
 			defer func() { st.attempt-- }()

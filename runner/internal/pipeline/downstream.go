@@ -97,4 +97,9 @@ func (b *batch) turn(ictx context.Context, st *itemState) (Turn, error) {
 // fails otherwise is tried a bounded number of rounds (maxNotCalled).
 var ErrWaiting = errors.New("waiting for a turn")
 
+// ErrFreshIntent marks, with ErrWaiting, a call not made whose retry must write its intent
+// under the next attempt's number, not this one's again: Redis may still hold this attempt's
+// turn, which the recoverer would take for a call never made.
+var ErrFreshIntent = errors.New("the retry needs a fresh intent")
+
 func isWaiting(err error) bool { return errors.Is(err, ErrWaiting) }
