@@ -106,17 +106,7 @@ func TestShardRequeueCountsInDoubtTargetOnce(t *testing.T) {
 	rs := b.instances(2, 1, job, func(c *runner.Config) { c.Scheduler = true })
 	id := mustStart(t, rs[0], runner.StartParams{Job: job.name})
 	<-stuck
-	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET lease_until = now() - interval '1 second'
-		WHERE parent_run_id = $1 AND shard_key = '0'`, id); err != nil {
-		t.Fatal(err)
-	}
-	run := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed)
-	if run.Status != bt.StatusSucceeded {
-		t.Fatalf("run %s (%s)", run.Status, run.Message)
-	}
-	if bad := b.checkShardCounters(rs[0], job.name, id); len(bad) > 0 {
-		t.Fatalf("counters off:\n%s", strings.Join(bad, "\n"))
-	}
+	requeueShardZeroAndCheck(t, b, rs[0], job.name, id)
 }
 
 // TestShardRequeueAfterBackoffCountsOnce: a holder that dies while a batch waits out its retry
@@ -141,17 +131,7 @@ func TestShardRequeueAfterBackoffCountsOnce(t *testing.T) {
 		return b.count(`SELECT count(*) FROM job_ledger WHERE job_name = $1 AND target_key = 's0-2' AND state = 'TRANSIENT'`, job.name) == 1 &&
 			b.count(`SELECT count(*) FROM job_ledger WHERE job_name = $1 AND target_key IN ('s0-1', 's0-3') AND state = 'CONFIRMED'`, job.name) == 2
 	})
-	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET lease_until = now() - interval '1 second'
-		WHERE parent_run_id = $1 AND shard_key = '0'`, id); err != nil {
-		t.Fatal(err)
-	}
-	run := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed)
-	if run.Status != bt.StatusSucceeded {
-		t.Fatalf("run %s (%s)", run.Status, run.Message)
-	}
-	if bad := b.checkShardCounters(rs[0], job.name, id); len(bad) > 0 {
-		t.Fatalf("counters off:\n%s", strings.Join(bad, "\n"))
-	}
+	requeueShardZeroAndCheck(t, b, rs[0], job.name, id)
 }
 
 // TestShardShutdownInBackoffKeepsProgressWithinTotal: an instance shut down while a shard's
@@ -280,5 +260,23 @@ func TestShardOrphansOfAnEndedRunAreSettled(t *testing.T) {
 	}
 	if run := b.run(id); run.Status != bt.StatusFailed || run.StopReason != bt.StopReason("DATABASE_UNAVAILABLE") {
 		t.Errorf("run %s (%s); want it FAILED as it ended", run.Status, run.StopReason)
+	}
+}
+
+// requeueShardZeroAndCheck ends the lease of run id's shard 0, as its holder's death would, waits
+// for the run to succeed once another holder has taken the shard over, and checks that the run's
+// and every shard's counters equal the ledger's.
+func requeueShardZeroAndCheck(t *testing.T, b *bundle, r *runner.Runner, job string, id int64) {
+	t.Helper()
+	if _, err := b.Pool.Exec(context.Background(), `UPDATE job_runs SET lease_until = now() - interval '1 second'
+		WHERE parent_run_id = $1 AND shard_key = '0'`, id); err != nil {
+		t.Fatal(err)
+	}
+	run := b.waitStatus(id, bt.StatusSucceeded, bt.StatusFailed)
+	if run.Status != bt.StatusSucceeded {
+		t.Fatalf("run %s (%s)", run.Status, run.Message)
+	}
+	if bad := b.checkShardCounters(r, job, id); len(bad) > 0 {
+		t.Fatalf("counters off:\n%s", strings.Join(bad, "\n"))
 	}
 }
